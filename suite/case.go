@@ -1,0 +1,78 @@
+// Package suite turns a suite's test-case files into a plan of jobs.
+//
+// Two case formats are read: the RFC's prompt cases (the `test` frontmatter field naming a cases
+// file) and seed 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
+// problem becomes a diagnostic naming file, line and rule; a case with any error is left out of
+// the plan, and the plan reports the errors, so nothing runs half-checked.
+package suite
+
+import (
+	"time"
+
+	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// Kind says how a case is executed.
+type Kind string
+
+// The case kinds.
+const (
+	// KindPrompt is an RFC prompt case: input → agent → output assertions.
+	KindPrompt Kind = "prompt"
+	// KindCommand is a seed-003 command case: a shell command in the sandbox.
+	KindCommand Kind = "command"
+)
+
+// Defaults from the RFC (prompt cases) and seed 003 (command cases).
+const (
+	DefaultPromptTimeout  = 60 * time.Second
+	DefaultCommandTimeout = 30 * time.Second
+	DefaultRuns           = 1
+	DefaultConfidence     = 1.0
+	// MaxRuns bounds `runs` so a typo cannot plan a million jobs.
+	MaxRuns = 1000
+	// maxCaseFileBytes bounds a cases file; larger ones are refused with a diagnostic.
+	maxCaseFileBytes = 4 << 20
+)
+
+// Assertion is a compiled assertion with the place it was written.
+type Assertion struct {
+	assert.Assertion
+	Line int
+}
+
+// Case is one test case of one skill.
+type Case struct {
+	Skill       *skill.Skill
+	Name        string
+	Description string
+	Kind        Kind
+	// Input is the prompt of a prompt case.
+	Input string
+	// Command, Stdin and Files describe a command case; Stdin is nil when absent.
+	Command string
+	Stdin   *string
+	Files   []string
+	Env     map[string]string
+
+	Assertions []Assertion
+	Runs       int
+	Confidence float64
+	Timeout    time.Duration
+	Parallel   bool
+
+	// File and Line locate the case for diagnostics and reports.
+	File string
+	Line int
+}
+
+// HasSemantic reports whether the case needs the judge.
+func (c *Case) HasSemantic() bool {
+	for _, a := range c.Assertions {
+		if a.Type == assert.SemanticMatch {
+			return true
+		}
+	}
+	return false
+}

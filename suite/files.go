@@ -1,0 +1,90 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// skillFile resolves rel inside the skill directory dir. It refuses absolute paths, paths that
+// climb out with "..", and symlinks whose target lies outside the skill, so a case cannot make
+// the runner read (or ship) files that are not the skill's.
+func skillFile(dir, rel string) (string, error) {
+	if rel == "" {
+		return "", errors.New("path is empty")
+	}
+	if filepath.IsAbs(rel) || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return "", fmt.Errorf("path %q escapes the skill directory", rel)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%q does not exist in the skill directory", rel)
+		}
+		return "", fmt.Errorf("%q: %w", rel, err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.Rel(realDir, real); err != nil || !filepath.IsLocal(r) {
+		return "", fmt.Errorf("path %q resolves outside the skill directory", rel)
+	}
+	return p, nil
+}
+
+// readCapped reads a regular file of at most limit bytes.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("file is %d bytes, larger than the %d-byte limit", st.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("file is larger than the %d-byte limit", limit)
+	}
+	return data, nil
+}
+
+var yamlErrLine = regexp.MustCompile(`line (\d+)`)
+
+// parseYAML parses data into a document node, reporting a syntax error with its line.
+func (r *reader) parseYAML(data []byte) (*yaml.Node, bool) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line := 0
+		if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+		}
+		r.errorf(line, "cases.yaml", "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, false
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		r.errorf(1, "cases.empty", "the file is empty")
+		return nil, false
+	}
+	return doc.Content[0], true
+}

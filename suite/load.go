@@ -1,0 +1,94 @@
+package suite
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// Suite is the skills of one or more layered roots with their validated test cases.
+type Suite struct {
+	Roots   []string
+	Catalog *skill.Catalog
+	Graph   *skill.Graph
+	// Cases holds every valid case, ordered by skill name, then prompt cases in file order, then
+	// command cases by file name.
+	Cases []*Case
+	// Diagnostics covers discovery, validation, requires and case files, sorted.
+	Diagnostics skill.Diagnostics
+}
+
+// Load discovers the skills under roots, validates them and their `requires`, and reads every
+// case file. A skill with validation errors contributes no cases: its errors are in the
+// diagnostics, and running half-valid skills would hide them.
+func Load(roots []string, opts skill.Options) *Suite {
+	s := &Suite{Roots: roots}
+	cat, diags := skill.Discover(roots, opts)
+	s.Catalog = cat
+	s.Diagnostics = append(s.Diagnostics, diags...)
+	skills := cat.Skills()
+
+	bad := make(map[*skill.Skill]bool)
+	for _, sk := range skills {
+		d := skill.Validate(sk, opts)
+		if d.HasErrors() {
+			bad[sk] = true
+		}
+		s.Diagnostics = append(s.Diagnostics, d...)
+	}
+	g, gd := skill.Resolve(cat, opts)
+	s.Graph = g
+	s.Diagnostics = append(s.Diagnostics, gd...)
+
+	perSkill := make([][]*Case, len(skills))
+	perDiags := make([]skill.Diagnostics, len(skills))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				perSkill[i], perDiags[i] = loadSkillCases(skills[i])
+			}
+		}()
+	}
+	for i, sk := range skills {
+		if !bad[sk] {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	for i := range skills {
+		s.Cases = append(s.Cases, perSkill[i]...)
+		s.Diagnostics = append(s.Diagnostics, perDiags[i]...)
+	}
+	s.Diagnostics.Sort()
+	return s
+}
+
+// loadSkillCases reads both case formats of one skill and rejects duplicate case names, which
+// would make two report rows indistinguishable.
+func loadSkillCases(sk *skill.Skill) ([]*Case, skill.Diagnostics) {
+	prompt, diags := loadPromptCases(sk)
+	command, cd := loadCommandCases(sk)
+	diags = append(diags, cd...)
+	all := append(prompt, command...)
+	seen := make(map[string]*Case, len(all))
+	out := all[:0]
+	for _, c := range all {
+		if first, dup := seen[c.Name]; dup {
+			diags = append(diags, skill.Diagnostic{
+				Rule: "case.duplicateName", Severity: skill.SeverityError, File: c.File, Line: c.Line,
+				Message: fmt.Sprintf("skill %s already has a case named %q (%s:%d)", sk.Name, c.Name, first.File, first.Line),
+			})
+			continue
+		}
+		seen[c.Name] = c
+		out = append(out, c)
+	}
+	return out, diags
+}

@@ -1,0 +1,131 @@
+package suite
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// Filter selects skills and cases by glob (path.Match syntax); empty patterns match everything.
+type Filter struct {
+	Skills []string
+	Cases  []string
+}
+
+// Validate reports a malformed pattern, a usage error rather than a finding.
+func (f Filter) Validate() error {
+	for _, p := range append(append([]string(nil), f.Skills...), f.Cases...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("bad pattern %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func matchAny(patterns []string, name string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// PlanOptions shape a plan.
+type PlanOptions struct {
+	Filter Filter
+	// Agents to run prompt cases against. Empty plans each prompt case once with no agent; the
+	// worker then reports it errored ("no agent configured") rather than guessing one.
+	Agents []string
+}
+
+// Job is one execution of one case: case × epoch × agent.
+type Job struct {
+	// ID is stable: the same suite planned twice gives the same ids.
+	ID    string
+	Case  *Case
+	Epoch int
+	Agent string
+}
+
+// Plan is the expansion of a suite into jobs, with content digests.
+type Plan struct {
+	// SuiteDigest is the sha256 of the suite bundle: the selected skills and their dependency
+	// closure, written deterministically.
+	SuiteDigest string
+	Skills      []SkillDigest
+	Cases       []*Case
+	Jobs        []Job
+	BundleBytes int64
+
+	skillIndex map[string]int
+}
+
+// Plan expands the selected cases into jobs and computes the digests. It reads every file of
+// the selected skills once, to hash them the same way the bundle does.
+func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
+	if err := opts.Filter.Validate(); err != nil {
+		return nil, err
+	}
+	var selected []*skill.Skill
+	for _, sk := range s.Catalog.Skills() {
+		if matchAny(opts.Filter.Skills, sk.Name) {
+			selected = append(selected, sk)
+		}
+	}
+	b, err := WriteBundle(io.Discard, s.Graph, selected)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{SuiteDigest: b.Digest, Skills: b.Skills, BundleBytes: b.Bytes, skillIndex: make(map[string]int, len(b.Skills))}
+	for i, sd := range b.Skills {
+		p.skillIndex[sd.Name] = i
+	}
+	agents := opts.Agents
+	if len(agents) == 0 {
+		agents = []string{""}
+	}
+	for _, c := range s.Cases {
+		if !matchAny(opts.Filter.Skills, c.Skill.Name) || !matchAny(opts.Filter.Cases, c.Name) {
+			continue
+		}
+		p.Cases = append(p.Cases, c)
+		caseAgents := agents
+		if c.Kind == KindCommand {
+			caseAgents = []string{""}
+		}
+		for _, agent := range caseAgents {
+			for epoch := 1; epoch <= c.Runs; epoch++ {
+				p.Jobs = append(p.Jobs, Job{ID: JobID(c.Skill.Name, c.Name, c.Kind, epoch, agent), Case: c, Epoch: epoch, Agent: agent})
+			}
+		}
+	}
+	return p, nil
+}
+
+// JobID derives a job's stable id from what identifies it. Content is deliberately left out:
+// the id names the same test across edits, so history and dashboards can follow it.
+func JobID(skillName, caseName string, kind Kind, epoch int, agent string) string {
+	h := sha256.New()
+	for _, part := range []string{skillName, caseName, string(kind), strconv.Itoa(epoch), agent} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "j" + hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+// Skill returns the digest entry of a skill in the plan, or nil.
+func (p *Plan) Skill(name string) *SkillDigest {
+	if i, ok := p.skillIndex[name]; ok {
+		return &p.Skills[i]
+	}
+	return nil
+}

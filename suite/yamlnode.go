@@ -1,0 +1,288 @@
+package suite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// maxAliasVisits bounds how many alias dereferences one case file may make, so an alias bomb
+// (billion laughs) costs a diagnostic instead of memory.
+const maxAliasVisits = 1000
+
+// maxDepth bounds nesting, so a deeply nested document is rejected instead of recursed into.
+const maxDepth = 64
+
+// reader walks yaml.Node trees of one file with strict, typed accessors, collecting diagnostics
+// that name the file, the line and the rule.
+type reader struct {
+	file        string
+	diags       skill.Diagnostics
+	aliasVisits int
+}
+
+func (r *reader) errorf(line int, rule, format string, args ...any) {
+	r.diags = append(r.diags, skill.Diagnostic{
+		Rule: rule, Severity: skill.SeverityError, Message: fmt.Sprintf(format, args...),
+		File: r.file, Line: line,
+	})
+}
+
+// deref follows aliases within the visit budget; nil means the budget ran out (already reported).
+func (r *reader) deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		r.aliasVisits++
+		if r.aliasVisits > maxAliasVisits {
+			if r.aliasVisits == maxAliasVisits+1 {
+				r.errorf(n.Line, "cases.yaml", "too many alias references (more than %d); expand them", maxAliasVisits)
+			}
+			return nil
+		}
+		n = n.Alias
+	}
+	return n
+}
+
+// pair is one key: value entry of a mapping, with the key's line.
+type pair struct {
+	key  string
+	line int
+	val  *yaml.Node
+}
+
+// mapping returns the entries of a mapping node, reporting duplicate keys and keys outside
+// allowed (nil allows any). what names the mapping in messages ("case", "assertions").
+func (r *reader) mapping(n *yaml.Node, what, rulePrefix string, allowed map[string]bool) ([]pair, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return nil, false
+	}
+	if n.Kind != yaml.MappingNode {
+		r.errorf(n.Line, rulePrefix+".type", "%s must be a mapping, got %s", what, kindName(n))
+		return nil, false
+	}
+	seen := make(map[string]int, len(n.Content)/2)
+	out := make([]pair, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := r.deref(n.Content[i])
+		if k == nil {
+			return nil, false
+		}
+		if k.Kind != yaml.ScalarNode {
+			r.errorf(k.Line, rulePrefix+".type", "%s keys must be strings", what)
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			r.errorf(k.Line, rulePrefix+".duplicateKey", "%s has key %q twice (first on line %d)", what, k.Value, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		if allowed != nil && !allowed[k.Value] {
+			r.errorf(k.Line, rulePrefix+".unknownKey", "%s has unknown key %q%s", what, k.Value, suggest(k.Value, allowed))
+			continue
+		}
+		out = append(out, pair{key: k.Value, line: k.Line, val: n.Content[i+1]})
+	}
+	return out, true
+}
+
+// str reads a string scalar. YAML `null` is reported as a type error; numbers and booleans are
+// refused too, because `input: 42` is a mistake more often than a prompt.
+func (r *reader) str(n *yaml.Node, what, rule string) (string, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "") {
+		r.errorf(n.Line, rule, "%s must be a string, got %s", what, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// strList reads a list of strings; a single string is taken as a one-item list, since
+// `output_contains: DEV` means exactly one thing.
+func (r *reader) strList(n *yaml.Node, what, rule string) ([]string, []int, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return nil, nil, false
+	}
+	if n.Kind == yaml.ScalarNode {
+		s, ok := r.str(n, what, rule)
+		return []string{s}, []int{n.Line}, ok
+	}
+	if n.Kind != yaml.SequenceNode {
+		r.errorf(n.Line, rule, "%s must be a list of strings, got %s", what, kindName(n))
+		return nil, nil, false
+	}
+	vals := make([]string, 0, len(n.Content))
+	lines := make([]int, 0, len(n.Content))
+	ok := true
+	for _, item := range n.Content {
+		s, good := r.str(item, what+" item", rule)
+		if !good {
+			ok = false
+			continue
+		}
+		vals = append(vals, s)
+		lines = append(lines, item.Line)
+	}
+	return vals, lines, ok
+}
+
+func (r *reader) integer(n *yaml.Node, what, rule string) (int, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return 0, false
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" {
+		v, err := strconv.ParseInt(n.Value, 0, 32)
+		if err == nil {
+			return int(v), true
+		}
+	}
+	r.errorf(n.Line, rule, "%s must be an integer, got %s", what, kindName(n))
+	return 0, false
+}
+
+func (r *reader) number(n *yaml.Node, what, rule string) (float64, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return 0, false
+	}
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+		v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+		if err == nil {
+			return v, true
+		}
+	}
+	r.errorf(n.Line, rule, "%s must be a number, got %s", what, kindName(n))
+	return 0, false
+}
+
+func (r *reader) boolean(n *yaml.Node, what, rule string) (bool, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return false, false
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		var b bool
+		if err := n.Decode(&b); err == nil {
+			return b, true
+		}
+	}
+	r.errorf(n.Line, rule, "%s must be true or false, got %s", what, kindName(n))
+	return false, false
+}
+
+// value converts a node into plain Go data (map[string]any, []any, string, float64, int64, bool,
+// nil) within the depth and alias budgets, for stdout-json.
+func (r *reader) value(n *yaml.Node, depth int, rule string) (any, bool) {
+	n = r.deref(n)
+	if n == nil {
+		return nil, false
+	}
+	if depth > maxDepth {
+		r.errorf(n.Line, rule, "nested more than %d levels deep", maxDepth)
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		pairs, ok := r.mapping(n, "JSON object", rule, nil)
+		if !ok {
+			return nil, false
+		}
+		m := make(map[string]any, len(pairs))
+		for _, p := range pairs {
+			v, ok := r.value(p.val, depth+1, rule)
+			if !ok {
+				return nil, false
+			}
+			m[p.key] = v
+		}
+		return m, true
+	case yaml.SequenceNode:
+		s := make([]any, 0, len(n.Content))
+		for _, item := range n.Content {
+			v, ok := r.value(item, depth+1, rule)
+			if !ok {
+				return nil, false
+			}
+			s = append(s, v)
+		}
+		return s, true
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			r.errorf(n.Line, rule, "bad value: %v", err)
+			return nil, false
+		}
+		return v, true
+	}
+	r.errorf(n.Line, rule, "unsupported YAML node")
+	return nil, false
+}
+
+// kindName describes a node for a type error.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "null"
+		case "!!int", "!!float":
+			return "a number (" + n.Value + ")"
+		case "!!bool":
+			return "a boolean (" + n.Value + ")"
+		case "!!str":
+			return "a string"
+		}
+		return "a scalar (" + n.Tag + ")"
+	}
+	return "an unsupported node"
+}
+
+// suggest proposes the closest allowed key for a typo such as output_contain.
+func suggest(key string, allowed map[string]bool) string {
+	best, bestD := "", 4
+	for k := range allowed {
+		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
