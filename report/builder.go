@@ -1,0 +1,386 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+
+	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// CaseKey names a case of a run. Results carry no agent, so a case is its skill and name;
+// see Builder.Add for what happens when a plan has several jobs per epoch.
+type CaseKey struct{ Skill, Case string }
+
+// PlannedCase is a case as the plan has it: the Builder expects Epochs results for it.
+type PlannedCase struct {
+	Skill string
+	Case  string
+	Kind  skillfleetv1.CaseKind
+	// Epochs is the case's `runs`; 0 means 1.
+	Epochs int
+	// Confidence is the fraction of epochs that must pass; 0 means 1.0.
+	Confidence float64
+	// File and Line are where the case was written.
+	File string
+	Line int
+}
+
+// Builder aggregates the results of one run into case verdicts. It keeps per case a few
+// counters, one hash per epoch (to tell a redelivered duplicate from a new result) and at
+// most three capped pieces of evidence, never every result. It is safe for concurrent use:
+// the coordinator feeds it while its API reads Counts and Report.
+type Builder struct {
+	mu        sync.Mutex
+	run       string
+	seed      maphash.Seed
+	byKey     map[CaseKey]*caseState
+	cases     []*caseState // in skill, then case order
+	jobsTotal int
+	jobsDone  int
+	// counts of cases by verdict, VERDICT_UNSPECIFIED being pending; kept up to date on every
+	// change so Counts is cheap however often it is called.
+	counts [6]int
+	// closed is set by Skip: the report is final and later results are ignored.
+	closed      bool
+	closeReason string
+}
+
+// caseState is what a Builder keeps of one case.
+type caseState struct {
+	skill, name string
+	kind        skillfleetv1.CaseKind
+	file        string
+	line        int
+	epochs      int
+	confidence  float64
+
+	// jobs holds, per epoch, a hash of the job id whose result was counted (0: none yet).
+	jobs     []uint64
+	tally    Tally
+	duration int64
+	attempts int32
+	// conflict, when set, makes the case errored: two different jobs reported one epoch.
+	conflict string
+	status   skillfleetv1.Verdict
+
+	// Evidence from the lowest-numbered epoch of each kind; dropped once the verdict is
+	// certain and the evidence cannot be the one shown.
+	pass, fail, undecided *evidence
+	// The lowest-numbered epoch that did not pass, kept for the reason of a passed case.
+	firstBadEpoch   int32
+	firstBadVerdict skillfleetv1.Verdict
+}
+
+// NewBuilder starts the aggregation of a run's results for the planned cases. A case listed
+// twice (same skill and name) is taken once, from its first listing.
+func NewBuilder(run string, cases []PlannedCase) *Builder {
+	b := &Builder{run: run, seed: maphash.MakeSeed(), byKey: make(map[CaseKey]*caseState, len(cases))}
+	for _, pc := range cases {
+		k := CaseKey{pc.Skill, pc.Case}
+		if _, dup := b.byKey[k]; dup {
+			continue
+		}
+		cs := &caseState{
+			skill: pc.Skill, name: pc.Case, kind: pc.Kind, file: pc.File, line: pc.Line,
+			epochs:     NormalizeEpochs(pc.Epochs),
+			confidence: NormalizeConfidence(pc.Confidence),
+		}
+		b.byKey[k] = cs
+		b.cases = append(b.cases, cs)
+		b.jobsTotal += cs.epochs
+	}
+	slots := make([]uint64, b.jobsTotal) // one allocation for every case's epoch slots
+	for _, cs := range b.cases {
+		cs.jobs, slots = slots[:cs.epochs:cs.epochs], slots[cs.epochs:]
+	}
+	slices.SortFunc(b.cases, func(x, y *caseState) int {
+		return cmp.Or(strings.Compare(x.skill, y.skill), strings.Compare(x.name, y.name))
+	})
+	b.counts[skillfleetv1.Verdict_VERDICT_UNSPECIFIED] = len(b.cases)
+	return b
+}
+
+// Add counts one result. Exactly one result per job counts: the first for a job id wins, and
+// a redelivered duplicate returns false. A result that does not belong to this run's plan —
+// another run id, an unknown case, an epoch outside 1..runs, no job id — is ignored and
+// returns false; the caller logs it. So are results after Skip.
+//
+// A second, different job reporting an epoch that already has a result means the plan has
+// more jobs per epoch than the Builder was told (several agents: Result carries no agent).
+// Which result is the real one cannot be known, so the result is not counted and the case is
+// errored with a reason saying so, rather than a pass being computed from half the jobs.
+func (b *Builder) Add(r *skillfleetv1.Result) (accepted bool) {
+	if r == nil || r.GetJobId() == "" {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || (r.GetRunId() != "" && r.GetRunId() != b.run) {
+		return false
+	}
+	cs := b.byKey[CaseKey{r.GetSkill(), r.GetCaseName()}]
+	epoch := int(r.GetEpoch())
+	if cs == nil || epoch < 1 || epoch > cs.epochs {
+		return false
+	}
+	h := maphash.String(b.seed, r.GetJobId())
+	if h == 0 {
+		h = 1 // 0 marks an empty slot
+	}
+	switch slot := cs.jobs[epoch-1]; {
+	case slot == h:
+		return false
+	case slot != 0:
+		if cs.conflict == "" {
+			cs.conflict = fmt.Sprintf("two different jobs reported epoch %d (the second was %s): "+
+				"the plan has more jobs per epoch than the report was told, so no verdict can be trusted",
+				epoch, clip(r.GetJobId()))
+		}
+		b.refresh(cs)
+		return false
+	}
+	cs.jobs[epoch-1] = h
+	b.jobsDone++
+	cs.record(r)
+	b.refresh(cs)
+	return true
+}
+
+// record counts r and keeps its evidence if it may be the one shown.
+func (cs *caseState) record(r *skillfleetv1.Result) {
+	v, why := jobVerdict(r)
+	cs.duration += jobDurationMS(r.GetTimings())
+	cs.attempts = max(cs.attempts, r.GetAttempt())
+	if cs.kind == skillfleetv1.CaseKind_CASE_KIND_UNSPECIFIED {
+		cs.kind = r.GetKind()
+	}
+	epoch := r.GetEpoch()
+	if v != skillfleetv1.Verdict_VERDICT_PASSED && (cs.firstBadEpoch == 0 || epoch < cs.firstBadEpoch) {
+		cs.firstBadEpoch, cs.firstBadVerdict = epoch, v
+	}
+	// Once passed or failed is certain, only evidence of that kind can be shown; it is still
+	// replaced by a lower epoch's, so what is shown does not depend on arrival order.
+	passed := cs.status == skillfleetv1.Verdict_VERDICT_PASSED
+	failed := cs.status == skillfleetv1.Verdict_VERDICT_FAILED
+	switch v {
+	case skillfleetv1.Verdict_VERDICT_PASSED:
+		cs.tally.Passed++
+		if !failed && (cs.pass == nil || epoch < cs.pass.epoch) {
+			cs.pass = newEvidence(r, v, why)
+		}
+	case skillfleetv1.Verdict_VERDICT_FAILED:
+		cs.tally.Failed++
+		if !passed && (cs.fail == nil || epoch < cs.fail.epoch) {
+			cs.fail = newEvidence(r, v, why)
+		}
+	default:
+		switch v {
+		case skillfleetv1.Verdict_VERDICT_ERRORED:
+			cs.tally.Errored++
+		case skillfleetv1.Verdict_VERDICT_TIMED_OUT:
+			cs.tally.TimedOut++
+		default:
+			cs.tally.Skipped++
+		}
+		// The evidence of an undecided case is of the kind its status will name (errored
+		// before timed_out before skipped), then from the lowest epoch.
+		if !passed && !failed && (cs.undecided == nil || undecidedRank(v) < undecidedRank(cs.undecided.verdict) ||
+			(v == cs.undecided.verdict && epoch < cs.undecided.epoch)) {
+			cs.undecided = newEvidence(r, v, why)
+		}
+	}
+}
+
+func undecidedRank(v skillfleetv1.Verdict) int {
+	switch v {
+	case skillfleetv1.Verdict_VERDICT_ERRORED:
+		return 0
+	case skillfleetv1.Verdict_VERDICT_TIMED_OUT:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// refresh recomputes a case's verdict and keeps the live counts in step.
+func (b *Builder) refresh(cs *caseState) {
+	v := skillfleetv1.Verdict_VERDICT_ERRORED
+	if cs.conflict == "" {
+		v = Decide(cs.epochs, cs.confidence, cs.tally, b.closed)
+	}
+	if v == cs.status {
+		return
+	}
+	b.counts[cs.status]--
+	b.counts[v]++
+	cs.status = v
+	switch v {
+	case skillfleetv1.Verdict_VERDICT_PASSED:
+		cs.fail, cs.undecided = nil, nil
+	case skillfleetv1.Verdict_VERDICT_FAILED:
+		cs.pass, cs.undecided = nil, nil
+	}
+}
+
+// Skip ends the run early (cancelled, or its deadline passed): every epoch without a result
+// counts as skipped, every case gets its final verdict by Decide, and later results are
+// ignored so the report no longer changes. A case that had not yet passed never passes now.
+// Epochs that never ran are skipped, not timed_out, even at a deadline: timed_out means the
+// case's own timeout killed its sandbox, and a run deadline says nothing about the case.
+// The reason (e.g. "run cancelled by alice", "run deadline of 2h exceeded") goes into the
+// reason of each case it affected. A second Skip does nothing.
+func (b *Builder) Skip(reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	b.closeReason = clip(reason)
+	for _, cs := range b.cases {
+		b.refresh(cs)
+	}
+}
+
+// Done reports whether every planned job has a result.
+func (b *Builder) Done() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.jobsDone == b.jobsTotal
+}
+
+// JobsDone is how many planned jobs have a result.
+func (b *Builder) JobsDone() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.jobsDone
+}
+
+// JobsTotal is how many jobs the plan has: the sum of the cases' epochs.
+func (b *Builder) JobsTotal() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.jobsTotal
+}
+
+// Counts tallies the cases by verdict as things stand; a case is counted under a verdict as
+// soon as that verdict is certain, and total includes the cases still pending.
+func (b *Builder) Counts() *skillfleetv1.Counts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return &skillfleetv1.Counts{
+		Total:    int32(len(b.cases)),
+		Passed:   int32(b.counts[skillfleetv1.Verdict_VERDICT_PASSED]),
+		Failed:   int32(b.counts[skillfleetv1.Verdict_VERDICT_FAILED]),
+		Errored:  int32(b.counts[skillfleetv1.Verdict_VERDICT_ERRORED]),
+		TimedOut: int32(b.counts[skillfleetv1.Verdict_VERDICT_TIMED_OUT]),
+		Skipped:  int32(b.counts[skillfleetv1.Verdict_VERDICT_SKIPPED]),
+	}
+}
+
+// Report is the run's report as things stand, in skill, then case order. Taken before Done
+// or Skip, cases without a final verdict are pending.
+func (b *Builder) Report() Report {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := Report{Run: b.run, Cases: make([]Case, 0, len(b.cases))}
+	for _, cs := range b.cases {
+		r.Cases = append(r.Cases, cs.report(b.closed, b.closeReason))
+	}
+	r.Summary = summarize(r.Cases)
+	return r
+}
+
+// Case is the live state of one case.
+func (b *Builder) Case(k CaseKey) (Case, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cs := b.byKey[k]
+	if cs == nil {
+		return Case{}, false
+	}
+	return cs.report(b.closed, b.closeReason), true
+}
+
+// report renders a case with the evidence its status calls for.
+func (cs *caseState) report(closed bool, closeReason string) Case {
+	missing := cs.epochs - cs.tally.Reported()
+	c := Case{
+		Skill: cs.skill, Case: cs.name, Kind: KindName(cs.kind), Status: StatusOf(cs.status),
+		Epochs: cs.epochs, PassedEpochs: cs.tally.Passed, FailedEpochs: cs.tally.Failed,
+		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
+		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
+		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
+		File: cs.file, Line: cs.line,
+	}
+	if closed {
+		c.SkippedEpochs += missing
+	}
+	if decided := cs.tally.Passed + cs.tally.Failed; cs.epochs > 1 && decided > 0 {
+		iv := Wilson(cs.tally.Passed, decided)
+		c.Interval = &iv
+	}
+	var ev *evidence
+	switch cs.status {
+	case skillfleetv1.Verdict_VERDICT_PASSED:
+		ev = cs.pass
+	case skillfleetv1.Verdict_VERDICT_FAILED:
+		ev = cs.fail
+	default:
+		ev = cmp.Or(cs.undecided, cs.fail, cs.pass)
+	}
+	if ev != nil {
+		c.Assertions = slices.Clone(ev.assertions)
+		c.Output, c.Stdout, c.Stderr, c.OutputTruncated = ev.output, ev.stdout, ev.stderr, ev.truncated
+	}
+	c.Reason = cs.reason(c, ev, closed && missing > 0, closeReason)
+	return c
+}
+
+// reason says in words why a case has its status.
+func (cs *caseState) reason(c Case, ev *evidence, cut bool, closeReason string) string {
+	if cs.conflict != "" {
+		return cs.conflict
+	}
+	tally := epochTally(c)
+	switch cs.status {
+	case skillfleetv1.Verdict_VERDICT_PASSED:
+		if c.PassedEpochs == c.Epochs || cs.firstBadEpoch == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%s; first epoch not passing: %d (%s)", tally, cs.firstBadEpoch, StatusOf(cs.firstBadVerdict))
+	case skillfleetv1.Verdict_VERDICT_FAILED:
+		if cs.epochs > 1 {
+			return tally
+		}
+		if ev != nil {
+			return ev.reason
+		}
+		return ""
+	case skillfleetv1.Verdict_VERDICT_UNSPECIFIED:
+		return fmt.Sprintf("%d of %d epochs reported", c.Epochs-c.pendingEpochs(), c.Epochs)
+	}
+	// errored, timed_out, skipped: say what was uncertain and why.
+	if cs.tally.Reported() == 0 { // only possible once the run ended early
+		return "not run: " + cmp.Or(closeReason, "the run ended early")
+	}
+	why := ""
+	if ev != nil {
+		why = cmp.Or(ev.reason, "no reason given")
+	}
+	if cs.epochs == 1 {
+		return why
+	}
+	parts := []string{tally + "; the epochs without a pass or fail could have made up the difference"}
+	if cut {
+		parts = append(parts, "epochs not run: "+cmp.Or(closeReason, "the run ended early"))
+	}
+	if ev != nil {
+		parts = append(parts, fmt.Sprintf("epoch %d %s: %s", ev.epoch, StatusOf(ev.verdict), why))
+	}
+	return strings.Join(parts, "; ")
+}

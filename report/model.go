@@ -1,0 +1,168 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// Case statuses as they appear in reports.
+const (
+	StatusPassed   = "passed"
+	StatusFailed   = "failed"
+	StatusErrored  = "errored"
+	StatusTimedOut = "timed_out"
+	StatusSkipped  = "skipped"
+	// StatusPending is a case without a final verdict yet; it only appears in a report taken
+	// while the run is still going.
+	StatusPending = "pending"
+)
+
+// Report is the outcome of one run: its cases in skill, then case order.
+type Report struct {
+	Run     string  `json:"run"`
+	Summary Summary `json:"summary"`
+	Cases   []Case  `json:"cases"`
+}
+
+// Summary counts the cases (not the jobs) of a report by status.
+type Summary struct {
+	Total    int `json:"total"`
+	Passed   int `json:"passed"`
+	Failed   int `json:"failed"`
+	Errored  int `json:"errored"`
+	TimedOut int `json:"timed_out"`
+	Skipped  int `json:"skipped"`
+	// Pending is only non-zero in a report taken before the run finished.
+	Pending int `json:"pending,omitempty"`
+}
+
+// Case is the verdict on one test case over all its epochs, with the evidence behind it.
+type Case struct {
+	Skill string `json:"skill"`
+	Case  string `json:"case"`
+	// Kind is "prompt" or "command".
+	Kind string `json:"kind"`
+	// Status is one of the Status* constants.
+	Status string `json:"status"`
+
+	Epochs       int `json:"epochs"`
+	PassedEpochs int `json:"passed_epochs"`
+	// The other epochs by job verdict; epochs that never ran before the run was cancelled or
+	// hit its deadline count as skipped.
+	FailedEpochs   int `json:"failed_epochs,omitempty"`
+	ErroredEpochs  int `json:"errored_epochs,omitempty"`
+	TimedOutEpochs int `json:"timed_out_epochs,omitempty"`
+	SkippedEpochs  int `json:"skipped_epochs,omitempty"`
+	// RequiredPasses is how many epochs must pass: RequiredPasses(Epochs, Confidence).
+	RequiredPasses int     `json:"required_passes"`
+	Confidence     float64 `json:"confidence"`
+	// Interval is the 95% Wilson score interval of the pass rate over the epochs that passed
+	// or failed; present when Epochs > 1 and at least one epoch passed or failed.
+	Interval *[2]float64 `json:"interval,omitempty"`
+
+	// Assertions are the assertion results of one epoch: the lowest-numbered epoch whose
+	// verdict decided the case (a failing one for failed, an errored or timed-out one for
+	// errored/timed_out, a passing one for passed).
+	Assertions []Assertion `json:"assertions"`
+	// DurationMS is the sum over the case's epochs of the time each job spent on a worker
+	// (sandbox start + execution), so queue wait is excluded.
+	DurationMS int64 `json:"duration_ms"`
+	// Attempts is the most deliveries any of the case's jobs needed (1: no redelivery).
+	Attempts int    `json:"attempts,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+
+	// Output excerpts of the evidence epoch; kept for cases that did not pass only.
+	Output          string `json:"output,omitempty"`
+	Stdout          string `json:"stdout,omitempty"`
+	Stderr          string `json:"stderr,omitempty"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
+}
+
+// Assertion is the outcome of one assertion in one epoch.
+type Assertion struct {
+	Type     string `json:"type"`
+	Passed   bool   `json:"passed"`
+	Expected string `json:"expected"`
+	Actual   string `json:"actual"`
+	Message  string `json:"message"`
+	Path     string `json:"path,omitempty"`
+	// Errored: the assertion could not be evaluated (a judge that failed).
+	Errored bool `json:"errored,omitempty"`
+}
+
+// StatusOf names a case verdict; VERDICT_UNSPECIFIED is a case still pending.
+func StatusOf(v skillfleetv1.Verdict) string {
+	switch v {
+	case skillfleetv1.Verdict_VERDICT_PASSED:
+		return StatusPassed
+	case skillfleetv1.Verdict_VERDICT_FAILED:
+		return StatusFailed
+	case skillfleetv1.Verdict_VERDICT_ERRORED:
+		return StatusErrored
+	case skillfleetv1.Verdict_VERDICT_TIMED_OUT:
+		return StatusTimedOut
+	case skillfleetv1.Verdict_VERDICT_SKIPPED:
+		return StatusSkipped
+	default:
+		return StatusPending
+	}
+}
+
+// KindName names a case kind as reports spell it.
+func KindName(k skillfleetv1.CaseKind) string {
+	switch k {
+	case skillfleetv1.CaseKind_CASE_KIND_PROMPT:
+		return "prompt"
+	case skillfleetv1.CaseKind_CASE_KIND_COMMAND:
+		return "command"
+	default:
+		return ""
+	}
+}
+
+// summarize counts cases by status.
+func summarize(cases []Case) Summary {
+	s := Summary{Total: len(cases)}
+	for _, c := range cases {
+		switch c.Status {
+		case StatusPassed:
+			s.Passed++
+		case StatusFailed:
+			s.Failed++
+		case StatusErrored:
+			s.Errored++
+		case StatusTimedOut:
+			s.TimedOut++
+		case StatusSkipped:
+			s.Skipped++
+		default:
+			s.Pending++
+		}
+	}
+	return s
+}
+
+// pendingEpochs is how many epochs have no result in a report taken mid-run.
+func (c Case) pendingEpochs() int {
+	return c.Epochs - c.PassedEpochs - c.FailedEpochs - c.ErroredEpochs - c.TimedOutEpochs - c.SkippedEpochs
+}
+
+// epochTally is e.g. "8/10 epochs passed, 1 failed, 1 errored; 9 needed".
+func epochTally(c Case) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d epochs passed", c.PassedEpochs, c.Epochs)
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{c.FailedEpochs, "failed"}, {c.ErroredEpochs, "errored"}, {c.TimedOutEpochs, "timed out"}, {c.SkippedEpochs, "skipped"}} {
+		if x.n > 0 {
+			fmt.Fprintf(&b, ", %d %s", x.n, x.what)
+		}
+	}
+	fmt.Fprintf(&b, "; %d needed", c.RequiredPasses)
+	return b.String()
+}
