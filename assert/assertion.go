@@ -1,0 +1,145 @@
+package assert
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Type names an assertion kind. The values are the RFC keys for prompt cases and the seed-003
+// keys, with dashes turned into underscores, for command cases.
+type Type string
+
+// The assertion types. SemanticMatch is represented here and evaluated by the judge.
+const (
+	OutputContains    Type = "output_contains"
+	OutputNotContains Type = "output_not_contains"
+	OutputMatches     Type = "output_matches"
+	SemanticMatch     Type = "semantic_match"
+	ExitCode          Type = "exit_code"
+	StdoutContains    Type = "stdout_contains"
+	StderrContains    Type = "stderr_contains"
+	NotContains       Type = "not_contains"
+	StdoutJSON        Type = "stdout_json"
+)
+
+// Types lists every known type, in the order above.
+func Types() []Type {
+	return []Type{OutputContains, OutputNotContains, OutputMatches, SemanticMatch, ExitCode,
+		StdoutContains, StderrContains, NotContains, StdoutJSON}
+}
+
+// Valid reports whether t is a known type.
+func (t Type) Valid() bool {
+	switch t {
+	case OutputContains, OutputNotContains, OutputMatches, SemanticMatch, ExitCode,
+		StdoutContains, StderrContains, NotContains, StdoutJSON:
+		return true
+	}
+	return false
+}
+
+// caseInsensitive reports whether a substring type ignores case: the RFC's prompt-case types do,
+// seed 003's command-case types do not (see the package documentation).
+func (t Type) caseInsensitive() bool {
+	return t == OutputContains || t == OutputNotContains
+}
+
+// Assertion is one compiled check. Only the field that belongs to Type is used:
+// Value for the substring types, output_matches (the RE2 source) and semantic_match (the
+// criterion); Regexp for output_matches; ExitCode for exit_code; JSON for stdout_json.
+type Assertion struct {
+	Type Type
+	// Value is the substring, the regular expression source or the judge criterion.
+	Value string
+	// Regexp is output_matches compiled from Value by Compile. When set, it is what is matched.
+	Regexp *regexp.Regexp
+	// ExitCode is the expected exit status, 0 to 255.
+	ExitCode int
+	// JSON is the expected stdout_json document as encoding/json decodes it (map[string]any,
+	// []any, json.Number or float64, string, bool, nil). Compile also accepts what a YAML decoder
+	// yields (Go integers and floats, map[any]any with string keys) and rewrites it in place into
+	// the canonical form, with json.Number for every number.
+	JSON any
+}
+
+// ErrInvalid is wrapped by every error Compile returns and by Evaluate for an assertion that
+// does not compile.
+var ErrInvalid = errors.New("invalid assertion")
+
+// ErrNeedsJudge is what Evaluate returns for semantic_match: the judge decides it, not this
+// package.
+var ErrNeedsJudge = errors.New("semantic_match is evaluated by the judge")
+
+// compileError is a plain message that matches ErrInvalid (and the cause, if any) with
+// errors.Is, without repeating "invalid assertion" in the text: the caller's diagnostic already
+// names the rule.
+type compileError struct {
+	msg   string
+	cause error
+}
+
+func (e *compileError) Error() string { return e.msg }
+
+func (e *compileError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrInvalid}
+	}
+	return []error{ErrInvalid, e.cause}
+}
+
+// invalid makes an ErrInvalid error with a plain message; the caller adds the type, file and line.
+func invalid(format string, args ...any) error {
+	return &compileError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Compile checks a and fills in what evaluation needs: it compiles Regexp for output_matches
+// (RE2) and rewrites JSON for stdout_json into its canonical form. Empty substrings, empty
+// patterns and empty criteria are errors, as are text that is not valid UTF-8, exit codes
+// outside 0..255 and a missing (null) or non-JSON expected document. Errors wrap ErrInvalid and
+// do not name the type, file or line: the caller adds them.
+func Compile(a *Assertion) error {
+	switch a.Type {
+	case OutputContains, OutputNotContains, StdoutContains, StderrContains, NotContains:
+		if a.Value == "" {
+			return invalid("the substring is empty")
+		}
+		if !utf8.ValidString(a.Value) {
+			return invalid("the substring %q is not valid UTF-8", a.Value)
+		}
+	case OutputMatches:
+		if a.Value == "" {
+			return invalid("the pattern is empty")
+		}
+		re, err := regexp.Compile(a.Value)
+		if err != nil {
+			// regexp's own message already says "error parsing regexp: ...".
+			return &compileError{msg: err.Error(), cause: err}
+		}
+		a.Regexp = re
+	case SemanticMatch:
+		if strings.TrimSpace(a.Value) == "" {
+			return invalid("the criterion is empty")
+		}
+		if !utf8.ValidString(a.Value) {
+			return invalid("the criterion is not valid UTF-8")
+		}
+	case ExitCode:
+		if a.ExitCode < 0 || a.ExitCode > 255 {
+			return invalid("exit code %d is outside 0..255 and can never be observed", a.ExitCode)
+		}
+	case StdoutJSON:
+		doc, err := canonicalJSON(a.JSON)
+		if err != nil {
+			return err
+		}
+		a.JSON = doc
+	case "":
+		return invalid("the assertion has no type")
+	default:
+		return invalid("unknown assertion type %q", string(a.Type))
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package assert
+
+import "errors"
+
+// Observation is what a job produced.
+type Observation struct {
+	// Output is a prompt case's final agent output.
+	Output string
+	// Stdout, Stderr and ExitCode are what a command case's command produced.
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	// OutputTruncated says the worker capped the output: a passing *_not_contains, and every
+	// failing text assertion, say in their message that the part cut off was not checked.
+	OutputTruncated bool
+}
+
+// Result is the outcome of one assertion; it maps onto proto AssertionResult field for field.
+type Result struct {
+	Type   Type `json:"type"`
+	Passed bool `json:"passed"`
+	// Expected is what was asked, in words.
+	Expected string `json:"expected"`
+	// Actual is an excerpt of the actual value around the decisive spot (the match, the first
+	// difference, or the start when nothing was found): at most 240 displayed runes, valid UTF-8,
+	// control characters escaped, "…" where text was left out.
+	Actual string `json:"actual"`
+	// Message is a sentence a person understands.
+	Message string `json:"message"`
+	// Path is, for stdout_json, the JSON path of the first difference.
+	Path string `json:"path,omitempty"`
+	// Errored says the assertion was not decided (it does not compile, or it awaits the
+	// judge). An errored Result never counts as passed.
+	Errored bool `json:"errored,omitempty"`
+}
+
+// judgePending is the Message of a semantic_match placeholder.
+const judgePending = "semantic_match is evaluated by the judge"
+
+// Evaluate decides one deterministic assertion against obs. For semantic_match it returns
+// ErrNeedsJudge and an errored placeholder Result: callers route it to the judge. For an
+// assertion that does not compile (Evaluate compiles a copy when the caller has not) it returns
+// an error wrapping ErrInvalid and an errored Result saying why. A nil error means the Result is
+// a verdict.
+func Evaluate(a Assertion, obs Observation) (Result, error) {
+	return evaluate(a, obs, newTexts())
+}
+
+// evaluate is Evaluate with the prepared streams shared among a case's assertions.
+func evaluate(a Assertion, obs Observation, ts *texts) (Result, error) {
+	if a.Type == SemanticMatch {
+		return Result{Type: a.Type, Expected: clip(a.Value, maxExcerpt), Message: judgePending, Errored: true}, ErrNeedsJudge
+	}
+	if a.Type != OutputMatches || a.Regexp == nil {
+		if err := Compile(&a); err != nil {
+			return Result{Type: a.Type, Message: "invalid " + clip(string(a.Type), 40) + " assertion: " + err.Error(), Errored: true}, err
+		}
+	}
+	switch a.Type {
+	case OutputContains, OutputNotContains, StdoutContains, StderrContains, NotContains:
+		return evalContains(a, obs, ts), nil
+	case OutputMatches:
+		return evalMatches(a, obs), nil
+	case ExitCode:
+		return evalExitCode(a, obs), nil
+	case StdoutJSON:
+		return evalJSON(a, obs), nil
+	}
+	// Compile rejects unknown types; this keeps a new type from passing by omission.
+	err := invalid("unknown assertion type %q", string(a.Type))
+	return Result{Type: a.Type, Message: err.Error(), Errored: true}, err
+}
+
+// EvaluateAll decides every deterministic assertion of a case. results[i] belongs to as[i].
+// pending lists the indexes of the semantic_match assertions: their results are errored
+// placeholders until the caller puts the judge's result in their place, so forgetting to do that
+// can never make a case pass. An assertion that does not compile gets an errored Result.
+func EvaluateAll(as []Assertion, obs Observation) (results []Result, pending []int) {
+	results = make([]Result, len(as))
+	ts := newTexts()
+	for i, a := range as {
+		r, err := evaluate(a, obs, ts)
+		results[i] = r
+		if errors.Is(err, ErrNeedsJudge) {
+			pending = append(pending, i)
+		}
+	}
+	return results, pending
+}
+
+// AllPassed reports whether results make a passing case: at least one result, every one passed
+// and none errored.
+func AllPassed(results []Result) bool {
+	for _, r := range results {
+		if !r.Passed || r.Errored {
+			return false
+		}
+	}
+	return len(results) > 0
+}
