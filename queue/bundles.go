@@ -1,0 +1,143 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var (
+	// ErrBundleNotFound means the object store has no bundle under the digest.
+	ErrBundleNotFound = errors.New("queue: bundle not found")
+	// ErrDigestMismatch means the bytes read do not hash to the digest they were stored under.
+	ErrDigestMismatch = errors.New("queue: bundle digest mismatch")
+)
+
+// PutBundle stores the bundle read from r under its content digest ("sha256:<hex>") and returns
+// the digest. It spools r to a temporary file while hashing it, so a bundle of any size costs
+// a fixed amount of memory, and skips the upload when the object store already has a bundle
+// under that digest whose recorded SHA-256 agrees (a mislabelled one is replaced).
+func (t *Topology) PutBundle(ctx context.Context, r io.Reader) (digest string, err error) {
+	f, err := os.CreateTemp(t.Config.TempDir, "skillfleet-bundle-*")
+	if err != nil {
+		return "", fmt.Errorf("queue: spool bundle: %w", err)
+	}
+	defer func() {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+	}()
+	h := sha256.New()
+	size, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx, r})
+	if err != nil {
+		return "", fmt.Errorf("queue: spool bundle: %w", err)
+	}
+	sum := h.Sum(nil)
+	digest = DigestPrefix + hex.EncodeToString(sum)
+	// The object store records its own SHA-256 of what it was given, base64url-encoded.
+	storeDigest := "SHA-256=" + base64.URLEncoding.EncodeToString(sum)
+
+	info, err := t.Bundles.GetInfo(ctx, bundleObjectName(digest))
+	switch {
+	case err == nil && info.Digest == storeDigest && info.Size == uint64(size):
+		return digest, nil
+	case err != nil && !errors.Is(err, jetstream.ErrObjectNotFound):
+		return "", fmt.Errorf("queue: look up bundle %s: %w", digest, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("queue: spool bundle: %w", err)
+	}
+	info, err = t.Bundles.Put(ctx, jetstream.ObjectMeta{
+		Name:        bundleObjectName(digest),
+		Description: "skillfleet suite bundle",
+	}, f)
+	if err != nil {
+		return "", fmt.Errorf("queue: store bundle %s: %w", digest, err)
+	}
+	if info.Digest != storeDigest || info.Size != uint64(size) {
+		// The spool file changed under us; never label bytes with a digest they do not have.
+		return "", fmt.Errorf("%w: stored %d bytes with %s under %s, spooled %d bytes",
+			ErrDigestMismatch, info.Size, info.Digest, digest, size)
+	}
+	return digest, nil
+}
+
+// GetBundle writes the bundle stored under digest to w, hashing what it reads. When the hash
+// is not the digest it returns ErrDigestMismatch naming both, but w has received the bytes by
+// then: write to a scratch file and keep it only on success (GetBundleFile does). A missing
+// bundle is ErrBundleNotFound. Give ctx a deadline: a stalled transfer waits for it.
+func (t *Topology) GetBundle(ctx context.Context, digest string, w io.Writer) error {
+	if err := ValidateDigest(digest); err != nil {
+		return err
+	}
+	obj, err := t.Bundles.Get(ctx, bundleObjectName(digest))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("%w: %s in object store %s", ErrBundleNotFound, digest, BundlesBucket)
+	}
+	if err != nil {
+		return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+	}
+	defer func() { _ = obj.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(w, h), obj); err != nil {
+		if errors.Is(err, jetstream.ErrDigestMismatch) {
+			// The chunks do not match the object's own record: corrupted in the store.
+			return fmt.Errorf("%w: %s: the object store's chunks disagree with its metadata: %v", ErrDigestMismatch, digest, err)
+		}
+		return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+	}
+	if got := hexDigest(h); got != digest {
+		return fmt.Errorf("%w: stored under %s, content is %s", ErrDigestMismatch, digest, got)
+	}
+	return nil
+}
+
+// GetBundleFile fetches the bundle stored under digest into path, which appears only once the
+// content is verified (written beside it, then renamed).
+func (t *Topology) GetBundleFile(ctx context.Context, digest, path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
+	if err != nil {
+		return fmt.Errorf("queue: fetch bundle %s: %w", digest, err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err := t.GetBundle(ctx, digest, f); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("queue: fetch bundle %s: %w", digest, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("queue: fetch bundle %s: %w", digest, err)
+	}
+	keep = true
+	return nil
+}
+
+func hexDigest(h hash.Hash) string { return DigestPrefix + hex.EncodeToString(h.Sum(nil)) }
+
+// ctxReader stops a copy when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,249 @@
+package queue_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return queue.DigestPrefix + hex.EncodeToString(sum[:])
+}
+
+func TestBundleRoundTrip(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	// Several chunks of the object store (128 KiB each) and a ragged end.
+	bundle := make([]byte, 300_000)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(bundle)
+
+	d1, err := topo.PutBundle(ctx, bytes.NewReader(bundle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1 != digestOf(bundle) {
+		t.Fatalf("digest %s, want %s", d1, digestOf(bundle))
+	}
+	before, err := topo.Bundles.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := topo.PutBundle(ctx, bytes.NewReader(bundle))
+	if err != nil || d2 != d1 {
+		t.Fatalf("second PutBundle = %s, %v", d2, err)
+	}
+	after, err := topo.Bundles.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() != before.Size() {
+		t.Errorf("second PutBundle stored again: bucket grew from %d to %d bytes", before.Size(), after.Size())
+	}
+	objs, err := topo.Bundles.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].Name != d1 {
+		t.Errorf("objects = %d, first %q; want one named %s (':' is allowed in object names)", len(objs), objs[0].Name, d1)
+	}
+
+	var got bytes.Buffer
+	if err := topo.GetBundle(ctx, d1, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), bundle) {
+		t.Error("bundle read back differs")
+	}
+
+	empty, err := topo.PutBundle(ctx, strings.NewReader(""))
+	if err != nil || empty != digestOf(nil) {
+		t.Fatalf("empty bundle = %s, %v", empty, err)
+	}
+	got.Reset()
+	if err := topo.GetBundle(ctx, empty, &got); err != nil || got.Len() != 0 {
+		t.Fatalf("empty bundle read back: %d bytes, %v", got.Len(), err)
+	}
+}
+
+func TestGetBundleErrors(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	good, tampered := []byte("the real bundle"), []byte("something else!")
+	// Stored directly under the digest of other bytes, as a buggy or hostile writer could.
+	if _, err := topo.Bundles.PutBytes(ctx, digestOf(good), tampered); err != nil {
+		t.Fatal(err)
+	}
+	missing := digestOf([]byte("never stored"))
+
+	for _, tc := range []struct {
+		name    string
+		digest  string
+		wantErr error
+		wantMsg []string
+	}{
+		{"tampered", digestOf(good), queue.ErrDigestMismatch, []string{digestOf(good), digestOf(tampered)}},
+		{"missing", missing, queue.ErrBundleNotFound, []string{missing}},
+		{"not a digest", "sha256:XYZ", nil, []string{"invalid bundle digest"}},
+		{"another algorithm", "sha512:" + strings.Repeat("0", 64), nil, []string{"invalid bundle digest"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := topo.GetBundle(ctx, tc.digest, io.Discard)
+			if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+				t.Fatalf("GetBundle = %v, want %v", err, tc.wantErr)
+			}
+			for _, s := range tc.wantMsg {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %s", err, s)
+				}
+			}
+		})
+	}
+
+	// PutBundle of the real content replaces the mislabelled object, though the lengths agree.
+	d, err := topo.PutBundle(ctx, bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := topo.GetBundle(ctx, d, &got); err != nil || got.String() != string(good) {
+		t.Fatalf("after repair: %q, %v", got.String(), err)
+	}
+}
+
+func TestGetBundleFile(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	d, err := topo.PutBundle(ctx, strings.NewReader("bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "bundle.tar")
+	if err := topo.GetBundleFile(ctx, d, path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "bundle" {
+		t.Fatalf("file = %q, %v", b, err)
+	}
+
+	bad := digestOf([]byte("x"))
+	if _, err := topo.Bundles.PutString(ctx, bad, "y"); err != nil {
+		t.Fatal(err)
+	}
+	badPath := filepath.Join(dir, "bad.tar")
+	if err := topo.GetBundleFile(ctx, bad, badPath); !errors.Is(err, queue.ErrDigestMismatch) {
+		t.Fatalf("GetBundleFile = %v, want ErrDigestMismatch", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries after a failed fetch, want only bundle.tar", len(entries))
+	}
+}
+
+// patternReader produces n deterministic, poorly compressible bytes without holding them.
+type patternReader struct {
+	rng *rand.ChaCha8
+	n   int64
+}
+
+func (r *patternReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	n, _ := r.rng.Read(p)
+	r.n -= int64(n)
+	return n, nil
+}
+
+// peakHeap samples the live heap (as of the last GC) until stopped and returns the largest
+// sample.
+func peakHeap() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var (
+		mu   sync.Mutex
+		peak uint64
+		done = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			mu.Lock()
+			peak = max(peak, sample[0].Value.Uint64())
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak
+	}
+}
+
+// BenchmarkBundle50MiB stores and reads back a generated 50 MiB bundle. peak-live-heap-MiB is
+// the largest live heap seen during the round trip, and includes the in-process server's
+// buffers and block caches (most of it, by heap profile: the client side held under 1 MiB
+// while uploading and about 10 MiB of pushed chunks while downloading a 100 MiB bundle).
+func BenchmarkBundle50MiB(b *testing.B) {
+	const size = 50 << 20
+	_, _, topo := queuetest.Start(b)
+	ctx := testCtx(b)
+	b.SetBytes(size)
+	var peak uint64
+	for i := 0; b.Loop(); i++ {
+		stop := peakHeap()
+		d, err := topo.PutBundle(ctx, &patternReader{rng: rand.NewChaCha8([32]byte{byte(i)}), n: size})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n countingWriter
+		if err := topo.GetBundle(ctx, d, &n); err != nil {
+			b.Fatal(err)
+		}
+		peak = max(peak, stop())
+		if n != size {
+			b.Fatalf("read back %d bytes", n)
+		}
+		// Each iteration stores a new bundle; drop it so the store does not grow.
+		if err := topo.Bundles.Delete(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MiB")
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}

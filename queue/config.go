@@ -1,0 +1,88 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config tunes the topology. The zero value is not useful; start from DefaultConfig.
+type Config struct {
+	// AckWait is how long a worker may hold a job without acking or heartbeating before it is
+	// redelivered. Workers heartbeat (InProgress) every HeartbeatInterval.
+	AckWait time.Duration
+	// MaxDeliver is how many deliveries a job gets. The worker handling the last one records
+	// the failure and terminates the message: the server does not remove it (see Attempt).
+	MaxDeliver int
+	// MaxAckPending bounds the jobs a lane consumer has out at once, fleet-wide.
+	MaxAckPending int
+	// MaxWaiting bounds the pull requests waiting on a lane consumer, fleet-wide: at least
+	// workers × slots. The server cannot change it on an existing consumer, so a new value
+	// applies only to a consumer created afresh.
+	MaxWaiting int
+	// JobsDuplicates is the jobs stream's deduplication window.
+	JobsDuplicates time.Duration
+	// ResultsDuplicates is the results stream's deduplication window.
+	ResultsDuplicates time.Duration
+	// ResultsMaxAge is how long results are kept.
+	ResultsMaxAge time.Duration
+	// Replicas of every stream, KV bucket and object store (1 for a single server, 3 for a
+	// cluster).
+	Replicas int
+	// TempDir is where PutBundle spools a bundle while hashing it; "" means os.TempDir().
+	TempDir string
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		AckWait:           30 * time.Second,
+		MaxDeliver:        3,
+		MaxAckPending:     10_000,
+		MaxWaiting:        4096,
+		JobsDuplicates:    10 * time.Minute,
+		ResultsDuplicates: 10 * time.Minute,
+		ResultsMaxAge:     7 * 24 * time.Hour,
+		Replicas:          1,
+	}
+}
+
+// HeartbeatInterval is how often a worker should call InProgress on a job it holds: a third of
+// AckWait, so that two lost heartbeats still leave the job with its worker.
+func (c Config) HeartbeatInterval() time.Duration { return c.AckWait / 3 }
+
+// Validate reports every bad field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.AckWait <= 0 {
+		errs = append(errs, fmt.Errorf("AckWait must be positive, got %s", c.AckWait))
+	}
+	if c.MaxDeliver < 1 {
+		errs = append(errs, fmt.Errorf("MaxDeliver must be at least 1, got %d", c.MaxDeliver))
+	}
+	if c.MaxAckPending < 1 {
+		errs = append(errs, fmt.Errorf("MaxAckPending must be at least 1, got %d", c.MaxAckPending))
+	}
+	if c.MaxWaiting < 1 {
+		errs = append(errs, fmt.Errorf("MaxWaiting must be at least 1, got %d", c.MaxWaiting))
+	}
+	if c.JobsDuplicates <= 0 {
+		errs = append(errs, fmt.Errorf("JobsDuplicates must be positive, got %s", c.JobsDuplicates))
+	}
+	if c.ResultsDuplicates <= 0 {
+		errs = append(errs, fmt.Errorf("ResultsDuplicates must be positive, got %s", c.ResultsDuplicates))
+	}
+	if c.ResultsMaxAge <= 0 {
+		errs = append(errs, fmt.Errorf("ResultsMaxAge must be positive, got %s", c.ResultsMaxAge))
+	} else if c.ResultsDuplicates > c.ResultsMaxAge {
+		// The server rejects a duplicates window longer than the max age.
+		errs = append(errs, fmt.Errorf("ResultsDuplicates (%s) must not exceed ResultsMaxAge (%s)", c.ResultsDuplicates, c.ResultsMaxAge))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("the number of Replicas must be 1 to 5, got %d", c.Replicas))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("queue: invalid config: %w", err)
+	}
+	return nil
+}

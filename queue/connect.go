@@ -1,0 +1,137 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+)
+
+// ConnectConfig says where a NATS server is and how to authenticate. At most one of CredsFile,
+// NKeyFile, Token and User may be set.
+type ConnectConfig struct {
+	// URL is one server URL or a comma-separated list; "" means nats://127.0.0.1:4222.
+	URL string
+	// Name identifies the client in server monitoring (e.g. "skillfleet-worker-<host>").
+	Name string
+
+	CredsFile string
+	NKeyFile  string
+	Token     string
+	User      string
+	Password  string
+
+	// TLSCA is a PEM file of CAs to verify the server with; TLSCert and TLSKey a client
+	// certificate, set together.
+	TLSCA   string
+	TLSCert string
+	TLSKey  string
+}
+
+// Connect connects to NATS for a long-running process: it reconnects forever (2 s apart with up
+// to 1 s of jitter, so a restarted server is not hit by the whole fleet at once, and also after
+// authorisation errors, so rotated credentials are picked up), pings every 20 s so that a dead
+// peer is noticed within a minute, and logs disconnections, reconnections, asynchronous errors
+// and the final close through log. opts are applied last and override all that.
+func Connect(cfg ConnectConfig, log *zap.Logger, opts ...nats.Option) (*nats.Conn, error) {
+	own, err := cfg.options()
+	if err != nil {
+		return nil, err
+	}
+	url := cfg.URL
+	if url == "" {
+		url = nats.DefaultURL
+	}
+	all := append(own, clientOptions(log)...)
+	all = append(all,
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(2*time.Second),
+		nats.ReconnectJitter(time.Second, 2*time.Second),
+		nats.IgnoreAuthErrorAbort(),
+		nats.PingInterval(20*time.Second),
+		nats.MaxPingsOutstanding(3),
+	)
+	nc, err := nats.Connect(url, append(all, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("queue: connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+func (cfg ConnectConfig) options() ([]nats.Option, error) {
+	var opts []nats.Option
+	if cfg.Name != "" {
+		opts = append(opts, nats.Name(cfg.Name))
+	}
+	methods := 0
+	for _, set := range []bool{cfg.CredsFile != "", cfg.NKeyFile != "", cfg.Token != "", cfg.User != ""} {
+		if set {
+			methods++
+		}
+	}
+	if methods > 1 {
+		return nil, errors.New("queue: set only one of NATS creds file, nkey file, token and user")
+	}
+	switch {
+	case cfg.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	case cfg.NKeyFile != "":
+		o, err := nats.NkeyOptionFromSeed(cfg.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("queue: NATS nkey file %s: %w", cfg.NKeyFile, err)
+		}
+		opts = append(opts, o)
+	case cfg.Token != "":
+		opts = append(opts, nats.Token(cfg.Token))
+	case cfg.User != "":
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
+	if cfg.Password != "" && cfg.User == "" {
+		return nil, errors.New("queue: NATS password set without a user")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("queue: set both or neither of the NATS TLS client certificate and key")
+	}
+	if cfg.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLSCA))
+	}
+	if cfg.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(cfg.TLSCert, cfg.TLSKey))
+	}
+	return opts, nil
+}
+
+// clientOptions are the handlers every skillfleet connection has.
+func clientOptions(log *zap.Logger) []nats.Option {
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS disconnected", zap.String("server", nc.ConnectedUrlRedacted()), zap.Error(err))
+				return
+			}
+			log.Info("NATS disconnected", zap.String("server", nc.ConnectedUrlRedacted()))
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("NATS reconnected", zap.String("server", nc.ConnectedUrlRedacted()), zap.Uint64("reconnects", nc.Stats().Reconnects))
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Debug("NATS reconnect attempt failed", zap.Error(err))
+		}),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			if err := nc.LastError(); err != nil {
+				log.Warn("NATS connection closed", zap.Error(err))
+				return
+			}
+			log.Info("NATS connection closed")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			fields := []zap.Field{zap.Error(err)}
+			if sub != nil {
+				fields = append(fields, zap.String("subject", sub.Subject))
+			}
+			log.Error("NATS asynchronous error", fields...)
+		}),
+	}
+}

@@ -1,0 +1,213 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NextJob fetches one job for one free worker slot, on-demand lane first. When both lanes are
+// empty it long-polls the on-demand lane for up to idle, then looks again, until ctx is done; so
+// an idle worker picks up an on-demand job at once and a scheduled one within idle. Priority
+// holds at the granularity of the server's bookkeeping: a job published a moment ago may not
+// yet be visible to the no-wait fetch, and a scheduled job can go first in that instant.
+//
+// It never fetches more than one message: every fetched job's AckWait starts at delivery, and a
+// prefetched job would age while the slot is busy. It does not abandon a pull request early
+// either (so ctx is checked between polls, at most idle apart): a job delivered to an abandoned
+// request waits out AckWait and comes back with one delivery attempt fewer.
+//
+// The caller owns the message: heartbeat it with InProgress every Config.HeartbeatInterval, then
+// Ack it after publishing the result, or see Attempt for the last allowed delivery.
+func (t *Topology) NextJob(ctx context.Context, idle time.Duration) (jetstream.Msg, Lane, error) {
+	if idle <= 0 {
+		return nil, "", fmt.Errorf("queue: NextJob idle must be positive, got %s", idle)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, "", err
+		}
+		for _, lane := range Lanes() {
+			batch, err := t.Consumer(lane).FetchNoWait(1)
+			if m, err := first(batch, err); err != nil || m != nil {
+				return m, lane, err
+			}
+		}
+		wait := idle
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if wait < 10*time.Millisecond {
+			// Too short for a pull request to be worth it.
+			<-ctx.Done()
+			return nil, "", ctx.Err()
+		}
+		batch, err := t.OnDemand.Fetch(1, jetstream.FetchMaxWait(wait))
+		if m, err := first(batch, err); err != nil || m != nil {
+			return m, LaneOnDemand, err
+		}
+	}
+}
+
+// first returns the batch's message, nil when it had none, or its error. An expired pull
+// request (no message) is not an error.
+func first(batch jetstream.MessageBatch, err error) (jetstream.Msg, error) {
+	if err != nil {
+		return nil, fmt.Errorf("queue: fetch job: %w", err)
+	}
+	for m := range batch.Messages() {
+		return m, nil
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, fmt.Errorf("queue: fetch job: %w", err)
+	}
+	return nil, nil
+}
+
+// Attempt returns the 1-based delivery attempt of a job message and whether it is the last one
+// the consumer allows.
+//
+// On the last attempt the worker must finish the job itself: if it cannot produce a verdict it
+// publishes an errored result, then calls TermWithReason (or Ack). The server does not remove a
+// job that runs out of deliveries from the WorkQueue stream: it stops delivering it, leaves the
+// message in place and sends a MAX_DELIVERIES advisory (see WatchExhausted). A worker must not
+// Nak on the last attempt: the job would never be seen again.
+func (t *Topology) Attempt(m jetstream.Msg) (attempt int, last bool, err error) {
+	md, err := m.Metadata()
+	if err != nil {
+		return 0, false, fmt.Errorf("queue: job metadata: %w", err)
+	}
+	maxDeliver := t.Config.MaxDeliver
+	if c := t.consumerByName(md.Consumer); c != nil {
+		// What the server enforces, if another process ensured a different value.
+		maxDeliver = c.CachedInfo().Config.MaxDeliver
+	}
+	attempt = int(md.NumDelivered)
+	return attempt, maxDeliver > 0 && attempt >= maxDeliver, nil
+}
+
+func (t *Topology) consumerByName(name string) jetstream.Consumer {
+	for _, l := range Lanes() {
+		if c := t.Consumer(l); c != nil && c.CachedInfo().Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// ParseJobSubject splits a job subject into its lane and run id.
+func ParseJobSubject(subject string) (lane Lane, run string, ok bool) {
+	rest, found := strings.CutPrefix(subject, JobsSubjectPrefix+".")
+	if !found {
+		return "", "", false
+	}
+	l, run, found := strings.Cut(rest, ".")
+	if !found || !Lane(l).Valid() || ValidateRunID(run) != nil {
+		return "", "", false
+	}
+	return Lane(l), run, true
+}
+
+// PurgeRunJobs removes the run's queued jobs from both lanes: what cancelling a run does to the
+// queue. Jobs already delivered to a worker are removed too, so their acks go nowhere, but the
+// workers running them are not told: stopping in-flight jobs is the run state's business.
+func (t *Topology) PurgeRunJobs(ctx context.Context, run string) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	if err := t.Jobs.Purge(ctx, jetstream.WithPurgeSubject(JobSubject("*", run))); err != nil {
+		return fmt.Errorf("queue: purge jobs of run %s: %w", run, err)
+	}
+	return nil
+}
+
+// flushTimeout bounds a round trip to the server that makes a new subscription effective.
+const flushTimeout = 10 * time.Second
+
+// ExhaustedJob is a job whose last allowed delivery ran out of AckWait: its worker died or hung.
+// The message is still in the jobs stream and nobody will be given it again.
+type ExhaustedJob struct {
+	Lane Lane
+	Run  string
+	// MsgID is the job message's id, JobMsgID(run, job).
+	MsgID string
+	// Seq is the message's sequence in the jobs stream, for DeleteJob.
+	Seq uint64
+	// Deliveries is how often it was delivered: the attempt to record a result under.
+	Deliveries uint64
+	Data       []byte
+}
+
+// maxDeliveriesAdvisory is the part of the server's io.nats.jetstream.advisory.v1.max_deliver
+// event we use.
+type maxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// WatchExhausted calls fn, one at a time, for each job that runs out of deliveries from now
+// until ctx is done or stop is called. fn should record the job's errored result under attempt
+// Deliveries (so it deduplicates against a late result of that attempt) and then DeleteJob.
+//
+// Advisories are plain NATS messages: one sent while no coordinator listens is lost, and the
+// job stays in the stream without a result until the run's deadline.
+func (t *Topology) WatchExhausted(ctx context.Context, fn func(ExhaustedJob)) (stop func(), err error) {
+	subject := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + JobsStream + ".*"
+	sub, err := t.JS.Conn().Subscribe(subject, func(msg *nats.Msg) {
+		var adv maxDeliveriesAdvisory
+		if json.Unmarshal(msg.Data, &adv) != nil || adv.Stream != JobsStream {
+			return
+		}
+		raw, err := t.Jobs.GetMsg(ctx, adv.StreamSeq)
+		if err != nil {
+			// Gone already: a late ack or term, or a purge.
+			return
+		}
+		lane, run, ok := ParseJobSubject(raw.Subject)
+		if !ok {
+			return
+		}
+		fn(ExhaustedJob{
+			Lane: lane, Run: run,
+			MsgID:      raw.Header.Get(jetstream.MsgIDHeader),
+			Seq:        adv.StreamSeq,
+			Deliveries: adv.Deliveries,
+			Data:       raw.Data,
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: watch exhausted jobs: %w", err)
+	}
+	// The subscription must exist on the server before this returns.
+	if err := t.JS.Conn().FlushTimeout(flushTimeout); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("queue: watch exhausted jobs: %w", err)
+	}
+	stopCtx := context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
+	return func() {
+		stopCtx()
+		_ = sub.Unsubscribe()
+	}, nil
+}
+
+// DeleteJob removes one job message by its stream sequence. A message that is gone already is
+// not an error.
+func (t *Topology) DeleteJob(ctx context.Context, seq uint64) error {
+	err := t.Jobs.DeleteMsg(ctx, seq)
+	if err == nil {
+		return nil
+	}
+	// The delete error carries the server's reason only as text; ask whether the message is gone.
+	if _, gerr := t.Jobs.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	return fmt.Errorf("queue: delete job message %d: %w", seq, err)
+}

@@ -1,0 +1,331 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PublishJob stores one job on its lane and waits for the server's ack. The message id is
+// JobMsgID(run, jobID), so publishing a job again within JobsDuplicates stores it once: a
+// coordinator that restarts mid-publication can simply publish the run's jobs again.
+func (t *Topology) PublishJob(ctx context.Context, lane Lane, run, jobID string, data []byte) error {
+	m, err := jobMsg(lane, run, jobID, data)
+	if err != nil {
+		return err
+	}
+	if err := publishIdempotent(ctx, t.JS, m); err != nil {
+		return fmt.Errorf("queue: publish job %s of run %s: %w", jobID, run, err)
+	}
+	return nil
+}
+
+// PublishResult stores one attempt's result and waits for the server's ack. The message id is
+// ResultMsgID(run, jobID, attempt): a worker that retries the publish, or whose ack was lost, does
+// not store the result twice, while a later attempt of the same job gets a message of its own.
+func (t *Topology) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	if err := ValidateJobID(jobID); err != nil {
+		return err
+	}
+	if attempt < 1 {
+		return fmt.Errorf("queue: result attempt must be at least 1, got %d", attempt)
+	}
+	m := nats.NewMsg(ResultSubject(run))
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, ResultMsgID(run, jobID, attempt))
+	m.Header.Set(jetstream.ExpectedStreamHeader, ResultsStream)
+	if err := publishIdempotent(ctx, t.JS, m); err != nil {
+		return fmt.Errorf("queue: publish result of job %s attempt %d of run %s: %w", jobID, attempt, run, err)
+	}
+	return nil
+}
+
+const (
+	// publishAttemptTimeout bounds one attempt of a synchronous publish. A publish written
+	// into a connection as it breaks is lost without an error; only a timeout reveals it.
+	publishAttemptTimeout = 5 * time.Second
+	// publishRetryWait is the pause after the first attempt; it doubles up to maxRetryWait.
+	publishRetryWait = 250 * time.Millisecond
+	// maxRetryWait caps the pause between two resends of one message.
+	maxRetryWait = 5 * time.Second
+	// publishMaxAttempts bounds the attempts when ctx has no deadline (a deleted stream looks
+	// like a restarting server: no stream answers).
+	publishMaxAttempts = 10
+)
+
+// publishIdempotent publishes m, which carries a message id, until the server acks it, it
+// refuses it, or ctx is done. Resending is safe: the server stores a message id once.
+func publishIdempotent(ctx context.Context, js jetstream.JetStream, m *nats.Msg) error {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
+		_, err := js.PublishMsg(actx, m)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !retryable(err) || attempt == publishMaxAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff(publishRetryWait, attempt-1)):
+		}
+	}
+}
+
+func jobMsg(lane Lane, run, jobID string, data []byte) (*nats.Msg, error) {
+	if !lane.Valid() {
+		return nil, fmt.Errorf("queue: unknown lane %q", lane)
+	}
+	if err := ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	if err := ValidateJobID(jobID); err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(JobSubject(lane, run))
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, JobMsgID(run, jobID))
+	// A misconfigured account that binds the subject to another stream must not swallow jobs.
+	m.Header.Set(jetstream.ExpectedStreamHeader, JobsStream)
+	return m, nil
+}
+
+// JobPublisherConfig tunes a JobPublisher.
+type JobPublisherConfig struct {
+	// MaxInFlight bounds the publishes awaiting the server's ack; Publish blocks beyond it.
+	MaxInFlight int
+	// AckTimeout is how long one publish waits for its ack before it counts as failed (and is
+	// retried).
+	AckTimeout time.Duration
+	// Retries is how many times a publish that failed for a transient reason (disconnection,
+	// ack timeout, no stream response) is sent again. The message id makes resending safe.
+	Retries int
+	// RetryWait is the pause before the first resend; it doubles with each resend of the same
+	// job, up to 5 s.
+	RetryWait time.Duration
+}
+
+// DefaultJobPublisherConfig returns defaults that ride out a disconnection or a server restart
+// of about half a minute.
+func DefaultJobPublisherConfig() JobPublisherConfig {
+	return JobPublisherConfig{MaxInFlight: 1024, AckTimeout: 10 * time.Second, Retries: 8, RetryWait: 250 * time.Millisecond}
+}
+
+// PublishStats counts what a JobPublisher's publishes came to.
+type PublishStats struct {
+	// Stored is how many publishes the server acked as new jobs.
+	Stored int
+	// Duplicates is how many it acked as already stored (same run and job id within
+	// JobsDuplicates). A resend of a job whose first ack was lost counts here, so Stored +
+	// Duplicates is what got through, not Stored alone.
+	Duplicates int
+	// Failed is how many failed for good.
+	Failed int
+	// Retried is how many resends there were.
+	Retried int
+}
+
+// JobPublisher publishes jobs asynchronously, with at most MaxInFlight awaiting an ack. Publish
+// may be called from several goroutines; Wait reports the first failure since the last Wait.
+type JobPublisher struct {
+	js  jetstream.JetStream
+	cfg JobPublisherConfig
+
+	slots chan struct{}
+
+	mu       sync.Mutex
+	attempts map[*nats.Msg]int
+	inflight int
+	idle     chan struct{} // closed while inflight == 0
+	first    error
+	failed   int
+	stats    PublishStats
+}
+
+// NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
+// JetStream context, so its ack handlers see only its own publishes. Close it when done.
+func (t *Topology) NewJobPublisher(cfg JobPublisherConfig) (*JobPublisher, error) {
+	if cfg.MaxInFlight < 1 || cfg.AckTimeout <= 0 || cfg.Retries < 0 || cfg.RetryWait < 0 {
+		return nil, fmt.Errorf("queue: invalid job publisher config %+v", cfg)
+	}
+	p := &JobPublisher{
+		cfg:      cfg,
+		slots:    make(chan struct{}, cfg.MaxInFlight),
+		attempts: make(map[*nats.Msg]int),
+		idle:     closedChan(),
+	}
+	js, err := jetstream.New(t.JS.Conn(),
+		// Our semaphore bounds in-flight publishes; the library's stall logic must never fire.
+		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight+1),
+		jetstream.WithPublishAsyncTimeout(cfg.AckTimeout),
+		jetstream.WithPublishAsyncAckHandler(p.onAck),
+		jetstream.WithPublishAsyncErrHandler(p.onErr),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("queue: job publisher: %w", err)
+	}
+	p.js = js
+	return p, nil
+}
+
+// Publish queues one job for publication, blocking while MaxInFlight publishes await their
+// ack. An error here is about this job (bad arguments, ctx done); failures of the publication
+// itself are reported by Wait.
+func (p *JobPublisher) Publish(ctx context.Context, lane Lane, run, jobID string, data []byte) error {
+	m, err := jobMsg(lane, run, jobID, data)
+	if err != nil {
+		return err
+	}
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("queue: publish job %s of run %s: %w", jobID, run, ctx.Err())
+	}
+	p.mu.Lock()
+	p.inflight++
+	if p.inflight == 1 {
+		p.idle = make(chan struct{})
+	}
+	p.attempts[m] = 0
+	p.mu.Unlock()
+	p.send(m)
+	return nil
+}
+
+func (p *JobPublisher) send(m *nats.Msg) {
+	if _, err := p.js.PublishMsgAsync(m); err != nil {
+		p.onErr(p.js, m, err)
+	}
+}
+
+// Wait blocks until every queued publish is settled, then returns the first failure since the
+// last Wait (with how many failed) and forgets it. Do not call it while another goroutine may
+// still Publish jobs it should cover.
+func (p *JobPublisher) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+	default:
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("queue: wait for job publications: %w", ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, failed := p.first, p.failed
+	p.first, p.failed = nil, 0
+	if first != nil {
+		return fmt.Errorf("queue: %d job publication(s) failed, the first: %w", failed, first)
+	}
+	return nil
+}
+
+// Stats returns the counts since the publisher was created.
+func (p *JobPublisher) Stats() PublishStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// Close waits for queued publishes (bounded by ctx), releases the publisher's reply
+// subscription and returns what Wait would.
+func (p *JobPublisher) Close(ctx context.Context) error {
+	err := p.Wait(ctx)
+	p.js.CleanupPublisher()
+	return err
+}
+
+func (p *JobPublisher) onAck(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
+	p.mu.Lock()
+	if ack.Duplicate {
+		p.stats.Duplicates++
+	} else {
+		p.stats.Stored++
+	}
+	p.settleLocked(m)
+	p.mu.Unlock()
+}
+
+func (p *JobPublisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
+	p.mu.Lock()
+	n, ok := p.attempts[m]
+	if !ok {
+		// Settled already (a late callback after CleanupPublisher).
+		p.mu.Unlock()
+		return
+	}
+	if retryable(err) && n < p.cfg.Retries {
+		p.attempts[m] = n + 1
+		p.stats.Retried++
+		p.mu.Unlock()
+		// Not inline: this runs on the library's callback goroutine, and during a
+		// reconnection a prompt resend would only fail the same way.
+		time.AfterFunc(backoff(p.cfg.RetryWait, n), func() { p.send(m) })
+		return
+	}
+	p.stats.Failed++
+	p.failed++
+	if p.first == nil {
+		p.first = fmt.Errorf("job message %s on %s: %w", m.Header.Get(jetstream.MsgIDHeader), m.Subject, err)
+	}
+	p.settleLocked(m)
+	p.mu.Unlock()
+}
+
+func (p *JobPublisher) settleLocked(m *nats.Msg) {
+	if _, ok := p.attempts[m]; !ok {
+		return
+	}
+	delete(p.attempts, m)
+	<-p.slots
+	p.inflight--
+	if p.inflight == 0 {
+		close(p.idle)
+	}
+}
+
+// retryable reports whether a failed publish may have been lost in transit (a disconnection, a
+// write on a broken connection, an ack that never came, a stream that did not answer during a
+// restart) rather than refused: resending is then safe because of the message id. The server's
+// refusals and a closed connection are final.
+func retryable(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr),
+		errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, nats.ErrMaxPayload),
+		errors.Is(err, nats.ErrBadSubject),
+		errors.Is(err, jetstream.ErrJetStreamPublisherClosed):
+		return false
+	}
+	return true
+}
+
+// backoff is the pause before resend number n+1: base doubled n times, at most maxRetryWait.
+func backoff(base time.Duration, n int) time.Duration {
+	if n > 10 {
+		return maxRetryWait
+	}
+	return min(base<<n, maxRetryWait)
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}

@@ -1,0 +1,193 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+func TestPublishJobDeduplicates(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	for _, p := range []struct {
+		lane     queue.Lane
+		run, job string
+	}{
+		{queue.LaneOnDemand, "run1", "j1"},
+		{queue.LaneOnDemand, "run1", "j1"}, // the same job again: dropped
+		{queue.LaneOnDemand, "run1", "j2"},
+		// The same job id in another run is another job: job ids are stable across runs.
+		{queue.LaneOnDemand, "run2", "j1"},
+	} {
+		if err := topo.PublishJob(ctx, p.lane, p.run, p.job, []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := streamMsgs(t, topo.Jobs, ""); got != 3 {
+		t.Errorf("jobs stored = %d, want 3", got)
+	}
+	if got := streamMsgs(t, topo.Jobs, queue.JobSubject(queue.LaneOnDemand, "run1")); got != 2 {
+		t.Errorf("run1 jobs stored = %d, want 2", got)
+	}
+}
+
+// TestPublishJobIDStaysDeduplicatedAfterAck records nats-server#2921/#5142: on a WorkQueue
+// stream a job's message id stays known after the job is acked and removed, so re-publishing
+// within the window does not queue it again.
+func TestPublishJobIDStaysDeduplicatedAfterAck(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	if err := topo.PublishJob(ctx, queue.LaneScheduled, "run1", "j1", nil); err != nil {
+		t.Fatal(err)
+	}
+	m := fetchOne(t, topo.Scheduled, 5e9)
+	if m == nil {
+		t.Fatal("no job")
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.PublishJob(ctx, queue.LaneScheduled, "run1", "j1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamMsgs(t, topo.Jobs, ""); got != 0 {
+		t.Errorf("jobs stored after re-publishing an acked job = %d, want 0", got)
+	}
+}
+
+func TestPublishResultDeduplicatesPerAttempt(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	for _, p := range []struct {
+		run, job string
+		attempt  int
+	}{
+		{"run1", "j1", 1},
+		{"run1", "j1", 1}, // a retried publish of the same attempt: dropped
+		{"run1", "j1", 2}, // the next attempt: kept
+		{"run2", "j1", 1}, // another run: kept
+	} {
+		if err := topo.PublishResult(ctx, p.run, p.job, p.attempt, []byte("result")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := streamMsgs(t, topo.Results, ""); got != 3 {
+		t.Errorf("results stored = %d, want 3", got)
+	}
+}
+
+func TestPublishRejectsBadArguments(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		name    string
+		publish func() error
+		want    string
+	}{
+		{"unknown lane", func() error { return topo.PublishJob(ctx, "urgent", "run1", "j1", nil) }, "unknown lane"},
+		{"run id with a dot", func() error { return topo.PublishJob(ctx, queue.LaneOnDemand, "run.1", "j1", nil) }, "invalid run id"},
+		{"run id with a wildcard", func() error { return topo.PublishJob(ctx, queue.LaneOnDemand, "*", "j1", nil) }, "invalid run id"},
+		{"empty job id", func() error { return topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "", nil) }, "invalid job id"},
+		{"result attempt 0", func() error { return topo.PublishResult(ctx, "run1", "j1", 0, nil) }, "attempt"},
+		{"result run with a space", func() error { return topo.PublishResult(ctx, "run 1", "j1", 1, nil) }, "invalid run id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.publish()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error about %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestJobPublisher(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	cfg := queue.DefaultJobPublisherConfig()
+	cfg.MaxInFlight = 16 // far fewer than the jobs, so Publish has to wait for acks
+	p, err := topo.NewJobPublisher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 500
+	for i := range jobs {
+		lane := queue.LaneOnDemand
+		if i%2 == 1 {
+			lane = queue.LaneScheduled
+		}
+		if err := p.Publish(ctx, lane, "run1", fmt.Sprintf("j%d", i), []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Half of them again: duplicates.
+	for i := range jobs / 2 {
+		lane := queue.LaneOnDemand
+		if i%2 == 1 {
+			lane = queue.LaneScheduled
+		}
+		if err := p.Publish(ctx, lane, "run1", fmt.Sprintf("j%d", i), []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Stats(), (queue.PublishStats{Stored: jobs, Duplicates: jobs / 2}); got != want {
+		t.Errorf("stats = %+v, want %+v", got, want)
+	}
+	if got := streamMsgs(t, topo.Jobs, ""); got != jobs {
+		t.Errorf("jobs stored = %d, want %d", got, jobs)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJobPublisherReportsRefusals(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	p, err := topo.NewJobPublisher(queue.DefaultJobPublisherConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	// A jobs stream that is full and discards new messages refuses publishes for good; the
+	// refusals must surface in Wait, not vanish.
+	cfg := topo.Jobs.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	if _, err := topo.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, queue.LaneOnDemand, "run1", "ok", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := p.Publish(ctx, queue.LaneOnDemand, "run1", fmt.Sprintf("lost%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = p.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "3 job publication(s) failed") || !strings.Contains(err.Error(), "run1.lost") {
+		t.Fatalf("Wait = %v, want 3 failures naming the message id", err)
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Errorf("second Wait = %v, want the failures forgotten", err)
+	}
+	if st := p.Stats(); st.Failed != 3 {
+		t.Errorf("stats = %+v, want 3 failed", st)
+	}
+	ctxDone, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.Wait(ctxDone); err != nil {
+		t.Errorf("Wait with nothing in flight = %v, want nil even with ctx done", err)
+	}
+}

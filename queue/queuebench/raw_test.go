@@ -1,0 +1,55 @@
+package queuebench_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/queue/queuebench"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+func TestRawMovesEveryMessage(t *testing.T) {
+	_, nc, _ := queuetest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := queuebench.Raw(ctx, nc, 1000, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages != 1000 || st.Size != 64 || st.Elapsed <= 0 || st.MsgsPerSec <= 0 {
+		t.Errorf("stats = %+v", st)
+	}
+	// The throw-away stream is gone.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range js.StreamNames(ctx).Name() {
+		if strings.HasPrefix(name, "QUEUEBENCH_") {
+			t.Errorf("stream %s left behind", name)
+		}
+	}
+	if _, err := queuebench.Raw(ctx, nc, 0, 64); err == nil {
+		t.Error("Raw accepted n = 0")
+	}
+}
+
+// BenchmarkRaw20k is the dispatch baseline: 20,000 messages of 256 bytes (about a job's size)
+// through a work-queue stream with raw nats.go, on an in-process server.
+func BenchmarkRaw20k(b *testing.B) {
+	_, nc, _ := queuetest.Start(b)
+	ctx := context.Background()
+	var total float64
+	for b.Loop() {
+		st, err := queuebench.Raw(ctx, nc, 20_000, 256)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += st.MsgsPerSec
+	}
+	b.ReportMetric(total/float64(b.N), "msgs/s")
+}

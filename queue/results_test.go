@@ -1,0 +1,126 @@
+package queue_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+func publishResults(t *testing.T, topo *queue.Topology, run string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := topo.PublishResult(testCtx(t), run, fmt.Sprintf("j%d", i), 1, fmt.Appendf(nil, "%s/%d", run, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// expectResults reads want results of run in order.
+func expectResults(t *testing.T, it *queue.ResultIterator, run string, from, to int) []queue.ResultMsg {
+	t.Helper()
+	var got []queue.ResultMsg
+	for i := from; i < to; i++ {
+		r, err := it.Next(testCtx(t))
+		if err != nil {
+			t.Fatalf("result %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("%s/%d", run, i); string(r.Data) != want || r.Run != run ||
+			r.MsgID != queue.ResultMsgID(run, fmt.Sprintf("j%d", i), 1) {
+			t.Fatalf("result %d = %q (id %s), want %q", i, r.Data, r.MsgID, want)
+		}
+		got = append(got, r)
+	}
+	return got
+}
+
+func TestFollowResultsReplaysThenFollows(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	publishResults(t, topo, "run1", 0, 3)
+	publishResults(t, topo, "other", 0, 2)
+
+	it, err := topo.FollowResults(ctx, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	if it.Backlog() != 3 {
+		t.Errorf("Backlog = %d, want 3", it.Backlog())
+	}
+	replayed := expectResults(t, it, "run1", 0, 3)
+	for i, r := range replayed {
+		if want := uint64(2 - i); r.Pending != want {
+			t.Errorf("replayed result %d: Pending %d, want %d", i, r.Pending, want)
+		}
+	}
+	// Live: published after the iterator caught up.
+	publishResults(t, topo, "other", 2, 3)
+	publishResults(t, topo, "run1", 3, 5)
+	live := expectResults(t, it, "run1", 3, 5)
+	if live[0].Seq <= replayed[2].Seq {
+		t.Errorf("sequence went from %d to %d", replayed[2].Seq, live[0].Seq)
+	}
+
+	it.Stop()
+	if _, err := it.Next(ctx); !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		t.Errorf("Next after Stop = %v, want ErrMsgIteratorClosed", err)
+	}
+}
+
+// TestFollowResultsRecoversFromALostConsumer deletes the ordered consumer under the iterator, as
+// a server that lost it would: the library recreates it from the next sequence, so nothing is
+// missed or repeated.
+func TestFollowResultsRecoversFromALostConsumer(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	publishResults(t, topo, "run1", 0, 2)
+	it, err := topo.FollowResults(ctx, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	expectResults(t, it, "run1", 0, 2)
+
+	deleted := 0
+	for name := range topo.Results.ConsumerNames(ctx).Name() {
+		if err := topo.Results.DeleteConsumer(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		deleted++
+	}
+	if deleted != 1 {
+		t.Fatalf("deleted %d consumers, want the iterator's one", deleted)
+	}
+	publishResults(t, topo, "run1", 2, 5)
+	expectResults(t, it, "run1", 2, 5)
+}
+
+func TestFollowResultsAcrossServerRestart(t *testing.T) {
+	e, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	publishResults(t, topo, "run1", 0, 2)
+	it, err := topo.FollowResults(ctx, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	expectResults(t, it, "run1", 0, 2)
+
+	if err := e.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	publishResults(t, topo, "run1", 2, 4)
+	expectResults(t, it, "run1", 2, 4)
+}
+
+func TestFollowResultsRejectsBadRunID(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	if _, err := topo.FollowResults(testCtx(t), "run.>"); err == nil {
+		t.Fatal("FollowResults accepted a wildcard run id")
+	}
+}

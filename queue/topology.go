@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrIncompatibleStream means a stream exists with a setting the server cannot change in place
+// (retention or storage). Ensure refuses to touch it; an operator must migrate it.
+var ErrIncompatibleStream = errors.New("queue: incompatible existing stream")
+
+// Topology is the set of JetStream assets skillfleet runs on, as ensured by Ensure.
+type Topology struct {
+	// JS is the JetStream context everything was ensured (or opened) with.
+	JS jetstream.JetStream
+	// Jobs is the SKILLFLEET_JOBS work queue; Results the SKILLFLEET_RESULTS stream.
+	Jobs, Results jetstream.Stream
+	// OnDemand and Scheduled are the lanes' durable pull consumers on Jobs.
+	OnDemand, Scheduled jetstream.Consumer
+	// Runs is the run-state KV bucket, keyed by run id.
+	Runs jetstream.KeyValue
+	// Bundles is the bundle object store; use PutBundle and GetBundle rather than it.
+	Bundles jetstream.ObjectStore
+	// Config is what the topology was ensured (or opened) with.
+	Config Config
+}
+
+// Ensure creates the streams, consumers, KV bucket and object store, or updates them to cfg.
+// It is idempotent and safe to run from every coordinator and worker at start-up. A stream that
+// exists with another retention policy or storage type is reported with ErrIncompatibleStream,
+// naming it, and left alone: the server cannot change either in place.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Topology{JS: js, Config: cfg}
+	var err error
+	if t.Jobs, err = ensureStream(ctx, js, jobsStreamConfig(cfg)); err != nil {
+		return nil, err
+	}
+	if t.Results, err = ensureStream(ctx, js, resultsStreamConfig(cfg)); err != nil {
+		return nil, err
+	}
+	if t.OnDemand, err = ensureLaneConsumer(ctx, t.Jobs, LaneOnDemand, cfg); err != nil {
+		return nil, err
+	}
+	if t.Scheduled, err = ensureLaneConsumer(ctx, t.Jobs, LaneScheduled, cfg); err != nil {
+		return nil, err
+	}
+	t.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      RunsBucket,
+		Description: "skillfleet run state, keyed by run id",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RunsBucket, err)
+	}
+	t.Bundles, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      BundlesBucket,
+		Description: "skillfleet suite bundles, keyed by content digest",
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure object store %s: %w", BundlesBucket, err)
+	}
+	return t, nil
+}
+
+// Open binds to a topology that Ensure created, changing nothing: for processes (workers, say)
+// whose NATS permissions do not allow managing streams. cfg should match what Ensure was given;
+// what the server enforces is in the consumers' and streams' CachedInfo.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Topology{JS: js, Config: cfg}
+	var err error
+	if t.Jobs, err = js.Stream(ctx, JobsStream); err != nil {
+		return nil, fmt.Errorf("queue: open stream %s (has Ensure run?): %w", JobsStream, err)
+	}
+	if t.Results, err = js.Stream(ctx, ResultsStream); err != nil {
+		return nil, fmt.Errorf("queue: open stream %s (has Ensure run?): %w", ResultsStream, err)
+	}
+	if t.OnDemand, err = t.Jobs.Consumer(ctx, OnDemandConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, OnDemandConsumer, err)
+	}
+	if t.Scheduled, err = t.Jobs.Consumer(ctx, ScheduledConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
+	}
+	if t.Runs, err = js.KeyValue(ctx, RunsBucket); err != nil {
+		return nil, fmt.Errorf("queue: open KV bucket %s (has Ensure run?): %w", RunsBucket, err)
+	}
+	if t.Bundles, err = js.ObjectStore(ctx, BundlesBucket); err != nil {
+		return nil, fmt.Errorf("queue: open object store %s (has Ensure run?): %w", BundlesBucket, err)
+	}
+	return t, nil
+}
+
+// Consumer returns the durable consumer of lane, or nil for an unknown lane.
+func (t *Topology) Consumer(lane Lane) jetstream.Consumer {
+	switch lane {
+	case LaneOnDemand:
+		return t.OnDemand
+	case LaneScheduled:
+		return t.Scheduled
+	}
+	return nil
+}
+
+func jobsStreamConfig(cfg Config) jetstream.StreamConfig {
+	subjects := make([]string, 0, 2)
+	for _, l := range Lanes() {
+		// One subject per lane rather than "skillfleet.jobs.>": a job for an unknown lane would
+		// be stored where no consumer reads it; this way its publish fails.
+		subjects = append(subjects, l.filter())
+	}
+	return jetstream.StreamConfig{
+		Name:        JobsStream,
+		Description: "skillfleet jobs: one message per job, removed when a worker acks or terminates it",
+		Subjects:    subjects,
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.JobsDuplicates,
+		Discard:     jetstream.DiscardOld,
+	}
+}
+
+func resultsStreamConfig(cfg Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        ResultsStream,
+		Description: "skillfleet results: one message per job attempt",
+		Subjects:    []string{ResultsSubjectPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      cfg.ResultsMaxAge,
+		Duplicates:  cfg.ResultsDuplicates,
+		Discard:     jetstream.DiscardOld,
+	}
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	existing, err := js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		// Created below.
+	case err != nil:
+		return nil, fmt.Errorf("queue: look up stream %s: %w", want.Name, err)
+	default:
+		have := existing.CachedInfo().Config
+		if have.Retention != want.Retention {
+			return nil, fmt.Errorf("%w: stream %s has retention %s, want %s; retention cannot be changed in place: "+
+				"drain or back up the stream, delete it (nats stream rm %s) and start again",
+				ErrIncompatibleStream, want.Name, have.Retention, want.Retention, want.Name)
+		}
+		if have.Storage != want.Storage {
+			return nil, fmt.Errorf("%w: stream %s has %s storage, want %s; storage cannot be changed in place: "+
+				"drain or back up the stream, delete it (nats stream rm %s) and start again",
+				ErrIncompatibleStream, want.Name, have.Storage, want.Storage, want.Name)
+		}
+	}
+	s, err := js.CreateOrUpdateStream(ctx, want)
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure stream %s: %w", want.Name, err)
+	}
+	return s, nil
+}
+
+func laneConsumerConfig(lane Lane, cfg Config) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       lane.consumer(),
+		Description:   "skillfleet workers, " + string(lane) + " lane",
+		FilterSubject: lane.filter(),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+		MaxWaiting:    cfg.MaxWaiting,
+		// No BackOff: a BackOff list silently replaces AckWait. Retry delays are NakWithDelay.
+		Replicas: cfg.Replicas,
+	}
+}
+
+func ensureLaneConsumer(ctx context.Context, s jetstream.Stream, lane Lane, cfg Config) (jetstream.Consumer, error) {
+	want := laneConsumerConfig(lane, cfg)
+	existing, err := s.Consumer(ctx, want.Durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("queue: look up consumer %s > %s: %w", JobsStream, want.Durable, err)
+	default:
+		// The server refuses to change MaxWaiting; keep what the consumer was created with
+		// rather than fail every start-up after a config change.
+		want.MaxWaiting = existing.CachedInfo().Config.MaxWaiting
+	}
+	c, err := s.CreateOrUpdateConsumer(ctx, want)
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure consumer %s > %s: %w", JobsStream, want.Durable, err)
+	}
+	return c, nil
+}
