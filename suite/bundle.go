@@ -66,8 +66,9 @@ func WriteBundle(w io.Writer, g *skill.Graph, skills []*skill.Skill) (*Bundle, e
 	tw := tar.NewWriter(cw)
 	digests := make(map[string]string, len(names))
 	var total int64
+	buf := make([]byte, 64<<10)
 	for _, name := range names {
-		d, n, err := writeSkill(tw, byName[name], total)
+		d, n, err := writeSkill(tw, byName[name], total, buf)
 		if err != nil {
 			return nil, fmt.Errorf("bundle skill %s: %w", name, err)
 		}
@@ -103,12 +104,12 @@ type bundleFile struct {
 }
 
 // writeSkill writes one skill's files under "<name>/" and returns the skill's digest.
-func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64) (string, int64, error) {
+func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64, buf []byte) (string, int64, error) {
 	files, err := skillFiles(s.Dir)
 	if err != nil {
 		return "", 0, err
 	}
-	h := sha256.New()
+	h, fh := sha256.New(), sha256.New()
 	var n int64
 	for _, f := range files {
 		if sofar+n+f.size > MaxBundleBytes {
@@ -125,8 +126,8 @@ func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64) (string, int64, err
 		if err := tw.WriteHeader(hdr); err != nil {
 			return "", 0, err
 		}
-		fh := sha256.New()
-		if err := copyFile(io.MultiWriter(tw, fh), f.path, f.size); err != nil {
+		fh.Reset()
+		if err := copyFile(io.MultiWriter(tw, fh), f.path, f.size, buf); err != nil {
 			return "", 0, fmt.Errorf("%s: %w", f.rel, err)
 		}
 		fmt.Fprintf(h, "%s\x00%o\x00%x\n", f.rel, mode, fh.Sum(nil))
@@ -137,13 +138,13 @@ func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64) (string, int64, err
 
 // copyFile copies exactly size bytes, failing if the file changed size under us: a bundle
 // whose digest does not describe its content would be worse than no bundle.
-func copyFile(w io.Writer, path string, size int64) error {
+func copyFile(w io.Writer, path string, size int64, buf []byte) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	n, err := io.Copy(w, io.LimitReader(f, size))
+	n, err := io.CopyBuffer(w, io.LimitReader(f, size), buf)
 	if err != nil {
 		return err
 	}

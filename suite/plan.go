@@ -39,6 +39,18 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
+// Select returns the skills a filter's skill globs pick; a bundle of them also carries their
+// dependency closure.
+func (s *Suite) Select(f Filter) []*skill.Skill {
+	var out []*skill.Skill
+	for _, sk := range s.Catalog.Skills() {
+		if matchAny(f.Skills, sk.Name) {
+			out = append(out, sk)
+		}
+	}
+	return out
+}
+
 // PlanOptions shape a plan.
 type PlanOptions struct {
 	Filter Filter
@@ -75,13 +87,7 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	if err := opts.Filter.Validate(); err != nil {
 		return nil, err
 	}
-	var selected []*skill.Skill
-	for _, sk := range s.Catalog.Skills() {
-		if matchAny(opts.Filter.Skills, sk.Name) {
-			selected = append(selected, sk)
-		}
-	}
-	b, err := WriteBundle(io.Discard, s.Graph, selected)
+	b, err := WriteBundle(io.Discard, s.Graph, s.Select(opts.Filter))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,153 @@
+// Command coordinator runs the skillfleet coordinator: the HTTP API that accepts suites, the
+// planner that puts their jobs on JetStream, and the aggregator of results into reports.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/queue"
+)
+
+type options struct {
+	httpAddr     string
+	embeddedNATS string
+	dataDir      string
+	token        string
+	tokenFile    string
+	deadline     time.Duration
+	agents       []string
+	nats         cmdutil.NATSFlags
+	queue        cmdutil.QueueFlags
+	logLevel     string
+}
+
+func main() {
+	var o options
+	cmd := &cobra.Command{
+		Use:           "coordinator",
+		Short:         "Run the skillfleet coordinator (HTTP API, planner, result aggregator)",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API, /metrics, /healthz and /readyz")
+	f.StringVar(&o.embeddedNATS, "embedded-nats", "", "run an embedded nats-server with JetStream on this address (host:port) instead of connecting to --nats")
+	f.StringVar(&o.dataDir, "data", "./skillfleet-data", "directory for the embedded server's store and extracted bundles")
+	f.StringVar(&o.token, "token", "", "bearer token required on /v1/ (also $SKILLFLEET_TOKEN)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token")
+	f.DurationVar(&o.deadline, "default-deadline", 6*time.Hour, "deadline of runs that set none")
+	f.StringSliceVar(&o.agents, "agent", nil, "default agents for prompt cases (repeatable)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	o.nats.Register(f)
+	o.queue.Register(f)
+	os.Exit(cmdutil.Execute(cmd))
+}
+
+func run(ctx context.Context, o options) error {
+	log, err := cmdutil.Logger(o.logLevel)
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	defer func() { _ = log.Sync() }()
+	token, err := cmdutil.Token(o.token, o.tokenFile, "SKILLFLEET_TOKEN")
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	if token == "" && !cmdutil.IsLoopback(o.httpAddr) {
+		log.Warn("the API listens beyond loopback without a bearer token: set --token, --token-file or $SKILLFLEET_TOKEN")
+	}
+	qcfg, err := o.queue.Config()
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var nc *nats.Conn
+	if o.embeddedNATS != "" {
+		host, port, err := cmdutil.SplitHostPort(o.embeddedNATS)
+		if err != nil {
+			return cmdutil.Usage(fmt.Errorf("--embedded-nats: %w", err))
+		}
+		srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: host, Port: port}, log.Named("nats"))
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		log.Info("embedded NATS listening", zap.String("url", srv.ClientURL()))
+		if nc, err = srv.Connect(nats.Name("skillfleet-coordinator")); err != nil {
+			return err
+		}
+	} else {
+		if nc, err = queue.Connect(o.nats.Config("skillfleet-coordinator"), log.Named("nats")); err != nil {
+			return err
+		}
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	topo, err := queue.Ensure(ctx, js, qcfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c, err := coordinator.New(coordinator.Config{
+		DataDir: filepath.Join(o.dataDir, "coordinator"), DefaultDeadline: o.deadline,
+		MaxAttempts: qcfg.MaxDeliver, Agents: o.agents,
+	}, coordinator.Deps{Topology: topo, Log: log.Named("coordinator"), Registry: reg})
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Addr: o.httpAddr,
+		Handler: c.Handler(coordinator.APIConfig{
+			Token: token, Gatherer: reg,
+			Ready: func(context.Context) error {
+				if !nc.IsConnected() {
+					return errors.New("not connected to NATS: " + nc.Status().String())
+				}
+				return nil
+			},
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("coordinator serving", zap.String("http", o.httpAddr), zap.String("nats", strings.TrimSpace(nc.ConnectedUrlRedacted())))
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: runs resume when a coordinator starts again")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return c.Close(sctx)
+}

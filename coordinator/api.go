@@ -1,0 +1,285 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// APIConfig configures the HTTP API.
+type APIConfig struct {
+	// Token, when set, must be presented as "Authorization: Bearer <token>" on /v1/ routes.
+	Token string
+	// Gatherer serves /metrics; nil serves none.
+	Gatherer prometheus.Gatherer
+	// Ready reports whether the coordinator can serve (NATS connected); nil means always.
+	Ready func(ctx context.Context) error
+	// SSEKeepAlive is the interval of comment lines that keep idle event streams open.
+	SSEKeepAlive time.Duration
+}
+
+var jsonOpts = protojson.MarshalOptions{UseProtoNames: true}
+
+// Handler returns the coordinator's HTTP API.
+func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
+	if cfg.SSEKeepAlive <= 0 {
+		cfg.SSEKeepAlive = 15 * time.Second
+	}
+	a := &api{c: c, cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", a.auth(a.submit))
+	mux.HandleFunc("GET /v1/runs", a.auth(a.list))
+	mux.HandleFunc("GET /v1/runs/{id}", a.auth(a.status))
+	mux.HandleFunc("DELETE /v1/runs/{id}", a.auth(a.cancel))
+	mux.HandleFunc("GET /v1/runs/{id}/events", a.auth(a.events))
+	mux.HandleFunc("GET /v1/runs/{id}/report", a.auth(a.report))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", a.ready)
+	if cfg.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	return mux
+}
+
+type api struct {
+	c   *Coordinator
+	cfg APIConfig
+}
+
+func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
+	if a.cfg.Token == "" {
+		return h
+	}
+	want := []byte("Bearer " + a.cfg.Token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
+			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// submit accepts a suite bundle (a tar, as `skillfleet submit` writes it) with the run's
+// options in the query: name, skill and case globs (repeatable), agent (repeatable),
+// priority (on-demand or scheduled) and deadline (a Go duration).
+func (a *api) submit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	spec := &pb.RunSpec{Name: q.Get("name"), SkillGlobs: q["skill"], CaseGlobs: q["case"], Agents: q["agent"]}
+	switch q.Get("priority") {
+	case "", "on-demand", "ondemand":
+		spec.Priority = pb.Priority_PRIORITY_ON_DEMAND
+	case "scheduled":
+		spec.Priority = pb.Priority_PRIORITY_SCHEDULED
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("priority must be on-demand or scheduled, got %q", q.Get("priority")), nil)
+		return
+	}
+	if d := q.Get("deadline"); d != "" {
+		dur, err := time.ParseDuration(d)
+		if err != nil || dur <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("deadline must be a positive duration such as 2h, got %q", d), nil)
+			return
+		}
+		spec.DeadlineMs = dur.Milliseconds()
+	}
+	if err := (suite.Filter{Skills: spec.SkillGlobs, Cases: spec.CaseGlobs}).Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, err, nil)
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, suite.MaxBundleBytes+64<<20)
+	st, err := a.c.Submit(r.Context(), body, spec)
+	var pe *PlanError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &pe):
+		writeError(w, http.StatusUnprocessableEntity, err, pe.Diagnostics)
+		return
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, err, nil)
+		return
+	case err != nil:
+		a.c.log.Error("submit failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, err, nil)
+		return
+	}
+	w.Header().Set("Location", "/v1/runs/"+st.GetId())
+	writeProto(w, http.StatusCreated, st)
+}
+
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	runs, err := a.c.List(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`{"runs":[`))
+	for i, st := range runs {
+		if i > 0 {
+			_, _ = w.Write([]byte(","))
+		}
+		b, _ := jsonOpts.Marshal(st)
+		_, _ = w.Write(b)
+	}
+	_, _ = w.Write([]byte("]}\n"))
+}
+
+func (a *api) status(w http.ResponseWriter, r *http.Request) {
+	st, err := a.c.Status(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	writeProto(w, http.StatusOK, st)
+}
+
+func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
+	st, err := a.c.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	writeProto(w, http.StatusOK, st)
+}
+
+func (a *api) report(w http.ResponseWriter, r *http.Request) {
+	rep, err := a.c.Report(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "json":
+		w.Header().Set("Content-Type", "application/json")
+		err = report.WriteJSON(w, rep)
+	case "junit":
+		w.Header().Set("Content-Type", "application/xml")
+		err = report.WriteJUnit(w, rep)
+	case "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		err = report.WriteText(w, rep, report.TextOptions{})
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("format must be json, junit or text, got %q", f), nil)
+		return
+	}
+	if err != nil {
+		a.c.log.Warn("writing report failed", zap.Error(err))
+	}
+}
+
+// events streams a run's events as server-sent events: "status" and "result" events whose data
+// is the JSON of the RunStatus or Result. The stream ends after the run's final status.
+func (a *api) events(w http.ResponseWriter, r *http.Request) {
+	ch, cancel, err := a.c.Subscribe(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	defer cancel()
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	keep := time.NewTicker(a.cfg.SSEKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			var kind string
+			var msg proto.Message
+			switch p := ev.GetPayload().(type) {
+			case *pb.Event_Status:
+				kind, msg = "status", p.Status
+			case *pb.Event_Result:
+				kind, msg = "result", p.Result
+			default:
+				continue
+			}
+			b, err := jsonOpts.Marshal(msg)
+			if err != nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.GetSeq(), kind, b); err != nil {
+				return
+			}
+		case <-keep.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+func (a *api) ready(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Ready != nil {
+		if err := a.cfg.Ready(r.Context()); err != nil {
+			writeError(w, http.StatusServiceUnavailable, err, nil)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+func writeProto(w http.ResponseWriter, code int, m proto.Message) {
+	b, err := jsonOpts.Marshal(m)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// apiError is the body of every error response.
+type apiError struct {
+	Error       string `json:"error"`
+	Diagnostics any    `json:"diagnostics,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, code int, err error, diags any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(apiError{Error: strings.TrimSpace(err.Error()), Diagnostics: diags})
+}
+
+func writeLookupError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var pe *PlanError
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code = http.StatusNotFound
+	case errors.As(err, &pe):
+		code = http.StatusConflict
+	case errors.Is(err, context.Canceled):
+		code = 499
+	}
+	writeError(w, code, err, nil)
+}

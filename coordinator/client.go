@@ -1,0 +1,223 @@
+package coordinator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// Client talks to a coordinator's HTTP API.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a client for the coordinator at base (e.g. http://127.0.0.1:8080). A nil
+// hc uses a client without an overall timeout, since event streams last as long as runs.
+func NewClient(base, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{base: strings.TrimRight(base, "/"), token: token, http: hc}
+}
+
+// APIError is an error response of the API.
+type APIError struct {
+	Status      int
+	Message     string
+	Diagnostics skill.Diagnostics
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("coordinator answered %d: %s", e.Status, e.Message)
+}
+
+// SubmitOptions are a run's options.
+type SubmitOptions struct {
+	Name      string
+	Skills    []string
+	Cases     []string
+	Agents    []string
+	Scheduled bool
+	Deadline  time.Duration
+}
+
+// Submit uploads a bundle and starts a run.
+func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) (*pb.RunStatus, error) {
+	q := url.Values{}
+	if o.Name != "" {
+		q.Set("name", o.Name)
+	}
+	q["skill"], q["case"], q["agent"] = o.Skills, o.Cases, o.Agents
+	if o.Scheduled {
+		q.Set("priority", "scheduled")
+	}
+	if o.Deadline > 0 {
+		q.Set("deadline", o.Deadline.String())
+	}
+	st := &pb.RunStatus{}
+	return st, c.do(ctx, http.MethodPost, "/v1/runs?"+q.Encode(), bundle, "application/x-tar", st)
+}
+
+// Status returns a run's state.
+func (c *Client) Status(ctx context.Context, id string) (*pb.RunStatus, error) {
+	st := &pb.RunStatus{}
+	return st, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, "", st)
+}
+
+// Cancel cancels a run.
+func (c *Client) Cancel(ctx context.Context, id string) (*pb.RunStatus, error) {
+	st := &pb.RunStatus{}
+	return st, c.do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(id), nil, "", st)
+}
+
+// List returns the coordinator's runs, newest first.
+func (c *Client) List(ctx context.Context) ([]*pb.RunStatus, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Runs []json.RawMessage `json:"runs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("decode run list: %w", err)
+	}
+	out := make([]*pb.RunStatus, 0, len(body.Runs))
+	for _, raw := range body.Runs {
+		st := &pb.RunStatus{}
+		if err := protojson.Unmarshal(raw, st); err != nil {
+			return nil, fmt.Errorf("decode run: %w", err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Report copies a run's report in format (json, junit or text) to w.
+func (c *Client) Report(ctx context.Context, id, format string, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/report?format="+url.QueryEscape(format), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// Events calls fn for each event of a run until the run ends (the server closes the stream),
+// fn returns an error, or ctx ends.
+func (c *Client) Events(ctx context.Context, id string, fn func(*pb.Event) error) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/events", nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var kind string
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data.Len() > 0 {
+				ev, err := decodeEvent(id, kind, data.Bytes())
+				if err != nil {
+					return err
+				}
+				if ev != nil {
+					if err := fn(ev); err != nil {
+						return err
+					}
+				}
+			}
+			kind = ""
+			data.Reset()
+		case strings.HasPrefix(line, "event:"):
+			kind = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("event stream: %w", err)
+	}
+	return ctx.Err()
+}
+
+func decodeEvent(run, kind string, data []byte) (*pb.Event, error) {
+	switch kind {
+	case "status":
+		st := &pb.RunStatus{}
+		if err := protojson.Unmarshal(data, st); err != nil {
+			return nil, fmt.Errorf("decode status event: %w", err)
+		}
+		return &pb.Event{RunId: run, Payload: &pb.Event_Status{Status: st}}, nil
+	case "result":
+		r := &pb.Result{}
+		if err := protojson.Unmarshal(data, r); err != nil {
+			return nil, fmt.Errorf("decode result event: %w", err)
+		}
+		return &pb.Event{RunId: run, Payload: &pb.Event_Result{Result: r}}, nil
+	}
+	return nil, nil // an event kind this client does not know: skip it
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ctype string, out proto.Message) error {
+	resp, err := c.send(ctx, method, path, body, ctype)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	return protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, out)
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, ctype string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e struct {
+			Error       string            `json:"error"`
+			Diagnostics skill.Diagnostics `json:"diagnostics"`
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		return nil, &APIError{Status: resp.StatusCode, Message: e.Error, Diagnostics: e.Diagnostics}
+	}
+	return resp, nil
+}

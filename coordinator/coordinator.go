@@ -1,0 +1,510 @@
+// Package coordinator accepts suites, plans them into jobs on the JetStream queue, aggregates
+// the results into a run's report, and keeps every run's state in JetStream so a restarted
+// coordinator resumes where the last one stopped.
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// Config tunes a coordinator.
+type Config struct {
+	// DataDir holds extracted bundles the coordinator plans from.
+	DataDir string
+	// DefaultDeadline bounds a run that asks for none.
+	DefaultDeadline time.Duration
+	// MaxAttempts is written into jobs; it must equal the job consumers' MaxDeliver.
+	MaxAttempts int
+	// StatusEvery throttles progress writes to the KV bucket.
+	StatusEvery time.Duration
+	// KeepReports is how many finished runs' reports stay in memory.
+	KeepReports int
+	// Agents are the default agents prompt cases run against when a run names none.
+	Agents []string
+}
+
+func (c *Config) defaults() error {
+	if c.DataDir == "" {
+		return errors.New("coordinator: a data directory is required")
+	}
+	if c.DefaultDeadline <= 0 {
+		c.DefaultDeadline = 6 * time.Hour
+	}
+	if c.MaxAttempts < 1 {
+		c.MaxAttempts = 3
+	}
+	if c.StatusEvery <= 0 {
+		c.StatusEvery = time.Second
+	}
+	if c.KeepReports <= 0 {
+		c.KeepReports = 32
+	}
+	return nil
+}
+
+// Deps are a coordinator's collaborators.
+type Deps struct {
+	Topology *queue.Topology
+	Log      *zap.Logger
+	Registry prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewRunID makes run ids; nil means a sortable time-and-random id.
+	NewRunID func() string
+}
+
+// ErrNotFound is returned for a run id the coordinator does not know.
+var ErrNotFound = errors.New("run not found")
+
+// PlanError is returned when a submitted suite cannot be planned: it carries the diagnostics.
+type PlanError struct {
+	Diagnostics skill.Diagnostics
+	Err         error
+}
+
+func (e *PlanError) Error() string {
+	if e.Err != nil {
+		return "suite cannot be planned: " + e.Err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "suite has %d error(s):", e.Diagnostics.Errors())
+	n := 0
+	for _, d := range e.Diagnostics {
+		if d.Severity == skill.SeverityError && n < 10 {
+			b.WriteString("\n  " + d.String())
+			n++
+		}
+	}
+	return b.String()
+}
+
+// Coordinator runs runs.
+type Coordinator struct {
+	cfg     Config
+	topo    *queue.Topology
+	log     *zap.Logger
+	now     func() time.Time
+	newID   func() string
+	metrics *metrics
+	cache   *suite.Cache
+	pub     *queue.JobPublisher
+
+	base context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	runs      map[string]*run
+	finished  *reportCache
+	stopWatch func()
+}
+
+// New prepares a coordinator; Start resumes unfinished runs.
+func New(cfg Config, deps Deps) (*Coordinator, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if deps.Topology == nil {
+		return nil, errors.New("coordinator: a topology is required")
+	}
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.NewRunID == nil {
+		deps.NewRunID = func() string { return newRunID(deps.Now()) }
+	}
+	cache, err := suite.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Topology, cfg.KeepReports)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(deps.Registry)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := deps.Topology.NewJobPublisher(queue.DefaultJobPublisherConfig())
+	if err != nil {
+		return nil, err
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Coordinator{
+		cfg: cfg, topo: deps.Topology, log: deps.Log, now: deps.Now, newID: deps.NewRunID,
+		metrics: m, cache: cache, pub: pub, base: base, stop: stop,
+		runs: make(map[string]*run), finished: newReportCache(cfg.KeepReports),
+	}, nil
+}
+
+// Start resumes every run the KV bucket holds as unfinished, and starts watching for jobs that
+// ran out of deliveries without a result.
+func (c *Coordinator) Start(ctx context.Context) error {
+	stop, err := c.topo.WatchExhausted(c.base, c.exhausted)
+	if err != nil {
+		return err
+	}
+	c.stopWatch = stop
+	statuses, err := c.listStored(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range statuses {
+		if isFinal(st.GetState()) {
+			continue
+		}
+		c.log.Info("resuming run", zap.String("run", st.GetId()), zap.Int32("published", st.GetPublished()))
+		r, err := c.prepare(ctx, st.GetSpec())
+		if err != nil {
+			c.log.Error("cannot resume run", zap.String("run", st.GetId()), zap.Error(err))
+			st.State, st.Reason = pb.RunState_RUN_STATE_FAILED, "cannot resume: "+err.Error()
+			st.FinishedAt = timestamppb.New(c.now())
+			if err := c.save(ctx, st); err != nil {
+				return err
+			}
+			continue
+		}
+		r.status = st
+		c.launch(r)
+	}
+	return nil
+}
+
+// Close stops every run loop without finishing the runs: a coordinator started later on the
+// same JetStream resumes them.
+func (c *Coordinator) Close(ctx context.Context) error {
+	if c.stopWatch != nil {
+		c.stopWatch()
+	}
+	c.stop()
+	c.wg.Wait()
+	return c.pub.Close(ctx)
+}
+
+// Submit stores a bundle, plans it, and starts the run. A suite with errors is refused with a
+// *PlanError and starts nothing.
+func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.RunSpec) (*pb.RunStatus, error) {
+	digest, err := c.topo.PutBundle(ctx, bundle)
+	if err != nil {
+		return nil, fmt.Errorf("store bundle: %w", err)
+	}
+	spec = proto.Clone(spec).(*pb.RunSpec)
+	spec.Id = c.newID()
+	spec.BundleDigest = digest
+	spec.CreatedAt = timestamppb.New(c.now())
+	if spec.Priority == pb.Priority_PRIORITY_UNSPECIFIED {
+		spec.Priority = pb.Priority_PRIORITY_ON_DEMAND
+	}
+	r, err := c.prepare(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	r.status = &pb.RunStatus{
+		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
+		TotalJobs: int32(len(r.plan.Jobs)), Cases: r.builder.Counts(), UpdatedAt: spec.CreatedAt,
+	}
+	if err := c.save(ctx, r.status); err != nil {
+		return nil, err
+	}
+	c.metrics.submitted.Inc()
+	c.log.Info("run submitted", zap.String("run", spec.Id), zap.String("bundle", digest), zap.Int("jobs", len(r.plan.Jobs)))
+	st := r.snapshot()
+	c.launch(r)
+	return st, nil
+}
+
+// prepare plans a run from its stored bundle.
+func (c *Coordinator) prepare(ctx context.Context, spec *pb.RunSpec) (*run, error) {
+	dir, release, err := c.cache.Get(ctx, spec.GetBundleDigest())
+	if err != nil {
+		return nil, &PlanError{Err: err}
+	}
+	defer release()
+	s := suite.Load([]string{dir}, skill.Options{})
+	if s.Diagnostics.HasErrors() {
+		return nil, &PlanError{Diagnostics: relativeTo(dir, s.Diagnostics)}
+	}
+	agents := spec.GetAgents()
+	if len(agents) == 0 {
+		agents = c.cfg.Agents
+	}
+	plan, err := s.Plan(suite.PlanOptions{
+		Filter: suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs()},
+		Agents: agents,
+	})
+	if err != nil {
+		return nil, &PlanError{Err: err}
+	}
+	if len(plan.Jobs) == 0 {
+		return nil, &PlanError{Err: errors.New("no test cases matched")}
+	}
+	for _, pc := range plan.Cases {
+		pc.File = relTo(dir, pc.File)
+	}
+	return newRun(spec, plan), nil
+}
+
+func (c *Coordinator) launch(r *run) {
+	c.mu.Lock()
+	c.runs[r.id] = r
+	c.mu.Unlock()
+	c.metrics.active.Inc()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.metrics.active.Dec()
+		c.loop(c.base, r)
+	}()
+}
+
+// Status returns a run's current state.
+func (c *Coordinator) Status(ctx context.Context, id string) (*pb.RunStatus, error) {
+	if r := c.active(id); r != nil {
+		return r.snapshot(), nil
+	}
+	return c.load(ctx, id)
+}
+
+// List returns every stored run, newest first.
+func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
+	out, err := c.listStored(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range out {
+		if r := c.active(st.GetId()); r != nil {
+			out[i] = r.snapshot()
+		}
+	}
+	return out, nil
+}
+
+// Cancel stops a run: its queued jobs are removed, unfinished cases are skipped. Cancelling a
+// finished run changes nothing and returns its status.
+func (c *Coordinator) Cancel(ctx context.Context, id string) (*pb.RunStatus, error) {
+	r := c.active(id)
+	if r == nil {
+		return c.load(ctx, id)
+	}
+	select {
+	case r.cancel <- "cancelled on request":
+	default:
+	}
+	select {
+	case <-r.finished:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return r.snapshot(), nil
+}
+
+// Subscribe returns a run's live events; the channel closes when the run ends.
+func (c *Coordinator) Subscribe(ctx context.Context, id string) (<-chan *pb.Event, func(), error) {
+	if r := c.active(id); r != nil {
+		ch, cancel := r.events.subscribe(256)
+		return ch, cancel, nil
+	}
+	st, err := c.load(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan *pb.Event, 1)
+	ch <- &pb.Event{RunId: id, At: st.GetUpdatedAt(), Payload: &pb.Event_Status{Status: st}}
+	close(ch)
+	return ch, func() {}, nil
+}
+
+// Report returns a run's report: live for an active run, final for a finished one. A finished
+// run's report is rebuilt from its results when it is no longer in memory.
+func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, error) {
+	if r := c.active(id); r != nil {
+		return r.builder.Report(), nil
+	}
+	if rep, ok := c.finished.get(id); ok {
+		return rep, nil
+	}
+	st, err := c.load(ctx, id)
+	if err != nil {
+		return report.Report{}, err
+	}
+	r, err := c.prepare(ctx, st.GetSpec())
+	if err != nil {
+		return report.Report{}, err
+	}
+	if err := c.replay(ctx, r, st.GetFinishedAt()); err != nil {
+		return report.Report{}, err
+	}
+	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED {
+		r.builder.Skip(st.GetReason())
+	}
+	rep := r.builder.Report()
+	if isFinal(st.GetState()) {
+		c.finished.put(id, rep)
+	}
+	return rep, nil
+}
+
+// replay feeds a run's stored results into its builder, ignoring results stored after cutoff
+// (jobs that were still running when the run was cancelled or ran out of time).
+func (c *Coordinator) replay(ctx context.Context, r *run, cutoff *timestamppb.Timestamp) error {
+	results, n, stop, err := c.follow(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for range n {
+		select {
+		case m, ok := <-results:
+			if !ok {
+				return fmt.Errorf("results of run %s ended early", r.id)
+			}
+			if cutoff == nil || !m.Stored.After(cutoff.AsTime()) {
+				c.accept(r, m.Data)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// exhausted records a job whose every delivery ended without a result (its worker died each
+// time): errored, under the last attempt so a late result of that attempt deduplicates with
+// it, and then removes the message, which MaxDeliver alone leaves in the work queue.
+func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
+	ctx, cancel := context.WithTimeout(c.base, 30*time.Second)
+	defer cancel()
+	job := &pb.Job{}
+	if err := proto.Unmarshal(x.Data, job); err == nil && job.GetId() != "" && job.GetRunId() == x.Run {
+		res := &pb.Result{
+			JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
+			Epoch: job.GetEpoch(), Kind: job.GetKind(), Verdict: pb.Verdict_VERDICT_ERRORED,
+			Attempt:    int32(x.Deliveries),
+			Reason:     fmt.Sprintf("no result after %d deliveries: the worker running it stopped each time (crashed, killed or lost its connection)", x.Deliveries),
+			FinishedAt: timestamppb.New(c.now()),
+		}
+		data, err := proto.Marshal(res)
+		if err == nil {
+			err = c.topo.PublishResult(ctx, job.GetRunId(), job.GetId(), int(x.Deliveries), data)
+		}
+		if err != nil {
+			c.log.Error("recording an exhausted job failed; it stays queued until the run's deadline", zap.String("job", job.GetId()), zap.Error(err))
+			return
+		}
+		c.log.Warn("job exhausted its deliveries; recorded as errored", zap.String("run", x.Run), zap.String("job", job.GetId()))
+	}
+	if err := c.topo.DeleteJob(ctx, x.Seq); err != nil {
+		c.log.Warn("removing an exhausted job failed", zap.Uint64("seq", x.Seq), zap.Error(err))
+	}
+}
+
+func (c *Coordinator) active(id string) *run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[id]
+}
+
+func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus) error {
+	st.UpdatedAt = timestamppb.New(c.now())
+	b, err := proto.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if _, err := c.topo.Runs.Put(ctx, st.GetId(), b); err != nil {
+		return fmt.Errorf("store run %s: %w", st.GetId(), err)
+	}
+	return nil
+}
+
+func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error) {
+	if queue.ValidateRunID(id) != nil {
+		return nil, ErrNotFound
+	}
+	e, err := c.topo.Runs.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &pb.RunStatus{}
+	if err := proto.Unmarshal(e.Value(), st); err != nil {
+		return nil, fmt.Errorf("run %s: stored state is unreadable: %w", id, err)
+	}
+	return st, nil
+}
+
+func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
+	lister, err := c.topo.Runs.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*pb.RunStatus
+	for k := range lister.Keys() {
+		st, err := c.load(ctx, k)
+		if err != nil {
+			c.log.Warn("skipping unreadable run state", zap.String("run", k), zap.Error(err))
+			continue
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].GetSpec().GetCreatedAt().AsTime().After(out[j].GetSpec().GetCreatedAt().AsTime())
+	})
+	return out, nil
+}
+
+func isFinal(s pb.RunState) bool {
+	switch s {
+	case pb.RunState_RUN_STATE_COMPLETED, pb.RunState_RUN_STATE_CANCELLED,
+		pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, pb.RunState_RUN_STATE_FAILED:
+		return true
+	}
+	return false
+}
+
+// newRunID makes ids that sort by creation time and are valid NATS subject tokens.
+func newRunID(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "r" + now.UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// relativeTo rewrites diagnostic paths inside an extracted bundle to bundle-relative ones, so
+// messages name the files the user wrote, not the coordinator's cache.
+func relativeTo(dir string, diags skill.Diagnostics) skill.Diagnostics {
+	out := make(skill.Diagnostics, len(diags))
+	for i, d := range diags {
+		d.File = relTo(dir, d.File)
+		out[i] = d
+	}
+	return out
+}
+
+func relTo(dir, p string) string {
+	if r, err := filepath.Rel(dir, p); err == nil && filepath.IsLocal(r) {
+		return filepath.ToSlash(r)
+	}
+	return p
+}

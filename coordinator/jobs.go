@@ -1,0 +1,72 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// jobMessage turns a planned job into what travels to a worker: everything the worker needs
+// to run and judge the case, so a worker never re-reads case files.
+func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, now *timestamppb.Timestamp) (*pb.Job, error) {
+	c := j.Case
+	sd := p.Skill(c.Skill.Name)
+	if sd == nil {
+		return nil, fmt.Errorf("skill %s is not in the bundle", c.Skill.Name)
+	}
+	m := &pb.Job{
+		Id: j.ID, RunId: spec.GetId(), Skill: c.Skill.Name, CaseName: c.Name, Epoch: int32(j.Epoch),
+		TimeoutMs: c.Timeout.Milliseconds(), Parallel: c.Parallel,
+		// The uploaded bundle, which may hold more than the plan selected: it is what workers fetch.
+		BundleDigest: spec.GetBundleDigest(),
+		SkillPath:    sd.Path, Closure: sd.Closure, Agent: j.Agent, MaxAttempts: int32(maxAttempts),
+		Priority: spec.GetPriority(), File: c.File, Line: int32(c.Line), QueuedAt: now,
+	}
+	switch c.Kind {
+	case suite.KindPrompt:
+		m.Kind = pb.CaseKind_CASE_KIND_PROMPT
+		m.Input = c.Input
+	case suite.KindCommand:
+		m.Kind = pb.CaseKind_CASE_KIND_COMMAND
+		m.Command = c.Command
+		if c.Stdin != nil {
+			m.Stdin, m.HasStdin = []byte(*c.Stdin), true
+		}
+		m.Env = c.Env
+	}
+	for _, a := range c.Assertions {
+		pa := &pb.Assertion{Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: c.File, Line: int32(a.Line)}
+		if a.JSON != nil {
+			b, err := json.Marshal(a.JSON)
+			if err != nil {
+				return nil, fmt.Errorf("case %s/%s: stdout-json: %w", c.Skill.Name, c.Name, err)
+			}
+			pa.Json = b
+		}
+		m.Assertions = append(m.Assertions, pa)
+	}
+	return m, nil
+}
+
+// plannedCases lists the cases of a plan for the report builder, one per case and agent.
+func plannedCases(p *suite.Plan) []report.PlannedCase {
+	out := make([]report.PlannedCase, 0, len(p.Cases))
+	for _, c := range p.Cases {
+		kind := pb.CaseKind_CASE_KIND_PROMPT
+		if c.Kind == suite.KindCommand {
+			kind = pb.CaseKind_CASE_KIND_COMMAND
+		}
+		out = append(out, report.PlannedCase{
+			Skill: c.Skill.Name, Case: c.Name, Kind: kind, Epochs: c.Runs,
+			Confidence: c.Confidence, File: c.File, Line: c.Line,
+		})
+	}
+	sort.SliceStable(out, func(i, k int) bool { return out[i].Skill < out[k].Skill })
+	return out
+}

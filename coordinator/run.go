@@ -1,0 +1,348 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// publishChunk is how many jobs are published between looks at incoming results, so a large
+// run keeps aggregating (and serial skills keep moving) while its jobs are still going out.
+const publishChunk = 512
+
+// run is one active run: its plan, its aggregate and its live state.
+type run struct {
+	id       string
+	spec     *pb.RunSpec
+	lane     queue.Lane
+	plan     *suite.Plan
+	jobIndex map[string]int
+	done     []bool
+	builder  *report.Builder
+	disp     *dispatcher
+	events   *broadcaster
+	cancel   chan string
+	// done closes when the loop has finished the run (not when it merely stopped for a
+	// coordinator shutdown).
+	finished chan struct{}
+
+	mu     sync.Mutex
+	status *pb.RunStatus
+}
+
+func newRun(spec *pb.RunSpec, plan *suite.Plan) *run {
+	r := &run{
+		id: spec.GetId(), spec: spec, plan: plan,
+		lane:     queue.LaneOnDemand,
+		jobIndex: make(map[string]int, len(plan.Jobs)),
+		done:     make([]bool, len(plan.Jobs)),
+		builder:  report.NewBuilder(spec.GetId(), plannedCases(plan)),
+		events:   newBroadcaster(),
+		cancel:   make(chan string, 1),
+		finished: make(chan struct{}),
+	}
+	if spec.GetPriority() == pb.Priority_PRIORITY_SCHEDULED {
+		r.lane = queue.LaneScheduled
+	}
+	dj := make([]dispatchJob, len(plan.Jobs))
+	for i, j := range plan.Jobs {
+		r.jobIndex[j.ID] = i
+		dj[i] = dispatchJob{skill: j.Case.Skill.Name, parallel: j.Case.Parallel}
+	}
+	r.disp = newDispatcher(dj)
+	return r
+}
+
+// snapshot returns a copy of the status with live counts.
+func (r *run) snapshot() *pb.RunStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := proto.Clone(r.status).(*pb.RunStatus)
+	if !isFinal(st.GetState()) {
+		st.Cases = r.builder.Counts()
+		st.DoneJobs = int32(r.builder.JobsDone())
+	}
+	return st
+}
+
+// loop drives a run to its end: it catches up on results already stored (after a restart),
+// publishes jobs, aggregates results, and finishes the run when every job has a result, on
+// cancellation, or at the deadline. When ctx ends first (coordinator shutdown) it saves
+// progress and returns without finishing, so the next coordinator resumes the run.
+func (c *Coordinator) loop(ctx context.Context, r *run) {
+	log := c.log.With(zap.String("run", r.id))
+	results, existing, stopResults, err := c.follow(ctx, r.id)
+	if err != nil {
+		c.fail(ctx, r, "cannot read results: "+err.Error())
+		return
+	}
+	defer stopResults()
+
+	// Catch up on what is already stored before deciding what to publish.
+	for range existing {
+		select {
+		case m, ok := <-results:
+			if !ok {
+				c.fail(ctx, r, "results stream closed")
+				return
+			}
+			c.accept(r, m.Data)
+		case <-ctx.Done():
+			return
+		}
+	}
+	isDone := func(i int) bool { return r.done[i] }
+	pending, gated := r.disp.start(int(r.status.GetPublished()), isDone)
+	pending = append(append([]int(nil), pending...), gated...)
+	nGatedFirst := len(gated)
+	log.Info("run started", zap.Int("jobs", len(r.plan.Jobs)), zap.Int("to_publish", len(pending)), zap.Int("results_so_far", existing))
+
+	deadline := c.deadline(r)
+	timer := time.NewTimer(max(deadline.Sub(c.now()), 0))
+	defer timer.Stop()
+	tick := time.NewTicker(c.cfg.StatusEvery)
+	defer tick.Stop()
+	dirty := true
+
+	for {
+		if r.builder.Done() {
+			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
+			return
+		}
+		if len(pending) > 0 {
+			// Publish a chunk, but first take whatever else is ready without waiting.
+			select {
+			case m, ok := <-results:
+				if ok {
+					c.onResult(ctx, r, m)
+					dirty = true
+				}
+				continue
+			case reason := <-r.cancel:
+				c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
+				return
+			case <-ctx.Done():
+				c.persist(r, log)
+				return
+			default:
+			}
+			n := min(publishChunk, len(pending))
+			ungatedInChunk := max(0, min(n, len(pending)-nGatedFirst))
+			if err := c.publish(ctx, r, pending[:n]); err != nil {
+				if ctx.Err() != nil {
+					c.persist(r, log)
+					return
+				}
+				log.Error("publishing jobs failed; retrying", zap.Error(err))
+				select {
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+				}
+				continue
+			}
+			pending = pending[n:]
+			r.disp.published(ungatedInChunk)
+			r.mu.Lock()
+			r.status.Published = int32(r.disp.publishedCount())
+			r.mu.Unlock()
+			dirty = true
+			continue
+		}
+		select {
+		case m, ok := <-results:
+			if !ok {
+				c.fail(ctx, r, "results stream closed")
+				return
+			}
+			c.onResult(ctx, r, m)
+			dirty = true
+		case reason := <-r.cancel:
+			c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
+			return
+		case <-timer.C:
+			c.finish(ctx, r, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, "run deadline passed at "+deadline.UTC().Format(time.RFC3339))
+			return
+		case <-tick.C:
+			if dirty {
+				c.persist(r, log)
+				dirty = false
+			}
+		case <-ctx.Done():
+			c.persist(r, log)
+			return
+		}
+	}
+}
+
+func (c *Coordinator) deadline(r *run) time.Time {
+	d := time.Duration(r.spec.GetDeadlineMs()) * time.Millisecond
+	if d <= 0 {
+		d = c.cfg.DefaultDeadline
+	}
+	return r.spec.GetCreatedAt().AsTime().Add(d)
+}
+
+// onResult aggregates one result and publishes the next job of a serial skill it frees.
+func (c *Coordinator) onResult(ctx context.Context, r *run, m queue.ResultMsg) {
+	idx, ok := c.accept(r, m.Data)
+	if !ok {
+		return
+	}
+	if next, ok := r.disp.finished(idx, func(i int) bool { return r.done[i] }); ok {
+		if err := c.publish(ctx, r, []int{next}); err != nil {
+			// The job id makes a later republish safe; resume logic republishes it too.
+			c.log.Error("publishing the next serial job failed", zap.String("run", r.id), zap.Error(err))
+		}
+	}
+}
+
+// accept decodes a result and counts it once.
+func (c *Coordinator) accept(r *run, data []byte) (int, bool) {
+	res := &pb.Result{}
+	if err := proto.Unmarshal(data, res); err != nil {
+		c.metrics.results.WithLabelValues("malformed").Inc()
+		c.log.Error("unreadable result ignored", zap.String("run", r.id), zap.Error(err))
+		return 0, false
+	}
+	idx, known := r.jobIndex[res.GetJobId()]
+	if !known || res.GetRunId() != r.id {
+		c.metrics.results.WithLabelValues("unknown").Inc()
+		c.log.Warn("result for a job not in the plan ignored", zap.String("run", r.id), zap.String("job", res.GetJobId()))
+		return 0, false
+	}
+	if !r.builder.Add(res) {
+		c.metrics.results.WithLabelValues("duplicate").Inc()
+		return 0, false
+	}
+	c.metrics.results.WithLabelValues("accepted").Inc()
+	r.done[idx] = true
+	r.events.result(res, c.now())
+	return idx, true
+}
+
+// publish sends jobs by plan index and waits until the server has stored them all.
+func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
+	now := timestamppb.New(c.now())
+	for _, i := range idx {
+		msg, err := jobMessage(r.spec, r.plan, r.plan.Jobs[i], c.cfg.MaxAttempts, now)
+		if err != nil {
+			return err
+		}
+		data, err := proto.Marshal(msg)
+		if err != nil {
+			return err
+		}
+		if err := c.pub.Publish(ctx, r.lane, r.id, msg.GetId(), data); err != nil {
+			return err
+		}
+	}
+	if err := c.pub.Wait(ctx); err != nil {
+		return err
+	}
+	c.metrics.published.Add(float64(len(idx)))
+	return nil
+}
+
+// persist saves progress (published cursor, counts) with a fresh short context, so progress
+// is kept even while the coordinator is shutting down.
+func (c *Coordinator) persist(r *run, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.base), 5*time.Second)
+	defer cancel()
+	st := r.snapshot()
+	if err := c.save(ctx, st); err != nil {
+		log.Warn("saving run progress failed", zap.Error(err))
+		return
+	}
+	r.events.status(st, c.now())
+}
+
+// finish ends a run in a final state. Runs that end early have their queued jobs removed and
+// their unfinished cases closed, so the report never shows a case as passed that did not run.
+func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, reason string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if state != pb.RunState_RUN_STATE_COMPLETED {
+		if err := c.topo.PurgeRunJobs(ctx, r.id); err != nil {
+			c.log.Error("removing queued jobs failed", zap.String("run", r.id), zap.Error(err))
+		}
+		r.builder.Skip(reason)
+	}
+	r.mu.Lock()
+	r.status.State = state
+	r.status.Reason = reason
+	r.status.Cases = r.builder.Counts()
+	r.status.DoneJobs = int32(r.builder.JobsDone())
+	r.status.FinishedAt = timestamppb.New(c.now())
+	st := proto.Clone(r.status).(*pb.RunStatus)
+	r.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := c.save(ctx, st)
+		if err == nil {
+			break
+		}
+		if attempt == 5 || errors.Is(err, context.DeadlineExceeded) {
+			c.log.Error("saving the final run state failed; it will be resumed and finished again", zap.String("run", r.id), zap.Error(err))
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.finished.put(r.id, r.builder.Report())
+	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))
+	r.events.status(st, c.now())
+	r.events.close()
+	c.mu.Lock()
+	delete(c.runs, r.id)
+	c.mu.Unlock()
+	close(r.finished)
+	c.log.Info("run finished", zap.String("run", r.id), zap.String("state", st.GetState().String()),
+		zap.Int32("passed", st.GetCases().GetPassed()), zap.Int32("failed", st.GetCases().GetFailed()),
+		zap.Int32("errored", st.GetCases().GetErrored()), zap.Int32("timed_out", st.GetCases().GetTimedOut()))
+}
+
+// fail ends a run that cannot go on at all.
+func (c *Coordinator) fail(ctx context.Context, r *run, reason string) {
+	if ctx.Err() != nil {
+		return // shutting down: the next coordinator tries again
+	}
+	c.finish(ctx, r, pb.RunState_RUN_STATE_FAILED, reason)
+}
+
+// follow streams a run's results from the first one stored, until stop is called; backlog is
+// how many were stored when it started.
+func (c *Coordinator) follow(ctx context.Context, id string) (<-chan queue.ResultMsg, int, func(), error) {
+	it, err := c.topo.FollowResults(ctx, id)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan queue.ResultMsg, 256)
+	go func() {
+		defer close(out)
+		for {
+			m, err := it.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					c.log.Warn("results iterator ended", zap.String("run", id), zap.Error(err))
+				}
+				return
+			}
+			select {
+			case out <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, int(it.Backlog()), func() { cancel(); it.Stop() }, nil
+}

@@ -1,0 +1,33 @@
+package suite
+
+import (
+	"testing"
+
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite/suitetest"
+)
+
+// BenchmarkPlan100k loads and plans 100,000 prompt cases across 1,000 skills (plus 100 command
+// cases): discovery, validation, requires resolution, case files, digests and job expansion.
+func BenchmarkPlan100k(b *testing.B) {
+	root := b.TempDir()
+	if err := suitetest.Generate(root, 1000, 100); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		s := Load([]string{root}, skill.Options{})
+		if s.Diagnostics.HasErrors() {
+			b.Fatalf("generated suite has errors: %v", s.Diagnostics[0])
+		}
+		p, err := s.Plan(PlanOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(s.Cases) != 100_100 {
+			b.Fatalf("%d cases, want 100100", len(s.Cases))
+		}
+		b.ReportMetric(float64(len(p.Jobs)), "jobs")
+	}
+}

@@ -1,0 +1,53 @@
+// Package suitetest generates synthetic suites for benchmarks and load tests.
+package suitetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Generate writes skills skills under dir, each with casesPerSkill prompt cases (every third
+// with runs: 3) and, for every tenth skill, one command case. Skill i requires skill i-1, so
+// the dependency graph is a long chain as well as a wide root.
+func Generate(dir string, skills, casesPerSkill int) error {
+	for i := range skills {
+		name := fmt.Sprintf("skill-%05d", i)
+		sd := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(sd, "test"), 0o755); err != nil {
+			return err
+		}
+		var fm strings.Builder
+		fmt.Fprintf(&fm, "---\nname: %s\ndescription: Synthetic skill %d for planning benchmarks. Use when measuring skillfleet.\nmetadata:\n  version: \"1.%d.0\"\n", name, i, i%7)
+		if i > 0 {
+			fmt.Fprintf(&fm, "requires:\n  - skill: skill-%05d\n    version: \"1.0.0\"\n", i-1)
+		}
+		fm.WriteString("test:\n  cases: test/cases.yaml\n  config:\n    timeout: 30\n---\n\n# Synthetic\n\nAnswer with the word READY.\n")
+		if err := os.WriteFile(filepath.Join(sd, "SKILL.md"), []byte(fm.String()), 0o644); err != nil {
+			return err
+		}
+		var cs strings.Builder
+		cs.WriteString("cases:\n")
+		for c := range casesPerSkill {
+			fmt.Fprintf(&cs, "  - name: case_%04d\n    description: synthetic case %d\n    input: \"Say READY for case %d of %s\"\n", c, c, c, name)
+			if c%3 == 0 {
+				cs.WriteString("    runs: 3\n    confidence: 0.6\n")
+			}
+			cs.WriteString("    assertions:\n      output_contains: [\"READY\"]\n      output_not_contains: [\"error\"]\n      output_matches: [\"(?i)\\\\bready\\\\b\"]\n")
+		}
+		if err := os.WriteFile(filepath.Join(sd, "test", "cases.yaml"), []byte(cs.String()), 0o644); err != nil {
+			return err
+		}
+		if i%10 == 0 {
+			if err := os.MkdirAll(filepath.Join(sd, "tests", "cases"), 0o755); err != nil {
+				return err
+			}
+			cmd := "name: echo\ninput:\n  command: \"echo READY\"\nexpected:\n  stdout-contains: [READY]\n"
+			if err := os.WriteFile(filepath.Join(sd, "tests", "cases", "echo.yaml"), []byte(cmd), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
