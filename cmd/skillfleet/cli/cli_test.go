@@ -1,0 +1,365 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+const (
+	good   = "testdata/skills"
+	broken = "testdata/broken"
+)
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden (run with -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"validate", good}, ExitOK},
+		{[]string{"validate", broken}, ExitErrors},
+		{[]string{"validate", broken + "/warn-only"}, ExitOK}, // warnings only
+		{[]string{"validate", broken + "/lib"}, ExitOK},
+		{[]string{"validate", broken + "/app"}, ExitErrors},
+		{[]string{"validate", "--force", broken + "/app"}, ExitErrors}, // lib is still too old
+		{[]string{"validate", good + "/integration-test-runner"}, ExitOK},
+		{[]string{"validate", good + "/integration-test-runner/SKILL.md"}, ExitOK},
+		{[]string{"validate", "--strict", good + "/integration-test-runner"}, ExitErrors},
+		{[]string{"validate", "testdata/does-not-exist"}, ExitErrors},
+		{[]string{"validate", good, broken + "/lib"}, ExitOK},
+		{[]string{"validate"}, ExitUsage},
+		{[]string{"validate", "--format", "xml", good}, ExitUsage},
+		{[]string{"validate", "--no-such-flag", good}, ExitUsage},
+		{[]string{"lint", good}, ExitOK},
+		{[]string{"lint", broken}, ExitErrors}, // bad-yaml does not parse
+		{[]string{"lint"}, ExitUsage},
+		{[]string{"deps", good}, ExitOK},
+		{[]string{"deps", broken}, ExitErrors},
+		{[]string{"deps", "--check-circular", good}, ExitOK},
+		{[]string{"deps", "--graph", "png", good}, ExitUsage},
+		{[]string{"deps", "--graph", "dot", "--format", "json", good}, ExitUsage},
+		{[]string{"deps", good, broken}, ExitUsage},
+		{[]string{"to-prompt", good}, ExitOK},
+		{[]string{"to-prompt", broken + "/bad-yaml"}, ExitErrors},
+		{[]string{"to-prompt"}, ExitUsage},
+		{[]string{"no-such-command"}, ExitUsage},
+		{[]string{}, ExitUsage},
+		{[]string{"--help"}, ExitOK},
+		{[]string{"validate", "--help"}, ExitOK},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := run(tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errOut)
+			}
+			if tc.code == ExitUsage && errOut == "" && !slices.Contains(tc.args, "--help") {
+				t.Error("usage error without a message on stderr")
+			}
+		})
+	}
+}
+
+func TestValidateText(t *testing.T) {
+	code, out, _ := run("validate", broken)
+	if code != ExitErrors {
+		t.Errorf("exit %d", code)
+	}
+	checkGolden(t, "validate-broken.txt", out)
+	code, out, _ = run("validate", good)
+	if code != ExitOK || out != "4 skills, 0 errors, 0 warnings\n" {
+		t.Errorf("exit %d, output %q", code, out)
+	}
+}
+
+// TestValidateJSON checks the document's shape key by key, then the whole of it.
+func TestValidateJSON(t *testing.T) {
+	code, out, _ := run("validate", "--format", "json", broken)
+	if code != ExitErrors {
+		t.Errorf("exit %d", code)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if got := sortedKeys(doc); !slices.Equal(got, []string{"diagnostics", "errors", "skills", "warnings"}) {
+		t.Errorf("top-level keys %v", got)
+	}
+	skills := doc["skills"].([]any)
+	if len(skills) != 6 {
+		t.Errorf("%d skills", len(skills))
+	}
+	for _, s := range skills {
+		sm := s.(map[string]any)
+		if got := sortedKeys(sm); !slices.Equal(got, []string{"diagnostics", "name", "path", "valid"}) {
+			t.Errorf("skill keys %v", got)
+		}
+		for _, d := range sm["diagnostics"].([]any) {
+			if got := sortedKeys(d.(map[string]any)); !slices.Equal(got, []string{"file", "line", "message", "rule", "severity"}) {
+				t.Errorf("diagnostic keys %v", got)
+			}
+		}
+	}
+	var rep report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	valid := map[string]bool{}
+	errs := 0
+	for _, s := range rep.Skills {
+		valid[filepath.Base(s.Path)] = s.Valid
+		errs += s.Diagnostics.Errors()
+	}
+	want := map[string]bool{"app": false, "bad-yaml": false, "cyc-a": false, "cyc-b": true, "lib": true, "warn-only": true}
+	for k, v := range want {
+		if valid[k] != v {
+			t.Errorf("%s valid=%v, want %v", k, valid[k], v)
+		}
+	}
+	if rep.Errors != errs+rep.Diagnostics.Errors() || rep.Errors == 0 || rep.Warnings != 1 {
+		t.Errorf("counts: errors %d warnings %d", rep.Errors, rep.Warnings)
+	}
+	checkGolden(t, "validate-broken.json", out)
+
+	// An empty result is still the full shape, with lists, not nulls.
+	_, out, _ = run("validate", "--format", "json", good+"/logging-standards")
+	if !strings.Contains(out, `"diagnostics": []`) || strings.Contains(out, "null") {
+		t.Errorf("empty lists: %s", out)
+	}
+}
+
+func TestValidateSingleSkillUsesSiblings(t *testing.T) {
+	code, out, _ := run("validate", broken+"/app")
+	if code != ExitErrors {
+		t.Errorf("exit %d", code)
+	}
+	checkGolden(t, "validate-app.txt", out)
+	code, out, _ = run("validate", "--force", "--format", "json", broken+"/app")
+	var rep report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitErrors {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var got []string
+	for _, d := range rep.Skills[0].Diagnostics {
+		got = append(got, string(d.Severity)+" "+d.Rule)
+	}
+	if want := []string{"warning requires.missing", "error requires.version"}; !slices.Equal(got, want) || len(rep.Skills) != 1 {
+		t.Errorf("diagnostics %v, want %v", got, want)
+	}
+}
+
+func TestLint(t *testing.T) {
+	code, out, _ := run("lint", good)
+	if code != ExitOK {
+		t.Errorf("exit %d", code)
+	}
+	checkGolden(t, "lint-skills.txt", out)
+	code, out, _ = run("lint", "--format", "json", broken)
+	if code != ExitErrors {
+		t.Errorf("exit %d", code)
+	}
+	checkGolden(t, "lint-broken.json", out)
+}
+
+func TestDeps(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"deps-skills.txt", []string{"deps", good}, ExitOK},
+		{"deps-broken.txt", []string{"deps", broken}, ExitErrors},
+		{"deps-broken-force.txt", []string{"deps", "--force", broken}, ExitErrors},
+		{"deps-circular.txt", []string{"deps", "--check-circular", broken}, ExitErrors},
+		{"deps-skills.dot", []string{"deps", "--graph", "dot", good}, ExitOK},
+		{"deps-broken.dot", []string{"deps", "--graph", "dot", broken}, ExitErrors},
+		{"deps-skills.mmd", []string{"deps", "--graph", "mermaid", good}, ExitOK},
+		{"deps-broken.mmd", []string{"deps", "--graph", "mermaid", broken}, ExitErrors},
+		{"deps-broken.json", []string{"deps", "--format", "json", broken}, ExitErrors},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, out, errOut := run(tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d: %s", code, tc.code, errOut)
+			}
+			checkGolden(t, tc.golden, out)
+			if slices.Contains(tc.args, "--graph") && !strings.Contains(errOut, "skills, ") {
+				t.Errorf("with --graph the summary goes to stderr: %q", errOut)
+			}
+		})
+	}
+	_, out, _ := run("deps", "--format", "json", good)
+	var doc struct {
+		Nodes       []string     `json:"nodes"`
+		Edges       []skill.Edge `json:"edges"`
+		Skills      []any        `json:"skills"`
+		Diagnostics []any        `json:"diagnostics"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Nodes) != 4 || len(doc.Edges) != 2 || len(doc.Skills) != 4 || doc.Diagnostics == nil {
+		t.Errorf("deps json: %+v", doc)
+	}
+	if doc.Edges[0] != (skill.Edge{From: "integration-test-runner", To: "environment-selector", Version: "1.2.0"}) {
+		t.Errorf("edge %+v", doc.Edges[0])
+	}
+}
+
+func TestInit(t *testing.T) {
+	root := t.TempDir()
+	code, out, errOut := run("init", "my-new-skill", "--root", root)
+	if code != ExitOK {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	if want := "created " + filepath.Join(root, "my-new-skill", "SKILL.md") + "\n"; out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	if code, out, _ := run("validate", "--strict", filepath.Join(root, "my-new-skill")); code != ExitOK {
+		t.Errorf("scaffold does not validate strictly: %s", out)
+	}
+	if code, out, _ := run("lint", filepath.Join(root, "my-new-skill")); code != ExitOK || out != "1 skill, 0 errors, 0 warnings\n" {
+		t.Errorf("scaffold does not pass lint: %s", out)
+	}
+
+	// Dependencies are pinned to the versions present in the root.
+	copyTree(t, good, root)
+	code, _, errOut = run("init", "deployer", "--root", root, "--requires", "environment-selector,logging-standards")
+	if code != ExitOK {
+		t.Fatalf("init with requires: %s", errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "deployer", "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "init-deployer.md", string(data))
+	if code, out, _ := run("validate", root); code != ExitOK {
+		t.Errorf("root with the new skill does not validate: %s", out)
+	}
+	s, _ := skill.ParseFile(filepath.Join(root, "deployer", "SKILL.md"))
+	want := []skill.Requirement{{Skill: "environment-selector", Version: "1.2.0", Line: 7}, {Skill: "logging-standards", Version: "1.0.0", Line: 9}}
+	if !slices.Equal(s.Requires, want) || s.Version != InitialVersion {
+		t.Errorf("requires %+v version %q", s.Requires, s.Version)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"init", "deployer", "--root", root}, "already exists"},
+		{[]string{"init", "Bad_Name", "--root", root}, "invalid skill name"},
+		{[]string{"init", "-x", "--root", root}, "unknown shorthand flag"},
+		{[]string{"init", "logger", "--root", root, "--requires", "ghost"}, "not found"},
+		{[]string{"init", "selfish", "--root", root, "--requires", "selfish"}, "require itself"},
+		{[]string{"init", "environment-selector", "--root", filepath.Join(root, "sub")}, ""},
+	} {
+		code, _, errOut := run(tc.args...)
+		if tc.msg == "" {
+			if code != ExitOK {
+				t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+			}
+			continue
+		}
+		if code == ExitOK || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errOut, tc.msg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "logger")); err == nil {
+		t.Error("a failed init left a directory behind")
+	}
+	code, _, errOut = run("init", "logging-standards", "--root", filepath.Dir(filepath.Join(root, "x")))
+	if code == ExitOK || !strings.Contains(errOut, "already exists") {
+		t.Errorf("name taken in the root: exit %d %q", code, errOut)
+	}
+}
+
+func TestToPrompt(t *testing.T) {
+	code, out, errOut := run("to-prompt", good+"/special-chars", good+"/logging-standards")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	abs, err := filepath.Abs(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	checkGolden(t, "to-prompt.xml", strings.ReplaceAll(out, abs, "$SKILLS"))
+
+	_, all, _ := run("to-prompt", good)
+	if strings.Count(all, "<skill>") != 4 || !strings.HasPrefix(all, "<available_skills>\n<skill>\n<name>\nenvironment-selector\n</name>\n") {
+		t.Errorf("root: %s", all)
+	}
+	code, out, errOut = run("to-prompt", broken+"/bad-yaml")
+	if code != ExitErrors || out != "" || !strings.Contains(errOut, "frontmatter.yaml") {
+		t.Errorf("broken skill: exit %d out %q err %q", code, out, errOut)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

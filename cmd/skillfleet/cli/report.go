@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// report is the document `--format json` writes, and what text output is rendered from.
+type report struct {
+	Skills      []skillReport     `json:"skills"`
+	Diagnostics skill.Diagnostics `json:"diagnostics"` // those about no particular skill
+	Errors      int               `json:"errors"`
+	Warnings    int               `json:"warnings"`
+}
+
+type skillReport struct {
+	Path        string            `json:"path"`
+	Name        string            `json:"name"`
+	Valid       bool              `json:"valid"`
+	Diagnostics skill.Diagnostics `json:"diagnostics"`
+}
+
+// add files diagnostics under the skills they are about (by file); the rest go top-level.
+func (r *report) add(skills []*skill.Skill, ds skill.Diagnostics) {
+	byFile := make(map[string]int, len(skills))
+	start := len(r.Skills)
+	for i, s := range skills {
+		byFile[s.File] = start + i
+		r.Skills = append(r.Skills, skillReport{Path: s.Dir, Name: s.Name, Diagnostics: skill.Diagnostics{}})
+	}
+	for _, d := range ds {
+		if i, ok := byFile[d.File]; ok {
+			r.Skills[i].Diagnostics = append(r.Skills[i].Diagnostics, d)
+		} else {
+			r.Diagnostics = append(r.Diagnostics, d)
+		}
+	}
+}
+
+// finish sorts and counts; call it once everything is added.
+func (r *report) finish() {
+	if r.Skills == nil {
+		r.Skills = []skillReport{}
+	}
+	if r.Diagnostics == nil {
+		r.Diagnostics = skill.Diagnostics{}
+	}
+	r.Diagnostics.Sort()
+	r.Errors, r.Warnings = r.Diagnostics.Errors(), r.Diagnostics.Warnings()
+	for i := range r.Skills {
+		sr := &r.Skills[i]
+		sr.Diagnostics.Sort()
+		sr.Valid = !sr.Diagnostics.HasErrors()
+		r.Errors += sr.Diagnostics.Errors()
+		r.Warnings += sr.Diagnostics.Warnings()
+	}
+}
+
+// all returns every diagnostic, sorted.
+func (r *report) all() skill.Diagnostics {
+	out := append(skill.Diagnostics{}, r.Diagnostics...)
+	for _, s := range r.Skills {
+		out = append(out, s.Diagnostics...)
+	}
+	out.Sort()
+	return out
+}
+
+// writeText writes one diagnostic per line, compiler style, then the summary.
+func (r *report) writeText(w io.Writer, extra ...string) error {
+	var b strings.Builder
+	for _, d := range r.all() {
+		b.WriteString(d.String())
+		b.WriteByte('\n')
+	}
+	b.WriteString(r.summary(extra...))
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// summary reads like "12 skills, 1 error, 3 warnings"; extra counts go after the skills.
+func (r *report) summary(extra ...string) string {
+	parts := append([]string{plural(len(r.Skills), "skill", "skills")}, extra...)
+	parts = append(parts, plural(r.Errors, "error", "errors"), plural(r.Warnings, "warning", "warnings"))
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// exit maps a finished report to the command's result.
+func (r *report) exit() error {
+	if r.Errors > 0 {
+		return errorsFound()
+	}
+	return nil
+}

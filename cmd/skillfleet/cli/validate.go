@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+func newValidateCommand(e *env) *cobra.Command {
+	var opts skill.Options
+	format := "text"
+	cmd := &cobra.Command{
+		Use:   "validate [--strict] [--force] [--format text|json] PATH...",
+		Short: "Check skills against the specification and resolve their requires",
+		Long: `Validate parses each skill, checks its frontmatter against the Agent Skills
+specification and the RFC's requires and test fields, and resolves requires.
+
+PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth.
+Dependencies resolve within the root; for a single skill directory, among the skill
+directories next to it.
+
+--strict reproduces the reference validator (skills-ref): every field outside the
+specification's six is an error, requires and test included.
+--force turns missing dependencies into warnings.
+
+Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			r := &report{}
+			for _, path := range args {
+				t := loadTarget(path, opts, true)
+				ds := append(skill.Diagnostics{}, t.diags...)
+				for _, s := range t.skills {
+					ds = append(ds, skill.Validate(s, opts)...)
+				}
+				_, rds := skill.Resolve(t.catalog, opts)
+				ds = append(ds, t.only(rds)...)
+				r.add(t.skills, ds)
+			}
+			r.finish()
+			if err := render(e, format, r, r); err != nil {
+				return err
+			}
+			return r.exit()
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "reject every field outside the specification, like skills-ref")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "report missing dependencies as warnings")
+	cmd.Flags().StringVar(&format, "format", format, "output format: text or json")
+	return cmd
+}
+
+// render writes doc as JSON or r as text.
+func render(e *env, format string, r *report, doc any, extra ...string) error {
+	var err error
+	if format == "json" {
+		err = writeJSON(e.stdout, doc)
+	} else {
+		err = r.writeText(e.stdout, extra...)
+	}
+	if err != nil {
+		return failf("writing output: %w", err)
+	}
+	return nil
+}

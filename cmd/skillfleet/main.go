@@ -1,0 +1,11 @@
+// Command skillfleet is the user CLI: validate, lint, deps, init, to-prompt and, in time,
+// plan, test, submit and runs. The commands live in package cli.
+package main
+
+import (
+	"os"
+
+	"github.com/skillfleet/skillfleet/cmd/skillfleet/cli"
+)
+
+func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

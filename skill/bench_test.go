@@ -1,0 +1,48 @@
+package skill_test
+
+import (
+	"testing"
+
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/skill/skilltest"
+)
+
+// BenchmarkValidateDeps10k measures what `skillfleet validate ROOT` does on a root of 10,000
+// skills with dependency edges: discover and parse, validate each, resolve requires.
+func BenchmarkValidateDeps10k(b *testing.B) {
+	root := b.TempDir()
+	if err := skilltest.GenerateRoot(root, 10_000, 1); err != nil {
+		b.Fatal(err)
+	}
+	if ds := validateDeps(root); ds.HasErrors() || len(ds) > 0 {
+		b.Fatalf("generated root is not clean: %d diagnostics, first %v", len(ds), ds[0])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		validateDeps(root)
+	}
+}
+
+func validateDeps(root string) skill.Diagnostics {
+	opts := skill.Options{}
+	cat, ds := skill.Discover([]string{root}, opts)
+	for _, s := range cat.All() {
+		ds = append(ds, skill.Validate(s, opts)...)
+	}
+	_, rds := skill.Resolve(cat, opts)
+	return append(ds, rds...)
+}
+
+// BenchmarkDiscover10k measures discovery alone: walking the tree and parsing every file.
+func BenchmarkDiscover10k(b *testing.B) {
+	root := b.TempDir()
+	if err := skilltest.GenerateRoot(root, 10_000, 1); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		skill.Discover([]string{root}, skill.Options{})
+	}
+}

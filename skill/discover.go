@@ -1,0 +1,361 @@
+package skill
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Discovery layout, in one place.
+var (
+	// skippedDirs are never searched: dependency trees and VCS data hold no skills of the
+	// project, and can be huge.
+	skippedDirs = []string{"node_modules", ".git"}
+	// agentDirs are the hidden directories that agents read skills from; only their skills/
+	// subdirectory is searched (.claude/skills, .agents/skills, .github/skills). Every other
+	// hidden directory is skipped.
+	agentDirs = []string{".claude", ".agents", ".github"}
+)
+
+// Catalog is the set of skills discovered in one or more layered roots.
+type Catalog struct {
+	roots    []string
+	all      []*Skill
+	rootOf   map[*Skill]int
+	byName   map[string]*Skill
+	sorted   []*Skill
+	shadowed []Shadow
+}
+
+// Shadow records a skill hidden by a same-named skill of an earlier root.
+type Shadow struct {
+	Skill *Skill // the hidden skill
+	By    *Skill // the skill that wins
+}
+
+// Skills returns the skills that names resolve to, sorted by name: shadowed skills, second
+// definitions of a name within a root, and files without a usable name are excluded.
+func (c *Catalog) Skills() []*Skill { return c.sorted }
+
+// All returns every discovered SKILL.md, parsed, in discovery order (roots in order, each
+// walked depth-first in lexical order), including shadowed and unnamed ones: what a validator
+// reports on.
+func (c *Catalog) All() []*Skill { return c.all }
+
+// Lookup returns the skill a name resolves to, or nil.
+func (c *Catalog) Lookup(name string) *Skill { return c.byName[NormalizeName(name)] }
+
+// Shadowed returns the skills hidden by an earlier root's skill of the same name.
+func (c *Catalog) Shadowed() []Shadow { return c.shadowed }
+
+// Roots returns the roots the catalog was discovered from.
+func (c *Catalog) Roots() []string { return c.roots }
+
+// Root returns the root s was found in, or "".
+func (c *Catalog) Root(s *Skill) string {
+	if i, ok := c.rootOf[s]; ok {
+		return c.roots[i]
+	}
+	return ""
+}
+
+// NewCatalog builds a catalog of already-parsed skills as if they had been found, in order, in
+// a single root. It applies the same duplicate-name rule as Discover.
+func NewCatalog(skills ...*Skill) (*Catalog, Diagnostics) {
+	c := &Catalog{roots: []string{""}}
+	rootOf := make([]int, len(skills))
+	return c, c.index(skills, rootOf)
+}
+
+// Discover finds and parses the skills below roots. Each root is searched at any depth (up to
+// Options.MaxDepth) for directories holding a SKILL.md; a root that holds one is itself the
+// only skill of that root. A skill directory is a leaf: its subdirectories are not searched,
+// because skills ship templates and examples (some of them SKILL.md files) in scripts/,
+// assets/ and the like, which are not skills of the root. Hidden directories are skipped except
+// the skills/ folders of .claude, .agents and .github; node_modules is skipped. Symlinked
+// directories are followed when they stay inside the root and do not loop.
+//
+// Roots layer like PATH: the first root to define a name wins, later ones are shadowed. The
+// returned diagnostics hold discovery problems and every file's parse diagnostics.
+func Discover(roots []string, opts Options) (*Catalog, Diagnostics) {
+	return discover(roots, opts, os.ReadDir)
+}
+
+// discover is Discover with the directory lister injected, so tests can make directories
+// unreadable even when they run as root.
+func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, Diagnostics) {
+	if readDir == nil {
+		readDir = os.ReadDir
+	}
+	var ds Diagnostics
+	c := &Catalog{roots: slices.Clone(roots)}
+	var found []string
+	var rootOf []int
+	seen := map[string]bool{} // real paths of skill directories, across roots
+	for i, root := range roots {
+		w := &walker{opts: opts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen}
+		w.run()
+		ds = append(ds, w.diags...)
+		for _, f := range w.files {
+			found = append(found, f)
+			rootOf = append(rootOf, i)
+		}
+	}
+
+	skills, parseDiags := parseAll(found)
+	for _, pd := range parseDiags {
+		ds = append(ds, pd...)
+	}
+	ds = append(ds, c.index(skills, rootOf)...)
+	ds.Sort()
+	return c, ds
+}
+
+// parseAll parses files on a bounded pool of GOMAXPROCS workers. Results land at their input
+// index, so the outcome does not depend on scheduling.
+func parseAll(files []string) ([]*Skill, []Diagnostics) {
+	skills := make([]*Skill, len(files))
+	diags := make([]Diagnostics, len(files))
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) {
+					return
+				}
+				skills[i], diags[i] = ParseFile(files[i])
+			}
+		})
+	}
+	wg.Wait()
+	return skills, diags
+}
+
+// index fills the name index in discovery order and reports duplicates and shadowing.
+func (c *Catalog) index(skills []*Skill, rootOf []int) Diagnostics {
+	var ds Diagnostics
+	c.all = skills
+	c.rootOf = make(map[*Skill]int, len(skills))
+	c.byName = make(map[string]*Skill, len(skills))
+	for i, s := range skills {
+		c.rootOf[s] = rootOf[i]
+		if s.Name == "" {
+			continue
+		}
+		prev, taken := c.byName[s.Name]
+		if !taken {
+			c.byName[s.Name] = s
+			c.sorted = append(c.sorted, s)
+			continue
+		}
+		line := max(s.Line("name"), 1)
+		if c.rootOf[prev] == rootOf[i] {
+			ds = append(ds, errorAt(RuleDiscoveryDuplicateName, s.File, line, fmt.Sprintf(
+				"skill %q is defined twice in one root: %s and %s; the first is used", s.Name, prev.File, s.File)))
+			continue
+		}
+		c.shadowed = append(c.shadowed, Shadow{Skill: s, By: prev})
+		ds = append(ds, infoAt(RuleDiscoveryShadowed, s.File, line, fmt.Sprintf(
+			"skill %q at %s is shadowed by %s from an earlier root", s.Name, s.File, prev.File)))
+	}
+	slices.SortFunc(c.sorted, func(a, b *Skill) int { return strings.Compare(a.Name, b.Name) })
+	return ds
+}
+
+// walker searches one root.
+type walker struct {
+	opts       Options
+	root       string // as given
+	realRoot   string // absolute, symlinks resolved
+	readDir    func(string) ([]os.DirEntry, error)
+	visited    map[string]bool
+	seenSkills map[string]bool
+	files      []string
+	diags      Diagnostics
+}
+
+func (w *walker) run() {
+	info, err := os.Stat(w.root)
+	if err != nil {
+		w.diags = append(w.diags, errorAt(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be read: %v", unwrapPathError(err))))
+		return
+	}
+	dir := w.root
+	if !info.IsDir() {
+		// A SKILL.md named directly stands for its directory.
+		if filepath.Base(w.root) != FileName {
+			w.diags = append(w.diags, errorAt(RuleDiscoveryRoot, w.root, 0, "skills root is not a directory"))
+			return
+		}
+		dir = filepath.Dir(w.root)
+	}
+	real, err := realPath(dir)
+	if err != nil {
+		w.diags = append(w.diags, errorAt(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be resolved: %v", err)))
+		return
+	}
+	w.realRoot = real
+	w.walk(dir, real, 0)
+}
+
+func realPath(p string) (string, error) {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", unwrapPathError(err)
+	}
+	return filepath.Abs(r)
+}
+
+// walk searches dir, whose symlink-free absolute path is real.
+func (w *walker) walk(dir, real string, depth int) {
+	if w.visited[real] {
+		return // reached before through a symlink (or the reverse)
+	}
+	w.visited[real] = true
+	// One lstat tells whether dir is a skill; listing it (several system calls) is only needed
+	// to descend. In a large root nearly every directory is a skill, so this halves the
+	// system calls of a walk.
+	if info, err := os.Lstat(filepath.Join(dir, FileName)); err == nil && w.isSkillFile(dir, info.Mode().Type()) {
+		w.addSkill(dir, real)
+		return
+	}
+	entries, err := w.readDir(dir)
+	if err != nil && len(entries) == 0 {
+		rule, sev := RuleDiscoveryUnreadable, SeverityWarning
+		if depth == 0 {
+			rule, sev = RuleDiscoveryRoot, SeverityError
+		}
+		w.diags = append(w.diags, Diagnostic{Rule: rule, Severity: sev, File: dir,
+			Message: fmt.Sprintf("directory cannot be read, skipped: %v", unwrapPathError(err))})
+		return
+	}
+	if w.opts.MaxDepth > 0 && depth >= w.opts.MaxDepth {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case slices.Contains(skippedDirs, name):
+		case slices.Contains(agentDirs, name):
+			hdir, hreal, ok := w.enter(dir, real, name, e.Type())
+			if !ok {
+				continue
+			}
+			info, err := os.Lstat(filepath.Join(hdir, "skills"))
+			if err != nil {
+				continue
+			}
+			if sdir, sreal, ok := w.enter(hdir, hreal, "skills", info.Mode().Type()); ok {
+				w.walk(sdir, sreal, depth+2)
+			}
+		case strings.HasPrefix(name, "."):
+		default:
+			if cdir, creal, ok := w.enter(dir, real, name, e.Type()); ok {
+				w.walk(cdir, creal, depth+1)
+			}
+		}
+	}
+}
+
+// enter decides whether the entry name of dir is a directory to search, following symlinks
+// that stay inside the root and do not lead back to an ancestor.
+func (w *walker) enter(dir, real, name string, typ fs.FileMode) (string, string, bool) {
+	p := filepath.Join(dir, name)
+	if typ.IsDir() {
+		return p, filepath.Join(real, name), true
+	}
+	if typ&fs.ModeSymlink == 0 {
+		return "", "", false
+	}
+	target, ok := w.resolve(p)
+	if !ok {
+		return "", "", false
+	}
+	info, err := os.Stat(target)
+	if err != nil || !info.IsDir() {
+		return "", "", false
+	}
+	if within(real, target) {
+		w.diags = append(w.diags, warningAt(RuleDiscoverySymlinkLoop, p, 0, fmt.Sprintf(
+			"symlink to %s leads back to one of its own parent directories; not followed", target)))
+		return "", "", false
+	}
+	return p, target, true
+}
+
+// resolve follows a symlink, reporting loops and targets outside the root. Dangling links are
+// skipped silently: they are common (build outputs) and hold no skill.
+func (w *walker) resolve(p string) (string, bool) {
+	target, err := realPath(p)
+	if err != nil {
+		if isLoop(err) {
+			w.diags = append(w.diags, warningAt(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
+		}
+		return "", false
+	}
+	if !within(target, w.realRoot) {
+		w.diags = append(w.diags, warningAt(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
+			"symlink resolves to %s, outside the skills root %s; skipped", target, w.realRoot)))
+		return "", false
+	}
+	return target, true
+}
+
+func isLoop(err error) bool {
+	return errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links")
+}
+
+// within reports whether p is root or below it (both absolute and clean).
+func within(p, root string) bool {
+	if p == root {
+		return true
+	}
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		root += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, root)
+}
+
+// isSkillFile reports whether the SKILL.md entry makes dir a skill: anything but a directory
+// (a FIFO, device or dangling symlink is then reported by ParseFile as unreadable), unless it
+// is a symlink that loops or leads outside the root.
+func (w *walker) isSkillFile(dir string, typ fs.FileMode) bool {
+	if typ&fs.ModeSymlink == 0 {
+		return !typ.IsDir()
+	}
+	p := filepath.Join(dir, FileName)
+	target, err := realPath(p)
+	if err != nil {
+		if isLoop(err) {
+			w.diags = append(w.diags, warningAt(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
+			return false
+		}
+		return true
+	}
+	if !within(target, w.realRoot) {
+		w.diags = append(w.diags, warningAt(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
+			"symlink resolves to %s, outside the skills root %s; skipped", target, w.realRoot)))
+		return false
+	}
+	info, err := os.Stat(target)
+	return err == nil && !info.IsDir()
+}
+
+func (w *walker) addSkill(dir, real string) {
+	if w.seenSkills[real] {
+		return // the same directory, already found through an earlier root
+	}
+	w.seenSkills[real] = true
+	w.files = append(w.files, filepath.Join(dir, FileName))
+}

@@ -1,0 +1,95 @@
+package skill
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The top-level frontmatter fields, in one place. A field in none of these lists is reported as
+// frontmatter.unknownField (a warning, or an error with Options.Strict).
+var (
+	// specFields are the six fields of the agentskills specification, the only ones the
+	// reference validator (skills-ref) accepts.
+	specFields = []string{"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
+
+	// rfcFields are the fields of the "Skill Dependencies and Testing" RFC, understood and
+	// type-checked unless Options.Strict.
+	rfcFields = []string{"requires", "test"}
+
+	// extensionFields are platform extensions accepted silently unless Options.Strict: the
+	// Claude Code skill fields (context, agent, disable-model-invocation are listed in the
+	// platform-extension table; user-invocable, argument-hint, model and hooks are the rest of
+	// Claude Code's documented skill frontmatter). A top-level `version` is deliberately absent:
+	// the RFC puts the version in metadata.version, and a warning saying so is more useful than
+	// silently ignoring the field that tooling will never read.
+	extensionFields = []string{"context", "agent", "disable-model-invocation", "user-invocable", "argument-hint", "model", "hooks"}
+)
+
+// isKnownField reports whether a top-level field is accepted without a diagnostic under opts.
+func isKnownField(key string, opts Options) bool {
+	return slices.Contains(specFields, key) ||
+		(!opts.Strict && (slices.Contains(rfcFields, key) || slices.Contains(extensionFields, key)))
+}
+
+// KnownFields returns the top-level fields accepted without a diagnostic under opts.
+func KnownFields(opts Options) []string {
+	out := slices.Clone(specFields)
+	if !opts.Strict {
+		out = append(out, rfcFields...)
+		out = append(out, extensionFields...)
+	}
+	return out
+}
+
+func unknownFieldMessage(key string, strict bool) string {
+	msg := fmt.Sprintf("unknown field %q", clip(key))
+	switch {
+	case strict && slices.Contains(rfcFields, key):
+		msg += " (an RFC field; the specification, which --strict enforces, does not define it)"
+	case strict && slices.Contains(extensionFields, key):
+		msg += " (a platform extension; the specification, which --strict enforces, does not define it)"
+	case key == "version":
+		msg += `; the version belongs in metadata.version (metadata: {version: "1.0.0"})`
+	default:
+		if near := nearestField(key); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+	}
+	return msg
+}
+
+// nearestField suggests a known field for a probable misspelling.
+func nearestField(key string) string {
+	best, bestDist := "", 3
+	for _, f := range slices.Concat(specFields, rfcFields, extensionFields) {
+		if d := editDistance(key, f); d < bestDist {
+			best, bestDist = f, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance; inputs are short field names.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 1 << 30
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,134 @@
+package skill
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTriggerClause(t *testing.T) {
+	tests := []struct {
+		desc string
+		want bool
+	}{
+		{"Extract PDF text. Use when working with PDFs.", true},
+		{"Creates art. Use this when users request generative art.", true},
+		{"Applies brand colors. Use it when brand colors apply.", true},
+		{"You should use this skill when the user asks for a poster.", true},
+		{"Builds artifacts. Use for complex artifacts with state.", true},
+		{"Claude should use this skill whenever asked to write comms.", true},
+		{"Reference for the API. TRIGGER - read before opening the file.", true},
+		{"Checks data. Triggers on CSV uploads.", true},
+		{"Formats code. Use if the repository has a .editorconfig.", true},
+		{"When to use: the user asks for a changelog.", true},
+		{"Drafts replies when the user asks for an email reply.", true},
+		{"Invoke when a deployment fails.", true},
+		{"Helps with PDFs.", false},
+		{"Toolkit for testing local web applications using Playwright.", false},
+		{"Guidance for distinctive visual design when building new UI.", false},
+		{"Tools to reuse for later.", false},
+		{"Causes whenevers.", false},
+	}
+	for _, tc := range tests {
+		if got := triggerRE.MatchString(tc.desc); got != tc.want {
+			t.Errorf("%q: trigger = %v, want %v", tc.desc, got, tc.want)
+		}
+	}
+}
+
+func TestGenericInstructions(t *testing.T) {
+	tests := []struct {
+		line string
+		want bool
+	}{
+		{"Handle errors appropriately.", true},
+		{"handle all errors properly", true},
+		{"Handle exceptions gracefully.", true},
+		{"Follow best practices.", true},
+		{"Follow the industry best practices for naming.", true},
+		{"follow best-practices", true},
+		{"Use proper error handling.", true},
+		{"Implement appropriate error-handling everywhere.", true},
+		{"Proper error handling with actionable messages", false},
+		{"## Best Practices", false},
+		{"Read the best practices guide in references/.", false},
+		{"Handle a 429 by waiting for Retry-After.", false},
+	}
+	for _, tc := range tests {
+		if got := genericRE.MatchString(tc.line); got != tc.want {
+			t.Errorf("%q: generic = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func TestDefaultsOverMenus(t *testing.T) {
+	tests := []struct {
+		body string
+		want int
+	}{
+		{"You can use pdfplumber, PyPDF2, or pymupdf to extract text.", 1},
+		{"You can use X or Y or Z.", 1},
+		{"Use either npm or yarn.", 1},
+		{"Pick one of black, autopep8 or yapf.", 1},
+		{"Use pdfplumber by default; you can use PyPDF2 or pymupdf if it fails.", 0},
+		{"You can use npm or yarn; prefer npm.", 0},
+		{"You can use npm or yarn.\nThe default is npm because the lockfile is committed.", 0},
+		{"You can use npm or yarn.\n\nThe default is npm.", 1},
+		{"You can use this time productively.", 0},
+		{"You can use the CLI or the API when the token is set.", 0},
+		{"Run tests or linters.", 0},
+		{"```\nyou can use a or b or c\n```", 0},
+		{"Consider `you can use a or b` in code.", 0},
+		{"You can either use as is or modify if you feel something needs to change.", 0},
+	}
+	for _, tc := range tests {
+		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
+		got := lintDefaultsOverMenus(s, splitBody(s.Body, s.BodyLine))
+		if len(got) != tc.want {
+			t.Errorf("%q: %d findings, want %d: %v", tc.body, len(got), tc.want, got)
+		}
+	}
+}
+
+func TestSplitBody(t *testing.T) {
+	body := "a `code` b\n```go\nx := `y`\n```\n~~~~\n```\nstill code\n~~~~\nafter\r\n"
+	lines := splitBody(body, 10)
+	want := []struct {
+		code  bool
+		prose string
+	}{
+		{false, "a        b"}, {true, ""}, {true, ""}, {true, ""}, {true, ""}, {true, ""}, {true, ""}, {true, ""}, {false, "after"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	}
+	for i, w := range want {
+		if lines[i].code != w.code || lines[i].prose != w.prose || lines[i].line != 10+i {
+			t.Errorf("line %d: %+v, want %+v", i, lines[i], w)
+		}
+	}
+}
+
+func TestHeading(t *testing.T) {
+	for in, want := range map[string]string{
+		"## Gotchas":          "Gotchas",
+		"# Common Pitfall ##": "Common Pitfall",
+		"   ### Edge cases":   "Edge cases",
+		"#hashtag":            "",
+		"    # indented code": "",
+		"text # not heading":  "",
+	} {
+		if got := heading(in); got != want {
+			t.Errorf("heading(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLintHandBuiltSkill(t *testing.T) {
+	// A skill built in code, without a directory, is linted without touching the disk.
+	s := &Skill{Name: "x", Description: "Does x.", Body: strings.Repeat("line\n", 60), BodyLine: 4}
+	got := ruleSet(Lint(s))
+	want := []string{RuleLintDescriptionQuality, RuleLintGotchasPresent}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("rules %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,142 @@
+package skill
+
+import (
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// A reference is a relative path the body points at.
+type reference struct {
+	target string // as written, fragment and query removed
+	line   int
+	kind   refKind
+}
+
+type refKind int
+
+const (
+	refLink       refKind = iota // [text](target), ![alt](target), [id]: target
+	refInlineCode                // `dir/file.ext`
+	refBare                      // scripts/x.py in prose
+)
+
+// conventionalDirs are the specification's optional directories. A path into one of them is a
+// reference to the skill's own files even when written as inline code or bare prose.
+var conventionalDirs = []string{"scripts", "references", "assets"}
+
+var (
+	// linkRE finds inline links and images; the target ends at whitespace or ')'. Targets in
+	// angle brackets may contain spaces.
+	linkRE = regexp.MustCompile(`\]\(\s*(<[^>\n]*>|[^)\s]+)`)
+	// refDefRE finds reference-style link definitions: [id]: target.
+	refDefRE = regexp.MustCompile(`^ {0,3}\[[^\]]+\]:\s*(<[^>\n]*>|\S+)`)
+	// pathRE is the shape of a relative file path written as inline code: at least one
+	// directory, a file extension, no spaces, globs or placeholders.
+	pathRE = regexp.MustCompile(`^(?:\./)?[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)+\.[A-Za-z0-9]{1,10}$`)
+	// barePathRE finds a path into a conventional directory written in prose.
+	barePathRE = regexp.MustCompile(`(?:^|[\s(\[])((?:\./)?(?:scripts|references|assets)/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.[A-Za-z0-9]{1,10})\b`)
+	schemeRE   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+)
+
+// references lists the relative paths a body mentions, outside fenced code.
+func references(lines []bodyLine) []reference {
+	var out []reference
+	type key struct {
+		target string
+		line   int
+	}
+	seen := map[key]bool{}
+	add := func(raw string, line int, kind refKind) {
+		t, ok := cleanTarget(raw)
+		if !ok || seen[key{t, line}] {
+			return
+		}
+		seen[key{t, line}] = true
+		out = append(out, reference{target: t, line: line, kind: kind})
+	}
+	for _, bl := range lines {
+		if bl.code {
+			continue
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(bl.prose, -1) {
+			add(m[1], bl.line, refLink)
+		}
+		if m := refDefRE.FindStringSubmatch(bl.prose); m != nil {
+			add(m[1], bl.line, refLink)
+		}
+		for _, span := range codeSpans(bl.text) {
+			if pathRE.MatchString(span) {
+				add(span, bl.line, refInlineCode)
+			}
+		}
+		for _, m := range barePathRE.FindAllStringSubmatch(bl.prose, -1) {
+			add(m[1], bl.line, refBare)
+		}
+	}
+	return out
+}
+
+// cleanTarget strips a link target to a relative path, or reports that it is not one (a URL,
+// an anchor, a placeholder).
+func cleanTarget(raw string) (string, bool) {
+	t := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(raw, "<"), ">"))
+	if i := strings.IndexAny(t, "#?"); i >= 0 {
+		t = t[:i]
+	}
+	if t == "" || schemeRE.MatchString(t) || strings.HasPrefix(t, "//") || strings.ContainsAny(t, "{}<>*$~|\\") {
+		return "", false
+	}
+	if u, err := url.PathUnescape(t); err == nil {
+		t = u
+	}
+	return t, true
+}
+
+// checkable reports whether a reference is certainly meant as a file of the skill: links
+// always are; inline code and prose paths are when they start in a conventional directory or
+// in a directory the skill has (a `src/index.ts` in prose is more often the user's project).
+func (r reference) checkable(dir string) bool {
+	if r.kind == refLink {
+		return true
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(r.target, "./"), "/")
+	if slices.Contains(conventionalDirs, first) {
+		return true
+	}
+	info, err := os.Stat(filepath.Join(dir, first))
+	return err == nil && info.IsDir()
+}
+
+// problem returns why the reference is broken, or "".
+func (r reference) problem(dir string) string {
+	if path.IsAbs(r.target) {
+		return "is an absolute path; use a path relative to the skill directory"
+	}
+	c := path.Clean(r.target)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "leaves the skill directory"
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(c))); err != nil {
+		return "does not exist in the skill directory"
+	}
+	return ""
+}
+
+// isDocInSubdir reports whether the reference points at a document in a subdirectory, which is
+// what progressive disclosure means: detail moved out of SKILL.md into files read on demand.
+func (r reference) isDocInSubdir() bool {
+	c := path.Clean(r.target)
+	if !strings.Contains(c, "/") || strings.HasPrefix(c, "../") || path.IsAbs(c) {
+		return false
+	}
+	switch strings.ToLower(path.Ext(c)) {
+	case ".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc":
+		return true
+	}
+	return false
+}
