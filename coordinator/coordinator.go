@@ -39,8 +39,10 @@ type Config struct {
 	MaxAttempts int
 	// StatusEvery throttles progress writes to the KV bucket.
 	StatusEvery time.Duration
-	// KeepReports is how many finished runs' reports stay in memory.
-	KeepReports int
+	// KeepBundles is how many extracted bundles the coordinator keeps on disk to plan from.
+	KeepBundles int
+	// KeepReportCases bounds the cases of finished runs' reports kept in memory.
+	KeepReportCases int
 	// Agents are the default agents prompt cases run against when a run names none.
 	Agents []string
 }
@@ -58,8 +60,11 @@ func (c *Config) defaults() error {
 	if c.StatusEvery <= 0 {
 		c.StatusEvery = time.Second
 	}
-	if c.KeepReports <= 0 {
-		c.KeepReports = 32
+	if c.KeepBundles <= 0 {
+		c.KeepBundles = 8
+	}
+	if c.KeepReportCases <= 0 {
+		c.KeepReportCases = 200_000
 	}
 	return nil
 }
@@ -138,7 +143,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if deps.NewRunID == nil {
 		deps.NewRunID = func() string { return newRunID(deps.Now()) }
 	}
-	cache, err := suite.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Topology, cfg.KeepReports)
+	cache, err := suite.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Topology, cfg.KeepBundles)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +159,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	return &Coordinator{
 		cfg: cfg, topo: deps.Topology, log: deps.Log, now: deps.Now, newID: deps.NewRunID,
 		metrics: m, cache: cache, pub: pub, base: base, stop: stop,
-		runs: make(map[string]*run), finished: newReportCache(cfg.KeepReports),
+		runs: make(map[string]*run), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
 }
 

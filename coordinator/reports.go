@@ -6,17 +6,20 @@ import (
 	"github.com/skillfleet/skillfleet/report"
 )
 
-// reportCache keeps the reports of the most recently finished runs, so a client fetching a
-// report right after its run ends does not make the coordinator replay every result.
+// reportCache keeps the reports of recently finished runs, so a client fetching a report right
+// after its run ends does not make the coordinator replay every result. It is bounded by the
+// cases it holds, not by the number of runs: one nightly run can have 100,000 cases. An evicted
+// report is rebuilt from the results stream on demand.
 type reportCache struct {
-	mu    sync.Mutex
-	max   int
-	order []string
-	byID  map[string]report.Report
+	mu       sync.Mutex
+	maxCases int
+	cases    int
+	order    []string
+	byID     map[string]report.Report
 }
 
-func newReportCache(n int) *reportCache {
-	return &reportCache{max: max(n, 1), byID: make(map[string]report.Report)}
+func newReportCache(maxCases int) *reportCache {
+	return &reportCache{maxCases: max(maxCases, 1), byID: make(map[string]report.Report)}
 }
 
 func (c *reportCache) get(id string) (report.Report, bool) {
@@ -29,12 +32,17 @@ func (c *reportCache) get(id string) (report.Report, bool) {
 func (c *reportCache) put(id string, r report.Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.byID[id]; !ok {
+	if old, ok := c.byID[id]; ok {
+		c.cases -= len(old.Cases)
+	} else {
 		c.order = append(c.order, id)
 	}
 	c.byID[id] = r
-	for len(c.order) > c.max {
-		delete(c.byID, c.order[0])
+	c.cases += len(r.Cases)
+	for c.cases > c.maxCases && len(c.order) > 1 {
+		oldest := c.order[0]
 		c.order = c.order[1:]
+		c.cases -= len(c.byID[oldest].Cases)
+		delete(c.byID, oldest)
 	}
 }

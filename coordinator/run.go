@@ -121,21 +121,27 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			return
 		}
 		if len(pending) > 0 {
-			// Publish a chunk, but first take whatever else is ready without waiting.
-			select {
-			case m, ok := <-results:
-				if ok {
+			// Take what results are ready (a bounded number, so publishing never starves), then
+			// publish a chunk.
+		drain:
+			for range publishChunk {
+				select {
+				case m, ok := <-results:
+					if !ok {
+						c.fail(ctx, r, "results stream closed")
+						return
+					}
 					c.onResult(ctx, r, m)
 					dirty = true
+				case reason := <-r.cancel:
+					c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
+					return
+				case <-ctx.Done():
+					c.persist(r, log)
+					return
+				default:
+					break drain
 				}
-				continue
-			case reason := <-r.cancel:
-				c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
-				return
-			case <-ctx.Done():
-				c.persist(r, log)
-				return
-			default:
 			}
 			n := min(publishChunk, len(pending))
 			ungatedInChunk := max(0, min(n, len(pending)-nGatedFirst))

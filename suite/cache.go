@@ -79,7 +79,8 @@ func (c *Cache) Get(ctx context.Context, digest string) (dir string, release fun
 	}
 	for {
 		c.mu.Lock()
-		if _, err := os.Stat(final); err == nil {
+		if slices.Contains(c.recent, name) {
+			// recent holds exactly the bundles on disk, so no stat per job.
 			c.touchLocked(name)
 			c.mu.Unlock()
 			return final, release, nil

@@ -332,8 +332,10 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("final attempt recorded as errored")
 		return
 	}
-	if err := msg.DoubleAck(ctx); err != nil {
-		// The result is stored; a redelivery will produce a duplicate the coordinator ignores.
+	// A plain ack, not a confirmed one: the result is already stored, so a lost ack costs only
+	// a redelivery whose duplicate result the coordinator ignores, and a round trip per job is
+	// saved.
+	if err := msg.Ack(); err != nil {
 		log.Warn("ack failed", zap.Error(err))
 	}
 }

@@ -51,3 +51,52 @@ func Generate(dir string, skills, casesPerSkill int) error {
 	}
 	return nil
 }
+
+// GenerateCommands writes skills skills under dir, each with casesPerSkill command cases of
+// one epoch that run command, so skills × casesPerSkill is exactly the number of jobs.
+func GenerateCommands(dir string, skills, casesPerSkill int, command string) error {
+	for i := range skills {
+		name := fmt.Sprintf("cmd-%05d", i)
+		cases := filepath.Join(dir, name, "tests", "cases")
+		if err := os.MkdirAll(cases, 0o755); err != nil {
+			return err
+		}
+		md := fmt.Sprintf("---\nname: %s\ndescription: Synthetic command-case skill %d. Use when measuring skillfleet dispatch.\nmetadata:\n  version: \"1.0.0\"\n---\n\n# Synthetic\n\nRun the command.\n", name, i)
+		if err := os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(md), 0o644); err != nil {
+			return err
+		}
+		for c := range casesPerSkill {
+			body := fmt.Sprintf("name: case-%05d\ninput:\n  command: %q\nexpected:\n  exit-code: 0\n", c, command)
+			if err := os.WriteFile(filepath.Join(cases, fmt.Sprintf("%05d.yaml", c)), []byte(body), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// GeneratePrompts writes skills skills under dir, each with one cases file of casesPerSkill
+// single-epoch prompt cases, so skills × casesPerSkill is exactly the number of jobs (per
+// agent) while the bundle stays a few files per skill.
+func GeneratePrompts(dir string, skills, casesPerSkill int) error {
+	for i := range skills {
+		name := fmt.Sprintf("prompt-%05d", i)
+		sd := filepath.Join(dir, name)
+		if err := os.MkdirAll(sd, 0o755); err != nil {
+			return err
+		}
+		md := fmt.Sprintf("---\nname: %s\ndescription: Synthetic prompt-case skill %d. Use when measuring skillfleet dispatch.\nmetadata:\n  version: \"1.0.0\"\ntest:\n  cases: cases.yaml\n---\n\n# Synthetic\n\nAnswer READY.\n", name, i)
+		if err := os.WriteFile(filepath.Join(sd, "SKILL.md"), []byte(md), 0o644); err != nil {
+			return err
+		}
+		var cs strings.Builder
+		cs.WriteString("cases:\n")
+		for c := range casesPerSkill {
+			fmt.Fprintf(&cs, "  - name: case_%05d\n    input: \"Say READY (%d)\"\n    assertions:\n      output_contains: [READY]\n", c, c)
+		}
+		if err := os.WriteFile(filepath.Join(sd, "cases.yaml"), []byte(cs.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

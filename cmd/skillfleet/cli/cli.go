@@ -31,6 +31,12 @@ func commands() []func(*env) *cobra.Command {
 		newDepsCommand,
 		newInitCommand,
 		newToPromptCommand,
+		newPlanCommand,
+		newTestCommand,
+		newSubmitCommand,
+		newRunsCommand,
+		newSandboxCommand,
+		newBenchCommand,
 	}
 }
 

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// planDoc is `plan --format json`.
+type planDoc struct {
+	SuiteDigest string            `json:"suite_digest"`
+	Jobs        []planJob         `json:"jobs"`
+	Diagnostics skill.Diagnostics `json:"diagnostics"`
+}
+
+type planJob struct {
+	ID        string `json:"id"`
+	Skill     string `json:"skill"`
+	Case      string `json:"case"`
+	Kind      string `json:"kind"`
+	Epoch     int    `json:"epoch"`
+	TimeoutMS int64  `json:"timeout_ms"`
+	Parallel  bool   `json:"parallel"`
+	Agent     string `json:"agent,omitempty"`
+}
+
+// suiteFlags are the selection flags plan, test and submit share.
+type suiteFlags struct {
+	skills, cases, agents []string
+	force                 bool
+}
+
+func (f *suiteFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.skills, "skill", nil, "only skills whose name matches this glob (repeatable)")
+	cmd.Flags().StringArrayVar(&f.cases, "case", nil, "only cases whose name matches this glob (repeatable)")
+	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
+}
+
+func (f *suiteFlags) options() suite.PlanOptions {
+	return suite.PlanOptions{Filter: suite.Filter{Skills: f.skills, Cases: f.cases}, Agents: f.agents}
+}
+
+// loadAndPlan loads a suite and plans it; a bad glob is a usage error.
+func loadAndPlan(roots []string, f *suiteFlags) (*suite.Suite, *suite.Plan, error) {
+	if err := f.options().Filter.Validate(); err != nil {
+		return nil, nil, usageErrorf("%v", err)
+	}
+	s := suite.Load(roots, skill.Options{Force: f.force})
+	if s.Diagnostics.HasErrors() {
+		return s, nil, nil
+	}
+	p, err := s.Plan(f.options())
+	if err != nil {
+		return s, nil, failf("plan: %v", err)
+	}
+	return s, p, nil
+}
+
+func newPlanCommand(e *env) *cobra.Command {
+	var f suiteFlags
+	format := "text"
+	cmd := &cobra.Command{
+		Use:   "plan [--format text|json] [--skill GLOB] [--case GLOB] ROOT...",
+		Short: "Expand a suite's test cases into the jobs a run would execute",
+		Long: `Plan loads every skill under the roots, validates the skills, their requires and
+their test-case files (RFC prompt cases and tests/cases/*.yaml command cases), and lists the
+jobs: one per case and epoch (runs), with a stable id, the timeout and the parallel flag.
+
+Exit status: 0 no errors, 1 errors found, 2 usage error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, roots []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			s, p, err := loadAndPlan(roots, &f)
+			if err != nil {
+				return err
+			}
+			doc := planDoc{Jobs: []planJob{}, Diagnostics: s.Diagnostics}
+			if doc.Diagnostics == nil {
+				doc.Diagnostics = skill.Diagnostics{}
+			}
+			if p != nil {
+				doc.SuiteDigest = p.SuiteDigest
+				for _, j := range p.Jobs {
+					doc.Jobs = append(doc.Jobs, planJob{
+						ID: j.ID, Skill: j.Case.Skill.Name, Case: j.Case.Name, Kind: string(j.Case.Kind),
+						Epoch: j.Epoch, TimeoutMS: j.Case.Timeout.Milliseconds(), Parallel: j.Case.Parallel, Agent: j.Agent,
+					})
+				}
+			}
+			if format == "json" {
+				if err := writeJSON(e.stdout, doc); err != nil {
+					return err
+				}
+			} else {
+				for _, d := range s.Diagnostics {
+					fmt.Fprintln(e.stdout, d.String())
+				}
+				for _, j := range doc.Jobs {
+					par := ""
+					if !j.Parallel {
+						par = "  serial"
+					}
+					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, j.Epoch, j.TimeoutMS/1000, par)
+				}
+				fmt.Fprintf(e.stdout, "%s, %s, %s; suite %s\n", plural(len(doc.Jobs), "job", "jobs"),
+					plural(s.Diagnostics.Errors(), "error", "errors"), plural(s.Diagnostics.Warnings(), "warning", "warnings"), doc.SuiteDigest)
+			}
+			if s.Diagnostics.HasErrors() {
+				return errorsFound()
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&format, "format", format, "output format: text or json")
+	return cmd
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+func newRunsCommand(e *env) *cobra.Command {
+	var r remoteFlags
+	format := "text"
+	cmd := &cobra.Command{
+		Use:   "runs list|show|report|cancel",
+		Short: "List, inspect, fetch reports of and cancel runs on a coordinator",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { _ = cmd.Help(); return usageErrorf("a subcommand is required") },
+	}
+	r.register(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json (report: text, json or junit)")
+
+	printStatus := func(st *pb.RunStatus) error {
+		if format == "json" {
+			b, err := protojson.MarshalOptions{UseProtoNames: true, Multiline: true}.Marshal(st)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(e.stdout, string(b))
+			return err
+		}
+		c := st.GetCases()
+		fmt.Fprintf(e.stdout, "run      %s %s\nstate    %s %s\njobs     %d/%d\ncases    %d: %d passed, %d failed, %d errored, %d timed out, %d skipped\n",
+			st.GetId(), st.GetSpec().GetName(), stateName(st.GetState()), st.GetReason(), st.GetDoneJobs(), st.GetTotalJobs(),
+			c.GetTotal(), c.GetPassed(), c.GetFailed(), c.GetErrored(), c.GetTimedOut(), c.GetSkipped())
+		return nil
+	}
+	list := &cobra.Command{Use: "list", Short: "List runs, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			runs, err := client.List(cmd.Context())
+			if err != nil {
+				return apiFailure(e, err)
+			}
+			if format == "json" {
+				var docs []string
+				for _, st := range runs {
+					b, _ := protojson.MarshalOptions{UseProtoNames: true}.Marshal(st)
+					docs = append(docs, string(b))
+				}
+				_, err := fmt.Fprintf(e.stdout, "{\"runs\": [%s]}\n", strings.Join(docs, ",\n"))
+				return err
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATE\tJOBS\tPASSED\tFAILED\tERRORED\tCREATED")
+			for _, st := range runs {
+				c := st.GetCases()
+				fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\n", st.GetId(), stateName(st.GetState()), st.GetDoneJobs(), st.GetTotalJobs(),
+					c.GetPassed(), c.GetFailed(), c.GetErrored()+c.GetTimedOut(), st.GetSpec().GetCreatedAt().AsTime().Format("2006-01-02 15:04:05"))
+			}
+			return tw.Flush()
+		}}
+	show := &cobra.Command{Use: "show RUN", Short: "Show a run's state", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, err := client.Status(cmd.Context(), args[0])
+			if err != nil {
+				return apiFailure(e, err)
+			}
+			return printStatus(st)
+		}}
+	rep := &cobra.Command{Use: "report RUN", Short: "Print a run's report (text, json or junit)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case "text", "json", "junit":
+			default:
+				return usageErrorf("unknown --format %q (want text, json or junit)", format)
+			}
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			if err := client.Report(cmd.Context(), args[0], format, e.stdout); err != nil {
+				return apiFailure(e, err)
+			}
+			return nil
+		}}
+	cancel := &cobra.Command{Use: "cancel RUN", Short: "Cancel a run: queued jobs are removed, unfinished cases skipped", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, err := client.Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return apiFailure(e, err)
+			}
+			return printStatus(st)
+		}}
+	cmd.AddCommand(list, show, rep, cancel)
+	return cmd
+}
+
+func stateName(s pb.RunState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "RUN_STATE_"))
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	runreport "github.com/skillfleet/skillfleet/report"
+)
+
+// progress shows a run as it goes: a bar on a terminal, one line per finished job otherwise
+// (CI logs), written to w (stderr, so stdout stays the report).
+type progress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newProgress(w io.Writer, totalJobs int) *progress {
+	p := &progress{w: w}
+	if isTerminal(w) {
+		p.bar = progressbar.NewOptions(totalJobs,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("jobs"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	return p
+}
+
+func (p *progress) event(ev *pb.Event) {
+	r := ev.GetResult()
+	if r == nil {
+		return
+	}
+	if p.bar != nil {
+		_ = p.bar.Add(1)
+		return
+	}
+	status := strings.ToUpper(runreport.StatusOf(r.GetVerdict()))
+	line := fmt.Sprintf("%-9s %s/%s", status, r.GetSkill(), r.GetCaseName())
+	if r.GetEpoch() > 1 {
+		line += fmt.Sprintf(" #%d", r.GetEpoch())
+	}
+	line += fmt.Sprintf(" (%dms)", r.GetTimings().GetTotalMs())
+	if r.GetReason() != "" && r.GetVerdict() != pb.Verdict_VERDICT_PASSED {
+		line += ": " + firstLine(r.GetReason())
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// outputFlags are how test and submit write a finished run.
+type outputFlags struct {
+	format string
+	junit  string
+}
+
+// finishRun writes the report (text or JSON on stdout, JUnit to a file) and maps the run to
+// the exit code: 0 when every case passed, 1 otherwise.
+func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) error {
+	var err error
+	switch o.format {
+	case "json":
+		err = runreport.WriteJSON(e.stdout, rep)
+	default:
+		err = runreport.WriteText(e.stdout, rep, runreport.TextOptions{Color: isTerminal(e.stdout)})
+	}
+	if err != nil {
+		return err
+	}
+	if o.junit != "" {
+		f, err := os.Create(o.junit)
+		if err != nil {
+			return failf("junit: %v", err)
+		}
+		werr := runreport.WriteJUnit(f, rep)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return failf("junit: %v", werr)
+		}
+	}
+	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED {
+		return failf("run %s ended %s: %s", st.GetId(), strings.ToLower(strings.TrimPrefix(st.GetState().String(), "RUN_STATE_")), st.GetReason())
+	}
+	s := rep.Summary
+	if s.Total == 0 || s.Passed != s.Total {
+		return errorsFound()
+	}
+	return nil
+}

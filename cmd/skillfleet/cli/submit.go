@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	runreport "github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// remoteFlags name a coordinator and how to authenticate to it.
+type remoteFlags struct {
+	url, token, tokenFile string
+}
+
+func (r *remoteFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&r.url, "coordinator", "http://127.0.0.1:8080", "coordinator URL (also $SKILLFLEET_COORDINATOR)")
+	fs.StringVar(&r.token, "token", "", "bearer token (also $SKILLFLEET_TOKEN)")
+	fs.StringVar(&r.tokenFile, "token-file", "", "file holding the bearer token")
+}
+
+func (r *remoteFlags) client(cmd *cobra.Command) (*coordinator.Client, error) {
+	token, err := cmdutil.Token(r.token, r.tokenFile, "SKILLFLEET_TOKEN")
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	url := r.url
+	if !cmd.Flags().Changed("coordinator") {
+		if v := os.Getenv("SKILLFLEET_COORDINATOR"); v != "" {
+			url = v
+		}
+	}
+	return coordinator.NewClient(url, token, nil), nil
+}
+
+// apiFailure turns a coordinator error into the CLI's: diagnostics printed, exit 2 for a suite
+// the coordinator refused, 1 otherwise.
+func apiFailure(e *env, err error) error {
+	var ae *coordinator.APIError
+	if errors.As(err, &ae) {
+		for _, d := range ae.Diagnostics {
+			fmt.Fprintln(e.stderr, d.String())
+		}
+		if ae.Status == 422 || ae.Status == 400 {
+			return &exitError{code: ExitUsage, err: err}
+		}
+	}
+	return failf("%v", err)
+}
+
+func newSubmitCommand(e *env) *cobra.Command {
+	var (
+		f         suiteFlags
+		o         outputFlags
+		r         remoteFlags
+		follow    bool
+		name      string
+		scheduled bool
+		deadline  time.Duration
+	)
+	o.format = "text"
+	cmd := &cobra.Command{
+		Use:   "submit --coordinator URL [--token T] [--follow] [--format text|json] [--junit FILE] ROOT...",
+		Short: "Validate a suite locally and run it on a fleet",
+		Long: `Submit validates and plans the suite here (errors stop it before anything is uploaded),
+uploads it as a bundle to the coordinator and prints the run id. With --follow it shows
+progress until the run ends and prints the report.
+
+Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --follow:
+0 every case passed, 1 a case failed, errored or timed out, 2 invalid input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, roots []string) error {
+			if err := checkFormat(o.format); err != nil {
+				return err
+			}
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			s, p, err := loadAndPlan(roots, &f)
+			if err != nil {
+				return err
+			}
+			if s.Diagnostics.HasErrors() {
+				for _, d := range s.Diagnostics {
+					fmt.Fprintln(e.stderr, d.String())
+				}
+				return &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was submitted", plural(s.Diagnostics.Errors(), "error", "errors"))}
+			}
+			if len(p.Jobs) == 0 {
+				return usageErrorf("no test cases matched")
+			}
+			var bundle bytes.Buffer
+			if _, err := suite.WriteBundle(&bundle, s.Graph, s.Select(f.options().Filter)); err != nil {
+				return failf("bundle: %v", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
+				Name: name, Skills: f.skills, Cases: f.cases, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
+			})
+			if err != nil {
+				return apiFailure(e, err)
+			}
+			if !follow {
+				if o.format == "json" {
+					return writeJSON(e.stdout, map[string]any{"run": st.GetId(), "jobs": st.GetTotalJobs(), "state": st.GetState().String()})
+				}
+				fmt.Fprintln(e.stdout, st.GetId())
+				return nil
+			}
+			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), plural(int(st.GetTotalJobs()), "job", "jobs"))
+			return followRemote(ctx, e, client, st, o)
+		},
+	}
+	f.register(cmd)
+	r.register(cmd.Flags())
+	cmd.Flags().BoolVar(&follow, "follow", false, "wait for the run, showing progress, then print the report")
+	cmd.Flags().StringVar(&o.format, "format", o.format, "output format: text or json")
+	cmd.Flags().StringVar(&o.junit, "junit", "", "with --follow, also write the report as JUnit XML to this file")
+	cmd.Flags().StringVar(&name, "name", "", "a name for the run")
+	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "queue in the scheduled lane (behind on-demand runs), as nightly suites do")
+	cmd.Flags().DurationVar(&deadline, "deadline", 0, "cancel the run if it has not finished after this long (default: the coordinator's)")
+	return cmd
+}
+
+// followRemote shows a remote run's progress until it ends, then writes its report. An event
+// stream that breaks (a coordinator restart) is picked up again.
+func followRemote(ctx context.Context, e *env, client *coordinator.Client, st *pb.RunStatus, o outputFlags) error {
+	prog := newProgress(e.stderr, int(st.GetTotalJobs()))
+	for {
+		err := client.Events(ctx, st.GetId(), func(ev *pb.Event) error { prog.event(ev); return nil })
+		if ctx.Err() != nil {
+			prog.finish()
+			return failf("interrupted; the run goes on: skillfleet runs cancel %s", st.GetId())
+		}
+		cur, serr := client.Status(ctx, st.GetId())
+		if serr == nil && cur.GetState() != pb.RunState_RUN_STATE_RUNNING && cur.GetState() != pb.RunState_RUN_STATE_PENDING {
+			prog.finish()
+			var buf bytes.Buffer
+			if err := client.Report(ctx, st.GetId(), "json", &buf); err != nil {
+				return apiFailure(e, err)
+			}
+			rep, err := runreport.FromJSON(&buf)
+			if err != nil {
+				return failf("report: %v", err)
+			}
+			return finishRun(e, cur, rep, o)
+		}
+		if err == nil {
+			err = serr
+		}
+		fmt.Fprintf(e.stderr, "event stream interrupted (%v); reconnecting\n", err)
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/local"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/sandbox"
+	"github.com/skillfleet/skillfleet/suite"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+func newTestCommand(e *env) *cobra.Command {
+	var (
+		f        suiteFlags
+		o        outputFlags
+		workers  int
+		image    string
+		warm     int
+		logLevel string
+	)
+	o.format = "text"
+	cmd := &cobra.Command{
+		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--skill GLOB] [--case GLOB] ROOT...",
+		Short: "Run a suite's test cases locally: embedded NATS, a coordinator and N workers in one process",
+		Long: `Test validates and plans the suite under the roots, then runs every job in a hardened,
+throw-away Docker container through the same coordinator and workers a fleet uses, all in
+this process. Progress goes to stderr; the report goes to stdout (and JUnit XML to --junit).
+
+Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 invalid input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, roots []string) error {
+			if err := checkFormat(o.format); err != nil {
+				return err
+			}
+			if workers < 1 {
+				return usageErrorf("--workers must be at least 1")
+			}
+			s, p, err := loadAndPlan(roots, &f)
+			if err != nil {
+				return err
+			}
+			if s.Diagnostics.HasErrors() {
+				for _, d := range s.Diagnostics {
+					fmt.Fprintln(e.stderr, d.String())
+				}
+				return &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was run", plural(s.Diagnostics.Errors(), "error", "errors"))}
+			}
+			if len(p.Jobs) == 0 {
+				return usageErrorf("no test cases matched")
+			}
+			log, err := cmdutil.ConsoleLogger(logLevel)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&workers, "workers", min(4, 2*runtime.NumCPU()), "workers (jobs run at once)")
+	cmd.Flags().StringVar(&o.format, "format", o.format, "report format on stdout: text or json")
+	cmd.Flags().StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
+	cmd.Flags().StringVar(&image, "image", sandbox.DefaultImage, "sandbox image")
+	cmd.Flags().IntVar(&warm, "warm-pool", 2, "containers kept started ahead of jobs; 0 disables")
+	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "log level of the embedded fleet (logs go to stderr)")
+	return cmd
+}
+
+type localOptions struct {
+	workers int
+	image   string
+	warm    int
+	flags   suiteFlags
+	out     outputFlags
+	log     *zap.Logger
+}
+
+func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
+	docker, err := sandbox.NewDockerClient(ctx)
+	if err != nil {
+		return failf("%v", err)
+	}
+	defer docker.Close()
+	// A unique id per process: the reaper removes a previous incarnation's containers by id,
+	// and two local runs on one machine must not reap each other.
+	host, _ := os.Hostname()
+	runner, err := sandbox.New(sandbox.Config{Image: o.image, WorkerID: fmt.Sprintf("local-%s-%d", host, os.Getpid()), WarmPool: o.warm},
+		docker, o.log.Named("sandbox"), nil)
+	if err != nil {
+		return failf("%v", err)
+	}
+	if err := runner.Start(ctx); err != nil {
+		var missing *sandbox.ImageMissingError
+		if errors.As(err, &missing) {
+			return failf("%v", missing)
+		}
+		return failf("%v", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = runner.Close(cctx)
+	}()
+	fleet, err := local.Start(ctx, local.Config{
+		Workers: o.workers, Slots: 1, Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")), Log: o.log,
+	})
+	if err != nil {
+		return failf("%v", err)
+	}
+	defer fleet.Close(context.WithoutCancel(ctx))
+
+	bundle, err := os.CreateTemp("", "skillfleet-bundle-*.tar")
+	if err != nil {
+		return failf("%v", err)
+	}
+	defer os.Remove(bundle.Name())
+	defer bundle.Close()
+	if _, err := suite.WriteBundle(bundle, s.Graph, s.Select(o.flags.options().Filter)); err != nil {
+		return failf("bundle: %v", err)
+	}
+	if _, err := bundle.Seek(0, 0); err != nil {
+		return failf("%v", err)
+	}
+	st, err := fleet.Coordinator.Submit(ctx, bundle, &pb.RunSpec{
+		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, Agents: o.flags.agents,
+	})
+	if err != nil {
+		return failf("%v", err)
+	}
+	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), plural(int(st.GetTotalJobs()), "job", "jobs"), plural(o.workers, "worker", "workers"))
+	events, cancelEvents, err := fleet.Coordinator.Subscribe(ctx, st.GetId())
+	if err != nil {
+		return failf("%v", err)
+	}
+	defer cancelEvents()
+	prog := newProgress(e.stderr, int(st.GetTotalJobs()))
+	for {
+		select {
+		case ev, ok := <-events:
+			if ok {
+				prog.event(ev)
+				continue
+			}
+			cur, err := fleet.Coordinator.Status(context.WithoutCancel(ctx), st.GetId())
+			if err != nil {
+				return failf("%v", err)
+			}
+			if cur.GetState() == pb.RunState_RUN_STATE_RUNNING {
+				// Dropped as a slow subscriber: pick the stream up again.
+				events, cancelEvents, err = fleet.Coordinator.Subscribe(ctx, st.GetId())
+				if err != nil {
+					return failf("%v", err)
+				}
+				continue
+			}
+			prog.finish()
+			rep, err := fleet.Coordinator.Report(context.WithoutCancel(ctx), st.GetId())
+			if err != nil {
+				return failf("%v", err)
+			}
+			return finishRun(e, cur, rep, o.out)
+		case <-ctx.Done():
+			prog.finish()
+			fmt.Fprintln(e.stderr, "interrupted: cancelling the run")
+			cur, err := fleet.Coordinator.Cancel(context.WithoutCancel(ctx), st.GetId())
+			if err != nil {
+				return failf("%v", err)
+			}
+			rep, _ := fleet.Coordinator.Report(context.WithoutCancel(ctx), st.GetId())
+			return finishRun(e, cur, rep, o.out)
+		}
+	}
+}
