@@ -18,7 +18,10 @@ func newRunsCommand(e *env) *cobra.Command {
 		Use:   "runs list|show|report|cancel",
 		Short: "List, inspect, fetch reports of and cancel runs on a coordinator",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { _ = cmd.Help(); return usageErrorf("a subcommand is required") },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usageErrorf("a subcommand is required")
+		},
 	}
 	r.register(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json (report: text, json or junit)")

@@ -15,7 +15,10 @@ import (
 
 func newSandboxCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandbox", Short: "Manage the sandbox image jobs run in", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { _ = cmd.Help(); return usageErrorf("a subcommand is required") }}
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usageErrorf("a subcommand is required")
+		}}
 	var (
 		image string
 		force bool
