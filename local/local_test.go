@@ -112,7 +112,7 @@ func wait(t *testing.T, c *coordinator.Coordinator, id string) *pb.RunStatus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer func() { stop() }() // the latest subscription, after any resubscribe
 	for {
 		select {
 		case _, ok := <-ch:

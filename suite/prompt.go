@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -220,12 +219,4 @@ func (r *reader) add(c *Case, a assert.Assertion, line int) {
 	// Keeping a compiled RE2 program per case would cost kilobytes each across 100,000 cases.
 	a.Regexp = nil
 	c.Assertions = append(c.Assertions, Assertion{Assertion: a, Line: line})
-}
-
-// relTo names path relative to base for messages, falling back to path.
-func relTo(base, path string) string {
-	if r, err := filepath.Rel(base, path); err == nil {
-		return filepath.ToSlash(r)
-	}
-	return path
 }

@@ -164,21 +164,6 @@ func (r *reader) number(n *yaml.Node, what, rule string) (float64, bool) {
 	return 0, false
 }
 
-func (r *reader) boolean(n *yaml.Node, what, rule string) (bool, bool) {
-	n = r.deref(n)
-	if n == nil {
-		return false, false
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
-		var b bool
-		if err := n.Decode(&b); err == nil {
-			return b, true
-		}
-	}
-	r.errorf(n.Line, rule, "%s must be true or false, got %s", what, kindName(n))
-	return false, false
-}
-
 // value converts a node into plain Go data (map[string]any, []any, string, float64, int64, bool,
 // nil) within the depth and alias budgets, for stdout-json.
 func (r *reader) value(n *yaml.Node, depth int, rule string) (any, bool) {

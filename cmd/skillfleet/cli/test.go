@@ -145,7 +145,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	if err != nil {
 		return failf("%v", err)
 	}
-	defer cancelEvents()
+	defer func() { cancelEvents() }() // the latest subscription, after any resubscribe
 	prog := newProgress(e.stderr, int(st.GetTotalJobs()))
 	for {
 		select {
