@@ -199,6 +199,10 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		// Open the stream now: a client waiting for headers must not wait for the first event.
+		flusher.Flush()
+	}
 	keep := time.NewTicker(a.cfg.SSEKeepAlive)
 	defer keep.Stop()
 	for {

@@ -404,7 +404,7 @@ func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
 	if err := proto.Unmarshal(x.Data, job); err == nil && job.GetId() != "" && job.GetRunId() == x.Run {
 		res := &pb.Result{
 			JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
-			Epoch: job.GetEpoch(), Kind: job.GetKind(), Verdict: pb.Verdict_VERDICT_ERRORED,
+			Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Verdict: pb.Verdict_VERDICT_ERRORED,
 			Attempt:    int32(x.Deliveries),
 			Reason:     fmt.Sprintf("no result after %d deliveries: the worker running it stopped each time (crashed, killed or lost its connection)", x.Deliveries),
 			FinishedAt: timestamppb.New(c.now()),

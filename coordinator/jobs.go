@@ -3,7 +3,6 @@ package coordinator
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -54,19 +53,30 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, n
 	return m, nil
 }
 
-// plannedCases lists the cases of a plan for the report builder, one per case and agent.
+// plannedCases lists the cases of a plan for the report builder: one per case and agent, in
+// plan order.
 func plannedCases(p *suite.Plan) []report.PlannedCase {
+	type key struct {
+		c     *suite.Case
+		agent string
+	}
+	seen := make(map[key]bool, len(p.Cases))
 	out := make([]report.PlannedCase, 0, len(p.Cases))
-	for _, c := range p.Cases {
+	for _, j := range p.Jobs {
+		k := key{j.Case, j.Agent}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		c := j.Case
 		kind := pb.CaseKind_CASE_KIND_PROMPT
 		if c.Kind == suite.KindCommand {
 			kind = pb.CaseKind_CASE_KIND_COMMAND
 		}
 		out = append(out, report.PlannedCase{
-			Skill: c.Skill.Name, Case: c.Name, Kind: kind, Epochs: c.Runs,
+			Skill: c.Skill.Name, Case: c.Name, Agent: j.Agent, Kind: kind, Epochs: c.Runs,
 			Confidence: c.Confidence, File: c.File, Line: c.Line,
 		})
 	}
-	sort.SliceStable(out, func(i, k int) bool { return out[i].Skill < out[k].Skill })
 	return out
 }

@@ -520,3 +520,25 @@ func TestJobWhoseWorkersAllDieIsErrored(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsAreSeparateReportRows: a prompt case run against two agents is two rows, each with
+// its own verdict; command cases run once.
+func TestAgentsAreSeparateReportRows(t *testing.T) {
+	exec := newScripted()
+	exec.fail = func(j *pb.Job) bool { return j.GetAgent() == "b" }
+	f := startFleet(t, exec, 2, nil)
+	st := submit(t, f.Coordinator, &pb.RunSpec{SkillGlobs: []string{"env-selector"}, CaseGlobs: []string{"select_dev", "selects-dev"}, Agents: []string{"a", "b"}})
+	final := wait(t, f.Coordinator, st.GetId())
+	if final.GetState() != pb.RunState_RUN_STATE_COMPLETED || final.GetTotalJobs() != 3 {
+		t.Fatalf("state %v, %d jobs (want 3: two agents for the prompt case, one command case)", final.GetState(), final.GetTotalJobs())
+	}
+	rep, _ := f.Coordinator.Report(context.Background(), st.GetId())
+	got := map[string]string{}
+	for _, c := range rep.Cases {
+		got[c.Case+"/"+c.Agent] = c.Status
+	}
+	want := map[string]string{"select_dev/a": "passed", "select_dev/b": "failed", "selects-dev/": "passed"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}

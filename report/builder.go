@@ -11,14 +11,16 @@ import (
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// CaseKey names a case of a run. Results carry no agent, so a case is its skill and name;
-// see Builder.Add for what happens when a plan has several jobs per epoch.
-type CaseKey struct{ Skill, Case string }
+// CaseKey names a case of a run: its skill, its name and the agent it ran against (empty for
+// command cases). A prompt case run against two agents is two report rows.
+type CaseKey struct{ Skill, Case, Agent string }
 
 // PlannedCase is a case as the plan has it: the Builder expects Epochs results for it.
 type PlannedCase struct {
 	Skill string
 	Case  string
+	// Agent is the agent the case runs against; empty for command cases.
+	Agent string
 	Kind  skillfleetv1.CaseKind
 	// Epochs is the case's `runs`; 0 means 1.
 	Epochs int
@@ -52,6 +54,7 @@ type Builder struct {
 // caseState is what a Builder keeps of one case.
 type caseState struct {
 	skill, name string
+	agent       string
 	kind        skillfleetv1.CaseKind
 	file        string
 	line        int
@@ -80,12 +83,12 @@ type caseState struct {
 func NewBuilder(run string, cases []PlannedCase) *Builder {
 	b := &Builder{run: run, seed: maphash.MakeSeed(), byKey: make(map[CaseKey]*caseState, len(cases))}
 	for _, pc := range cases {
-		k := CaseKey{pc.Skill, pc.Case}
+		k := CaseKey{pc.Skill, pc.Case, pc.Agent}
 		if _, dup := b.byKey[k]; dup {
 			continue
 		}
 		cs := &caseState{
-			skill: pc.Skill, name: pc.Case, kind: pc.Kind, file: pc.File, line: pc.Line,
+			skill: pc.Skill, name: pc.Case, agent: pc.Agent, kind: pc.Kind, file: pc.File, line: pc.Line,
 			epochs:     NormalizeEpochs(pc.Epochs),
 			confidence: NormalizeConfidence(pc.Confidence),
 		}
@@ -98,7 +101,7 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 		cs.jobs, slots = slots[:cs.epochs:cs.epochs], slots[cs.epochs:]
 	}
 	slices.SortFunc(b.cases, func(x, y *caseState) int {
-		return cmp.Or(strings.Compare(x.skill, y.skill), strings.Compare(x.name, y.name))
+		return cmp.Or(strings.Compare(x.skill, y.skill), strings.Compare(x.name, y.name), strings.Compare(x.agent, y.agent))
 	})
 	b.counts[skillfleetv1.Verdict_VERDICT_UNSPECIFIED] = len(b.cases)
 	return b
@@ -110,7 +113,7 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 // returns false; the caller logs it. So are results after Skip.
 //
 // A second, different job reporting an epoch that already has a result means the plan has
-// more jobs per epoch than the Builder was told (several agents: Result carries no agent).
+// more jobs per epoch than the Builder was told (e.g. agents missing from the planned cases).
 // Which result is the real one cannot be known, so the result is not counted and the case is
 // errored with a reason saying so, rather than a pass being computed from half the jobs.
 func (b *Builder) Add(r *skillfleetv1.Result) (accepted bool) {
@@ -122,7 +125,7 @@ func (b *Builder) Add(r *skillfleetv1.Result) (accepted bool) {
 	if b.closed || (r.GetRunId() != "" && r.GetRunId() != b.run) {
 		return false
 	}
-	cs := b.byKey[CaseKey{r.GetSkill(), r.GetCaseName()}]
+	cs := b.byKey[CaseKey{r.GetSkill(), r.GetCaseName(), r.GetAgent()}]
 	epoch := int(r.GetEpoch())
 	if cs == nil || epoch < 1 || epoch > cs.epochs {
 		return false
@@ -310,7 +313,7 @@ func (b *Builder) Case(k CaseKey) (Case, bool) {
 func (cs *caseState) report(closed bool, closeReason string) Case {
 	missing := cs.epochs - cs.tally.Reported()
 	c := Case{
-		Skill: cs.skill, Case: cs.name, Kind: KindName(cs.kind), Status: StatusOf(cs.status),
+		Skill: cs.skill, Case: cs.name, Agent: cs.agent, Kind: KindName(cs.kind), Status: StatusOf(cs.status),
 		Epochs: cs.epochs, PassedEpochs: cs.tally.Passed, FailedEpochs: cs.tally.Failed,
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,

@@ -102,7 +102,7 @@ func TestBuilderVerdicts(t *testing.T) {
 			if tt.skip != "" {
 				b.Skip(tt.skip)
 			}
-			c, ok := b.Case(CaseKey{"s", "c"})
+			c, ok := b.Case(CaseKey{Skill: "s", Case: "c"})
 			if !ok {
 				t.Fatal("case not found")
 			}
@@ -158,7 +158,7 @@ func TestBuilderIgnoresWhatIsNotInThePlan(t *testing.T) {
 	if b.JobsDone() != 2 || b.JobsTotal() != 2 || !b.Done() {
 		t.Errorf("JobsDone %d JobsTotal %d Done %v, want 2 2 true", b.JobsDone(), b.JobsTotal(), b.Done())
 	}
-	c, _ := b.Case(CaseKey{"s", "c"})
+	c, _ := b.Case(CaseKey{Skill: "s", Case: "c"})
 	if c.Status != StatusPassed || c.PassedEpochs != 2 || c.FailedEpochs != 0 {
 		t.Errorf("case = %s %d passed %d failed; the duplicate's fail must not count", c.Status, c.PassedEpochs, c.FailedEpochs)
 	}
@@ -177,7 +177,7 @@ func TestBuilderConflictingJobs(t *testing.T) {
 	if b.Add(res("s", "c", 1, vFailed, withJob("job-agent-b"))) {
 		t.Fatal("a second job for the same epoch was accepted")
 	}
-	c, _ := b.Case(CaseKey{"s", "c"})
+	c, _ := b.Case(CaseKey{Skill: "s", Case: "c"})
 	if c.Status != StatusErrored || !strings.Contains(c.Reason, "two different jobs reported epoch 1") {
 		t.Errorf("status %s reason %q, want errored naming the conflict", c.Status, c.Reason)
 	}
@@ -208,7 +208,7 @@ func TestBuilderNeverAFalsePass(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := NewBuilder(testRun, []PlannedCase{plan("s", "c", 1, 0)})
 			b.Add(tt.r)
-			c, _ := b.Case(CaseKey{"s", "c"})
+			c, _ := b.Case(CaseKey{Skill: "s", Case: "c"})
 			if c.Status != StatusErrored || !strings.Contains(c.Reason, tt.reason) {
 				t.Errorf("status %s reason %q, want errored with %q", c.Status, c.Reason, tt.reason)
 			}
@@ -264,7 +264,7 @@ func TestBuilderEvidence(t *testing.T) {
 		}
 		b.Add(res("s", "c", e, v))
 	}
-	c, _ := b.Case(CaseKey{"s", "c"})
+	c, _ := b.Case(CaseKey{Skill: "s", Case: "c"})
 	if c.Status != StatusFailed || c.Output != "goodbye from epoch 2" {
 		t.Errorf("status %s output %q, want failed with epoch 2's output", c.Status, c.Output)
 	}
@@ -283,7 +283,7 @@ func TestBuilderEvidence(t *testing.T) {
 			r.Assertions = append(r.Assertions, &skillfleetv1.AssertionResult{Type: "stdout_contains", Passed: true})
 		}
 	}))
-	big, _ := b.Case(CaseKey{"s", "big"})
+	big, _ := b.Case(CaseKey{Skill: "s", Case: "big"})
 	for name, s := range map[string]string{"output": big.Output, "stdout": big.Stdout, "stderr": big.Stderr} {
 		if len(s) > maxExcerpt+64 || !strings.HasSuffix(s, "THE END") || !strings.Contains(s, "bytes omitted") {
 			t.Errorf("%s: %d bytes, want a head/tail excerpt of about %d", name, len(s), maxExcerpt)

@@ -42,6 +42,8 @@ type Summary struct {
 type Case struct {
 	Skill string `json:"skill"`
 	Case  string `json:"case"`
+	// Agent is the agent a prompt case ran against, when the run named agents.
+	Agent string `json:"agent,omitempty"`
 	// Kind is "prompt" or "command".
 	Kind string `json:"kind"`
 	// Status is one of the Status* constants.

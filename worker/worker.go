@@ -303,6 +303,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		gaveUp = true
 	}
 	res.JobId, res.RunId, res.Skill, res.CaseName, res.Epoch, res.Kind = job.GetId(), job.GetRunId(), job.GetSkill(), job.GetCaseName(), job.GetEpoch(), job.GetKind()
+	res.Agent = job.GetAgent()
 	res.Attempt = int32(attempt)
 	res.WorkerId = w.cfg.ID
 	end := w.now()

@@ -907,11 +907,14 @@ type Result struct {
 	Reason  string   `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
 	Timings *Timings `protobuf:"bytes,14,opt,name=timings,proto3" json:"timings,omitempty"`
 	// 1-based delivery attempt that produced this result.
-	Attempt       int32                  `protobuf:"varint,15,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	WorkerId      string                 `protobuf:"bytes,16,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Usage         *Usage                 `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	Kind          CaseKind               `protobuf:"varint,19,opt,name=kind,proto3,enum=skillfleet.v1.CaseKind" json:"kind,omitempty"`
+	Attempt    int32                  `protobuf:"varint,15,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WorkerId   string                 `protobuf:"bytes,16,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Usage      *Usage                 `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Kind       CaseKind               `protobuf:"varint,19,opt,name=kind,proto3,enum=skillfleet.v1.CaseKind" json:"kind,omitempty"`
+	// The agent the job ran against; empty for command cases. A case run against several agents
+	// is reported once per agent.
+	Agent         string `protobuf:"bytes,20,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1077,6 +1080,13 @@ func (x *Result) GetKind() CaseKind {
 		return x.Kind
 	}
 	return CaseKind_CASE_KIND_UNSPECIFIED
+}
+
+func (x *Result) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
 }
 
 // RunSpec is what a user asked for.
@@ -1567,7 +1577,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\x98\x05\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xae\x05\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -1591,7 +1601,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05usage\x18\x11 \x01(\v2\x14.skillfleet.v1.UsageR\x05usage\x12;\n" +
 	"\vfinished_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12+\n" +
-	"\x04kind\x18\x13 \x01(\x0e2\x17.skillfleet.v1.CaseKindR\x04kind\"\xbb\x02\n" +
+	"\x04kind\x18\x13 \x01(\x0e2\x17.skillfleet.v1.CaseKindR\x04kind\x12\x14\n" +
+	"\x05agent\x18\x14 \x01(\tR\x05agent\"\xbb\x02\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
