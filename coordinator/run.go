@@ -115,70 +115,22 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	defer tick.Stop()
 	dirty := true
 
-	for {
-		if r.builder.Done() {
-			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
-			return
-		}
-		if len(pending) > 0 {
-			// Take what results are ready (a bounded number, so publishing never starves), then
-			// publish a chunk.
-		drain:
-			for range publishChunk {
-				select {
-				case m, ok := <-results:
-					if !ok {
-						c.fail(ctx, r, "results stream closed")
-						return
-					}
-					c.onResult(ctx, r, m)
-					dirty = true
-				case reason := <-r.cancel:
-					c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
-					return
-				case <-ctx.Done():
-					c.persist(r, log)
-					return
-				default:
-					break drain
-				}
-			}
-			n := min(publishChunk, len(pending))
-			ungatedInChunk := max(0, min(n, len(pending)-nGatedFirst))
-			if err := c.publish(ctx, r, pending[:n]); err != nil {
-				if ctx.Err() != nil {
-					c.persist(r, log)
-					return
-				}
-				log.Error("publishing jobs failed; retrying", zap.Error(err))
-				select {
-				case <-time.After(time.Second):
-				case <-ctx.Done():
-				}
-				continue
-			}
-			pending = pending[n:]
-			r.disp.published(ungatedInChunk)
-			r.mu.Lock()
-			r.status.Published = int32(r.disp.publishedCount())
-			r.mu.Unlock()
-			dirty = true
-			continue
-		}
+	// step waits for one event and handles it; it reports whether the loop is over.
+	step := func() bool {
 		select {
 		case m, ok := <-results:
 			if !ok {
 				c.fail(ctx, r, "results stream closed")
-				return
+				return true
 			}
 			c.onResult(ctx, r, m)
 			dirty = true
 		case reason := <-r.cancel:
 			c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
-			return
+			return true
 		case <-timer.C:
 			c.finish(ctx, r, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, "run deadline passed at "+deadline.UTC().Format(time.RFC3339))
-			return
+			return true
 		case <-tick.C:
 			if dirty {
 				c.persist(r, log)
@@ -186,8 +138,49 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 		case <-ctx.Done():
 			c.persist(r, log)
+			return true
+		}
+		return false
+	}
+
+	for {
+		if r.builder.Done() {
+			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
 			return
 		}
+		if len(pending) == 0 {
+			if step() {
+				return
+			}
+			continue
+		}
+		// Jobs still to publish: first take the results that are ready (a bounded number, so
+		// publishing never starves), then publish a chunk.
+		for i := 0; i < publishChunk && (len(results) > 0 || len(r.cancel) > 0 || ctx.Err() != nil); i++ {
+			if step() {
+				return
+			}
+		}
+		n := min(publishChunk, len(pending))
+		ungatedInChunk := max(0, min(n, len(pending)-nGatedFirst))
+		if err := c.publish(ctx, r, pending[:n]); err != nil {
+			if ctx.Err() != nil {
+				c.persist(r, log)
+				return
+			}
+			log.Error("publishing jobs failed; retrying", zap.Error(err))
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		pending = pending[n:]
+		r.disp.published(ungatedInChunk)
+		r.mu.Lock()
+		r.status.Published = int32(r.disp.publishedCount())
+		r.mu.Unlock()
+		dirty = true
 	}
 }
 

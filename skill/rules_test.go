@@ -1,15 +1,13 @@
 package skill
 
 import (
-	"flag"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // ruleCase is one fixture run through the whole pipeline (discover, parse, validate, lint,
 // resolve). fires lists rules that must fire, quiet rules that must not: together they give
@@ -249,22 +247,7 @@ func TestRuleCoverage(t *testing.T) {
 
 func checkGolden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	testutil.Golden(t, path, []byte(got))
 }
 
 func writeFile(t *testing.T, path, content string) {

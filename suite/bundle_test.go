@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -94,7 +95,7 @@ func TestExtractBundleRefusesUnsafeEntries(t *testing.T) {
 
 func TestBundleRefusesSymlinkOutOfSkill(t *testing.T) {
 	root := t.TempDir()
-	copyTree(t, filepath.Join(examples, "logging-standards"), filepath.Join(root, "logging-standards"))
+	testutil.CopyTree(t, filepath.Join(examples, "logging-standards"), filepath.Join(root, "logging-standards"))
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("token"), 0o600); err != nil {
 		t.Fatal(err)
@@ -216,10 +217,10 @@ func TestCacheEvictsOnlyUnusedBundles(t *testing.T) {
 	var digests []string
 	for _, skillName := range []string{"env-selector", "logging-standards", "deploy-checklist"} {
 		root := t.TempDir()
-		copyTree(t, filepath.Join(examples, skillName), filepath.Join(root, skillName))
+		testutil.CopyTree(t, filepath.Join(examples, skillName), filepath.Join(root, skillName))
 		if skillName == "deploy-checklist" {
-			copyTree(t, filepath.Join(examples, "env-selector"), filepath.Join(root, "env-selector"))
-			copyTree(t, filepath.Join(examples, "logging-standards"), filepath.Join(root, "logging-standards"))
+			testutil.CopyTree(t, filepath.Join(examples, "env-selector"), filepath.Join(root, "env-selector"))
+			testutil.CopyTree(t, filepath.Join(examples, "logging-standards"), filepath.Join(root, "logging-standards"))
 		}
 		d, b := bundleOf(t, root)
 		src.bundles[d] = b

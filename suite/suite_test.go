@@ -3,38 +3,14 @@ package suite
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/skill"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // diagText renders diagnostics with paths relative to base, one per line.
 func diagText(base string, diags skill.Diagnostics) []byte {
@@ -67,7 +43,7 @@ func TestCaseFileErrors(t *testing.T) {
 					t.Errorf("case %q of a bad fixture was planned", c.Name)
 				}
 			}
-			golden(t, "bad-"+d.Name()+".txt", diagText(root, s.Diagnostics))
+			testutil.Golden(t, filepath.Join("testdata", "golden", "bad-"+d.Name()+".txt"), diagText(root, s.Diagnostics))
 		})
 	}
 }
@@ -169,7 +145,7 @@ func TestExamplePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "examples.plan.json", planJSON(t, p))
+	testutil.Golden(t, filepath.Join("testdata", "golden", "examples.plan.json"), planJSON(t, p))
 
 	// Every case kind and assertion type is exercised by the example suite.
 	kinds := map[Kind]bool{}
@@ -193,7 +169,7 @@ func TestExamplePlan(t *testing.T) {
 
 func TestPlanIsStable(t *testing.T) {
 	root := t.TempDir()
-	copyTree(t, examples, root)
+	testutil.CopyTree(t, examples, root)
 	plan := func() *Plan {
 		s := Load([]string{root}, skill.Options{})
 		p, err := s.Plan(PlanOptions{})
@@ -283,28 +259,5 @@ func TestPlanFilterAndAgents(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "deploy-checklist,env-selector,logging-standards" {
 		t.Errorf("bundle skills = %s, want deploy-checklist and its closure", got)
-	}
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		info, _ := d.Info()
-		return os.WriteFile(target, data, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

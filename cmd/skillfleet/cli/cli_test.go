@@ -3,7 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +12,6 @@ import (
 
 	"github.com/skillfleet/skillfleet/skill"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 const (
 	good   = "testdata/skills"
@@ -28,23 +26,7 @@ func run(args ...string) (code int, stdout, stderr string) {
 
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 func TestExitCodes(t *testing.T) {
@@ -259,7 +241,7 @@ func TestInit(t *testing.T) {
 	}
 
 	// Dependencies are pinned to the versions present in the root.
-	copyTree(t, good, root)
+	testutil.CopyTree(t, good, root)
 	code, _, errOut = run("init", "deployer", "--root", root, "--requires", "environment-selector,logging-standards")
 	if code != ExitOK {
 		t.Fatalf("init with requires: %s", errOut)
@@ -340,26 +322,4 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
