@@ -65,9 +65,11 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 	if a.cfg.Token == "" {
 		return h
 	}
-	want := []byte("Bearer " + a.cfg.Token)
+	want := []byte(a.cfg.Token)
 	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		// The scheme is case-insensitive (RFC 9110); the token is compared in constant time.
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(token), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
 			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
 			return
@@ -109,7 +111,11 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &pe):
-		writeError(w, http.StatusUnprocessableEntity, err, pe.Diagnostics)
+		var diags any
+		if len(pe.Diagnostics) > 0 {
+			diags = pe.Diagnostics // a nil slice in an interface would defeat omitempty
+		}
+		writeError(w, http.StatusUnprocessableEntity, err, diags)
 		return
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, err, nil)

@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,16 +118,15 @@ type apiFleet struct {
 	exec  *scripted
 	reg   *prometheus.Registry
 	srv   *httptest.Server
-	// posts counts POST /v1/runs requests that reached the server.
-	mu    sync.Mutex
-	posts int
+	// dataDir holds the fleet's JetStream store and the coordinator's bundle cache.
+	dataDir string
 }
 
 func startAPI(t *testing.T, mutate func(*local.Config, *coordinator.APIConfig)) *apiFleet {
 	t.Helper()
-	a := &apiFleet{exec: &scripted{}, reg: prometheus.NewRegistry()}
+	a := &apiFleet{exec: &scripted{}, reg: prometheus.NewRegistry(), dataDir: t.TempDir()}
 	cfg := local.Config{
-		DataDir: t.TempDir(), Workers: 3, Slots: 2, Queue: queue.DefaultConfig(), Executor: a.exec,
+		DataDir: a.dataDir, Workers: 3, Slots: 2, Queue: queue.DefaultConfig(), Executor: a.exec,
 		Worker:   worker.Config{RetryDelay: 50 * time.Millisecond, FetchWait: 100 * time.Millisecond, DrainGrace: time.Second},
 		Log:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 		Registry: a.reg,
@@ -142,15 +143,7 @@ func startAPI(t *testing.T, mutate func(*local.Config, *coordinator.APIConfig)) 
 	// Cleanups run last-registered first: held jobs are released before the fleet drains.
 	t.Cleanup(a.exec.releaseAll)
 	a.fleet = f
-	h := f.Coordinator.Handler(api)
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/runs" {
-			a.mu.Lock()
-			a.posts++
-			a.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
+	a.srv = httptest.NewServer(f.Coordinator.Handler(api))
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -285,6 +278,32 @@ func badCaseSuite(t *testing.T) string {
 	})
 }
 
+// tarOf is a tar with one entry of the given name and type.
+func tarOf(t *testing.T, name string, typ byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Name: name, Typeflag: typ, Mode: 0o644}
+	content := "---\nname: evil\n---\n"
+	if typ == tar.TypeReg {
+		hdr.Size = int64(len(content))
+	} else {
+		hdr.Linkname = "/etc/passwd"
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		t.Fatal(err)
+	}
+	if typ == tar.TypeReg {
+		if _, err := tw.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 type apiErrorBody struct {
 	Error       string            `json:"error"`
 	Diagnostics skill.Diagnostics `json:"diagnostics"`
@@ -297,6 +316,34 @@ func decodeError(t *testing.T, body []byte) apiErrorBody {
 		t.Fatalf("error body is not {\"error\": ...}: %v\n%s", err, body)
 	}
 	return e
+}
+
+// TestAPIErrorDiagnosticsAreAListOrAbsent: an error body's diagnostics are a list when there
+// are any and absent otherwise (apiError's omitempty), never null, which breaks clients that
+// read the list.
+func TestAPIErrorDiagnosticsAreAListOrAbsent(t *testing.T) {
+	a := startAPI(t, nil)
+	for _, tc := range []struct {
+		name, query string
+		body        []byte
+		want        int
+	}{
+		{"suite with errors", "", bundleOf(t, badCaseSuite(t)), http.StatusUnprocessableEntity},
+		{"no case matches", "skill=nothing-*", bundleOf(t, examples), http.StatusUnprocessableEntity},
+		{"not a tar", "", []byte("this is not a tar archive"), http.StatusUnprocessableEntity},
+		{"bad glob", "skill=%5B", bundleOf(t, examples), http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := a.do(t, http.MethodPost, "/v1/runs?"+tc.query, token, tc.body)
+			var raw map[string]json.RawMessage
+			if err := json.Unmarshal(body, &raw); err != nil || resp.StatusCode != tc.want {
+				t.Fatalf("%d, want %d: %v: %s", resp.StatusCode, tc.want, err, body)
+			}
+			if d, ok := raw["diagnostics"]; ok && !bytes.HasPrefix(d, []byte("[")) {
+				t.Errorf("\"diagnostics\": %s; want a list or no key: %s", d, body)
+			}
+		})
+	}
 }
 
 func TestAPIAuth(t *testing.T) {
@@ -462,21 +509,41 @@ func TestAPISubmitRefusals(t *testing.T) {
 		})
 	}
 
-	// A body that is not a bundle at all is refused as unplannable, saying why.
+	// A body that is not a bundle is refused as unplannable (422, not 400: the request is well
+	// formed, its content is not), saying why and without naming the coordinator's files.
+	var emptyTar bytes.Buffer
+	if _, err := suite.WriteBundle(&emptyTar, nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		body []byte
+		msg  []string // any of them
 	}{
-		{"short text", []byte("this is not a tar archive")},
-		{"garbage block", bytes.Repeat([]byte("not a tar header "), 64)},
+		{"short text", []byte("this is not a tar archive"), []string{"read bundle: unexpected EOF"}},
+		{"garbage block", bytes.Repeat([]byte("not a tar header "), 64), []string{"read bundle: archive/tar: invalid tar header"}},
+		{"escaping entry", tarOf(t, "../evil/SKILL.md", tar.TypeReg), []string{"unsafe bundle entry", "../evil/SKILL.md"}},
+		{"absolute entry", tarOf(t, "/etc/evil", tar.TypeReg), []string{"unsafe bundle entry"}},
+		{"symlink entry", tarOf(t, "s/link", tar.TypeSymlink), []string{"unsafe bundle entry"}},
+		// A bundle of no skills (what WriteBundle writes for an empty selection) and an empty
+		// body hold no cases to run.
+		{"empty tar", emptyTar.Bytes(), []string{"no test cases", "no skills", "empty"}},
+		{"empty body", []byte{}, []string{"no test cases", "no skills", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := a.do(t, http.MethodPost, "/v1/runs", token, tc.body)
 			if resp.StatusCode != http.StatusUnprocessableEntity {
 				t.Fatalf("%d, want 422: %s", resp.StatusCode, body)
 			}
-			if e := decodeError(t, body); !strings.Contains(e.Error, "suite cannot be planned") || !strings.Contains(e.Error, "read bundle") {
-				t.Errorf("message %q does not say the bundle could not be read", e.Error)
+			e := decodeError(t, body)
+			if !strings.HasPrefix(e.Error, "suite cannot be planned: ") {
+				t.Errorf("message %q does not say the suite cannot be planned", e.Error)
+			}
+			if !slices.ContainsFunc(tc.msg, func(m string) bool { return strings.Contains(e.Error, m) }) {
+				t.Errorf("message %q does not say what is wrong (want one of %q)", e.Error, tc.msg)
+			}
+			if strings.Contains(e.Error, a.dataDir) {
+				t.Errorf("message %q exposes the coordinator's data directory", e.Error)
 			}
 		})
 	}
@@ -749,7 +816,7 @@ func TestAPIEvents(t *testing.T) {
 			if err := protojson.Unmarshal([]byte(ev.data), r); err != nil {
 				t.Fatalf("result event data: %v: %s", err, ev.data)
 			}
-			if r.GetRunId() != st.GetId() || r.GetSkill() != "env-selector" || r.GetVerdict() != pb.Verdict_VERDICT_PASSED || r.GetKind() != pb.CaseKind_CASE_KIND_PROMPT {
+			if r.GetRunId() != st.GetId() || r.GetSkill() != "env-selector" || r.GetVerdict() != pb.Verdict_VERDICT_PASSED || r.GetKind() != pb.CaseKind_CASE_KIND_PROMPT || r.GetAgent() != "sse" {
 				t.Errorf("result event %v", r)
 			}
 		}

@@ -19,6 +19,10 @@ import (
 	"github.com/skillfleet/skillfleet/skill"
 )
 
+// lenient reads what a newer coordinator writes: fields this client does not know are skipped
+// (the wire contract only ever grows).
+var lenient = protojson.UnmarshalOptions{DiscardUnknown: true}
+
 // Client talks to a coordinator's HTTP API.
 type Client struct {
 	base  string
@@ -101,7 +105,7 @@ func (c *Client) List(ctx context.Context) ([]*pb.RunStatus, error) {
 	out := make([]*pb.RunStatus, 0, len(body.Runs))
 	for _, raw := range body.Runs {
 		st := &pb.RunStatus{}
-		if err := protojson.Unmarshal(raw, st); err != nil {
+		if err := lenient.Unmarshal(raw, st); err != nil {
 			return nil, fmt.Errorf("decode run: %w", err)
 		}
 		out = append(out, st)
@@ -165,13 +169,13 @@ func decodeEvent(run, kind string, data []byte) (*pb.Event, error) {
 	switch kind {
 	case "status":
 		st := &pb.RunStatus{}
-		if err := protojson.Unmarshal(data, st); err != nil {
+		if err := lenient.Unmarshal(data, st); err != nil {
 			return nil, fmt.Errorf("decode status event: %w", err)
 		}
 		return &pb.Event{RunId: run, Payload: &pb.Event_Status{Status: st}}, nil
 	case "result":
 		r := &pb.Result{}
-		if err := protojson.Unmarshal(data, r); err != nil {
+		if err := lenient.Unmarshal(data, r); err != nil {
 			return nil, fmt.Errorf("decode result event: %w", err)
 		}
 		return &pb.Event{RunId: run, Payload: &pb.Event_Result{Result: r}}, nil
@@ -189,7 +193,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ct
 	if err != nil {
 		return err
 	}
-	return protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, out)
+	return lenient.Unmarshal(b, out)
 }
 
 func (c *Client) send(ctx context.Context, method, path string, body io.Reader, ctype string) (*http.Response, error) {

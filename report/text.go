@@ -86,7 +86,7 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 	if s.Pending > 0 {
 		pending = fmt.Sprintf(", %d pending", s.Pending)
 	}
-	t.printf("%s cases: %s, %s, %s, %s, %s%s (run %s)\n", strconv.Itoa(s.Total),
+	t.printf("%d %s: %s, %s, %s, %s, %s%s (run %s)\n", s.Total, plural(s.Total, "case", "cases"),
 		t.count(s.Passed, "passed", sgrGreen), t.count(s.Failed, "failed", sgrRed),
 		t.count(s.Errored, "errored", sgrRed), t.count(s.TimedOut, "timed out", sgrYellow),
 		t.count(s.Skipped, "skipped", sgrCyan), pending, oneLine(r.Run, maxValueRunes))

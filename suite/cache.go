@@ -134,6 +134,10 @@ func (c *Cache) download(ctx context.Context, digest, final string) error {
 		return err
 	}
 	tree := filepath.Join(tmp, "tree")
+	// An empty bundle is still a directory (with no skills to plan), not a missing one.
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return err
+	}
 	if err := ExtractBundle(f, tree); err != nil {
 		return fmt.Errorf("extract bundle %s: %w", digest, err)
 	}

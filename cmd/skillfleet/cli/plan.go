@@ -37,6 +37,7 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.skills, "skill", nil, "only skills whose name matches this glob (repeatable)")
 	cmd.Flags().StringArrayVar(&f.cases, "case", nil, "only cases whose name matches this glob (repeatable)")
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
+	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 }
 
 func (f *suiteFlags) options() suite.PlanOptions {
@@ -107,8 +108,12 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					}
 					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, j.Epoch, j.TimeoutMS/1000, par)
 				}
-				fmt.Fprintf(e.stdout, "%s, %s, %s; suite %s\n", plural(len(doc.Jobs), "job", "jobs"),
-					plural(s.Diagnostics.Errors(), "error", "errors"), plural(s.Diagnostics.Warnings(), "warning", "warnings"), doc.SuiteDigest)
+				line := fmt.Sprintf("%s, %s, %s", plural(len(doc.Jobs), "job", "jobs"),
+					plural(s.Diagnostics.Errors(), "error", "errors"), plural(s.Diagnostics.Warnings(), "warning", "warnings"))
+				if doc.SuiteDigest != "" {
+					line += "; suite " + doc.SuiteDigest
+				}
+				fmt.Fprintln(e.stdout, line)
 			}
 			if s.Diagnostics.HasErrors() {
 				return errorsFound()

@@ -36,8 +36,8 @@ func newRunsCommand(e *env) *cobra.Command {
 			return err
 		}
 		c := st.GetCases()
-		fmt.Fprintf(e.stdout, "run      %s %s\nstate    %s %s\njobs     %d/%d\ncases    %d: %d passed, %d failed, %d errored, %d timed out, %d skipped\n",
-			st.GetId(), st.GetSpec().GetName(), stateName(st.GetState()), st.GetReason(), st.GetDoneJobs(), st.GetTotalJobs(),
+		fmt.Fprintf(e.stdout, "run      %s\nstate    %s\njobs     %d/%d\ncases    %d: %d passed, %d failed, %d errored, %d timed out, %d skipped\n",
+			strings.TrimSpace(st.GetId()+" "+st.GetSpec().GetName()), strings.TrimSpace(stateName(st.GetState())+" "+st.GetReason()), st.GetDoneJobs(), st.GetTotalJobs(),
 			c.GetTotal(), c.GetPassed(), c.GetFailed(), c.GetErrored(), c.GetTimedOut(), c.GetSkipped())
 		return nil
 	}

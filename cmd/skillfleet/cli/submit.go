@@ -85,6 +85,9 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err := checkFormat(o.format); err != nil {
 				return err
 			}
+			if o.junit != "" && !follow {
+				return usageErrorf("--junit needs --follow: the report exists only when the run ends")
+			}
 			client, err := r.client(cmd)
 			if err != nil {
 				return err
@@ -161,6 +164,11 @@ func followRemote(ctx context.Context, e *env, client *coordinator.Client, st *p
 		}
 		if err == nil {
 			err = serr
+		}
+		var ae *coordinator.APIError
+		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != 408 && ae.Status != 429 {
+			prog.finish()
+			return apiFailure(e, err) // a refusal (401, 404, ...) will not go away by retrying
 		}
 		fmt.Fprintf(e.stderr, "event stream interrupted (%v); reconnecting\n", err)
 		select {
