@@ -132,6 +132,7 @@ func (f *Fleet) startWorker(exec worker.Executor) error {
 	wc.MaxAttempts = cfg.Queue.MaxDeliver
 	wc.Heartbeat = cfg.Queue.HeartbeatInterval()
 	wc.CacheDir = filepath.Join(f.dir, "worker-cache", wc.ID)
+	wc.MaxResultBytes = int(f.Conn.MaxPayload())
 	var reg prometheus.Registerer
 	if f.reg != nil {
 		// Several workers in one registry: a worker label (bounded by --workers) keeps their

@@ -117,7 +117,10 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 	results, _ := assert.EvaluateAll(assertions, obs)
 	out.Assertions = assertionResults(results)
 	out.Verdict = verdictOf(results)
-	if res.OOMKilled {
+	switch {
+	case out.Verdict == pb.Verdict_VERDICT_ERRORED:
+		out.Reason = erroredReason(results)
+	case res.OOMKilled:
 		out.Reason = "a process was killed by the memory limit (exit 137)"
 	}
 	return out, nil
@@ -142,6 +145,16 @@ func verdictOf(results []assert.Result) pb.Verdict {
 		return pb.Verdict_VERDICT_PASSED
 	}
 	return pb.Verdict_VERDICT_ERRORED
+}
+
+// erroredReason says why a job whose assertions ran has no verdict.
+func erroredReason(results []assert.Result) string {
+	for _, r := range results {
+		if r.Errored {
+			return fmt.Sprintf("%s could not be decided: %s", r.Type, r.Message)
+		}
+	}
+	return "no assertion results"
 }
 
 // compileAssertions rebuilds the plan's assertions from the wire.

@@ -1,7 +1,11 @@
 package worker
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/assert"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -62,5 +66,37 @@ func TestCompileAssertionsFromTheWire(t *testing.T) {
 		if _, err := compileAssertions(bad); err == nil {
 			t.Errorf("compileAssertions(%v) accepted a bad job", bad)
 		}
+	}
+}
+
+func TestEncodeResultFitsTheMessageLimit(t *testing.T) {
+	w := &Worker{cfg: Config{MaxResultBytes: 1 << 20}}
+	big := strings.Repeat("é", 1<<20) // 2 MiB of two-byte runes
+	res := &pb.Result{JobId: "j1", Verdict: pb.Verdict_VERDICT_FAILED, Stdout: big, Stderr: "short"}
+	data, err := w.encodeResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &pb.Result{}
+	if err := proto.Unmarshal(data, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 1<<20 || got.GetVerdict() != pb.Verdict_VERDICT_FAILED || !got.GetOutputTruncated() {
+		t.Fatalf("%d bytes, verdict %v, truncated %v", len(data), got.GetVerdict(), got.GetOutputTruncated())
+	}
+	if !utf8.ValidString(got.GetStdout()) || !strings.Contains(got.GetStdout(), "left out of the stored result") || got.GetStderr() != "short" {
+		t.Fatalf("stdout trimmed badly: %d bytes, valid %v", len(got.GetStdout()), utf8.ValidString(got.GetStdout()))
+	}
+
+	// A result that cannot be made to fit becomes an errored one that says why.
+	w.cfg.MaxResultBytes = 1 << 10
+	data, err = w.encodeResult(&pb.Result{JobId: "j2", Verdict: pb.Verdict_VERDICT_PASSED, Stdout: strings.Repeat("x", 8<<10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = &pb.Result{}
+	_ = proto.Unmarshal(data, got)
+	if got.GetVerdict() != pb.Verdict_VERDICT_ERRORED || !strings.Contains(got.GetReason(), "exceeds") || got.GetJobId() != "j2" {
+		t.Fatalf("oversized result: %v %q", got.GetVerdict(), got.GetReason())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,9 @@ type Config struct {
 	// CacheDir holds extracted suite bundles; KeepBundles bounds how many stay.
 	CacheDir    string
 	KeepBundles int
+	// MaxResultBytes bounds a result message; it must not exceed the NATS server's max
+	// payload (1 MiB by default).
+	MaxResultBytes int
 }
 
 func (c *Config) defaults() error {
@@ -65,6 +69,9 @@ func (c *Config) defaults() error {
 	}
 	if c.KeepBundles <= 0 {
 		c.KeepBundles = 16
+	}
+	if c.MaxResultBytes <= 0 {
+		c.MaxResultBytes = 1 << 20
 	}
 	if c.CacheDir == "" {
 		return errors.New("worker: a bundle cache directory is required")
@@ -315,7 +322,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	if q := job.GetQueuedAt(); q != nil {
 		res.Timings.QueuedMs = max(start.Sub(q.AsTime()), 0).Milliseconds()
 	}
-	data, err := proto.Marshal(res)
+	data, err := w.encodeResult(res)
 	if err == nil {
 		err = w.deps.Results.PublishResult(ctx, job.GetRunId(), job.GetId(), attempt, data)
 	}
@@ -377,6 +384,51 @@ func (w *Worker) heartbeat(msg jetstream.Msg, log *zap.Logger) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// resultTextBytes is how much of each of output, stdout and stderr a result keeps. The
+// assertions have already seen the whole captured text; reports show a few kilobytes.
+const resultTextBytes = 64 << 10
+
+// encodeResult trims the result's texts and marshals it within MaxResultBytes. A result that
+// still does not fit is replaced by an errored one saying so: a result that cannot be stored
+// would otherwise send the job round the fleet until it is blamed on the workers.
+func (w *Worker) encodeResult(res *pb.Result) ([]byte, error) {
+	for _, s := range []*string{&res.Output, &res.Stdout, &res.Stderr} {
+		if t, cut := trimText(*s, resultTextBytes); cut {
+			*s = t
+			res.OutputTruncated = true
+		}
+	}
+	data, err := proto.Marshal(res)
+	if err != nil || len(data) <= w.cfg.MaxResultBytes {
+		return data, err
+	}
+	small := &pb.Result{
+		JobId: res.JobId, RunId: res.RunId, Skill: res.Skill, CaseName: res.CaseName, Epoch: res.Epoch,
+		Kind: res.Kind, Agent: res.Agent, Attempt: res.Attempt, WorkerId: res.WorkerId,
+		FinishedAt: res.FinishedAt, Timings: res.Timings, Usage: res.Usage,
+		Verdict: pb.Verdict_VERDICT_ERRORED,
+		Reason:  fmt.Sprintf("the result (%d bytes) exceeds the %d-byte message limit even with its output trimmed", len(data), w.cfg.MaxResultBytes),
+	}
+	return proto.Marshal(small)
+}
+
+// trimText keeps the head and tail of s within limit bytes (cut on rune boundaries), with a
+// marker where text was left out.
+func trimText(s string, limit int) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	half := limit / 2
+	head, tail := half, len(s)-half
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + fmt.Sprintf("\n[skillfleet: %d bytes left out of the stored result]\n", tail-head) + s[tail:], true
 }
 
 func erroredResult(job *pb.Job, reason string) *pb.Result {

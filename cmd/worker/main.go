@@ -135,7 +135,7 @@ func run(ctx context.Context, o options) error {
 	log.Info("bound to the job queue", zap.Duration("ack_wait", cc.AckWait), zap.Int("max_deliver", cc.MaxDeliver))
 	w, err := worker.New(worker.Config{
 		ID: o.id, Slots: o.slots, MaxAttempts: cc.MaxDeliver, Heartbeat: cc.AckWait / 3,
-		DrainGrace: o.drainGrace, CacheDir: o.cacheDir,
+		DrainGrace: o.drainGrace, CacheDir: o.cacheDir, MaxResultBytes: int(nc.MaxPayload()),
 	}, worker.Deps{
 		Lanes:    []jetstream.Consumer{topo.OnDemand, topo.Scheduled},
 		Results:  topo,
