@@ -51,7 +51,7 @@ func Load(roots []string, opts skill.Options) *Suite {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				perSkill[i], perDiags[i] = loadSkillCases(skills[i])
+				perSkill[i], perDiags[i] = LoadCases(skills[i])
 			}
 		}()
 	}
@@ -70,9 +70,9 @@ func Load(roots []string, opts skill.Options) *Suite {
 	return s
 }
 
-// loadSkillCases reads both case formats of one skill and rejects duplicate case names, which
+// LoadCases reads both case formats of one skill and rejects duplicate case names, which
 // would make two report rows indistinguishable.
-func loadSkillCases(sk *skill.Skill) ([]*Case, skill.Diagnostics) {
+func LoadCases(sk *skill.Skill) ([]*Case, skill.Diagnostics) {
 	prompt, diags := loadPromptCases(sk)
 	command, cd := loadCommandCases(sk)
 	diags = append(diags, cd...)

@@ -709,3 +709,11 @@ func TestLocal(t *testing.T) {
 		t.Errorf("text report (exit %d):\n%s", code, out)
 	}
 }
+
+// TestValidateChecksCaseFiles: a skill is only valid with valid test cases.
+func TestValidateChecksCaseFiles(t *testing.T) {
+	code, out, _ := run("validate", filepath.Join("..", "..", "..", "suite", "testdata", "bad", "typo-key"))
+	if code != ExitErrors || !strings.Contains(out, "cases.yaml:5: error assertion.unknownKey") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
 )
 
 func newValidateCommand(e *env) *cobra.Command {
@@ -13,7 +14,8 @@ func newValidateCommand(e *env) *cobra.Command {
 		Use:   "validate [--strict] [--force] [--format text|json] PATH...",
 		Short: "Check skills against the specification and resolve their requires",
 		Long: `Validate parses each skill, checks its frontmatter against the Agent Skills
-specification and the RFC's requires and test fields, and resolves requires.
+specification and the RFC's requires and test fields, resolves requires, and checks the test
+cases (the test field's cases file and tests/cases/*.yaml) of every valid skill.
 
 PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth.
 Dependencies resolve within the root; for a single skill directory, among the skill
@@ -34,7 +36,13 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 				t := loadTarget(path, opts, true)
 				ds := append(skill.Diagnostics{}, t.diags...)
 				for _, s := range t.skills {
-					ds = append(ds, skill.Validate(s, opts)...)
+					vds := skill.Validate(s, opts)
+					ds = append(ds, vds...)
+					if !vds.HasErrors() {
+						// A skill is only as valid as its test cases: check them too.
+						_, cds := suite.LoadCases(s)
+						ds = append(ds, cds...)
+					}
 				}
 				_, rds := skill.Resolve(t.catalog, opts)
 				ds = append(ds, t.only(rds)...)
