@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +101,23 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		spec.DeadlineMs = dur.Milliseconds()
+	}
+	limits := &pb.Limits{}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"memory", &limits.MemoryBytes}, {"nano_cpus", &limits.NanoCpus}, {"pids", &limits.Pids}, {"file_size", &limits.FileSizeBytes}, {"output", &limits.OutputBytes}} {
+		if v := q.Get(f.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("%s must be a positive integer, got %q", f.name, v), nil)
+				return
+			}
+			*f.dst = n
+		}
+	}
+	if proto.Size(limits) > 0 {
+		spec.Limits = limits // workers clamp them to their operator's maxima
 	}
 	if err := (suite.Filter{Skills: spec.SkillGlobs, Cases: spec.CaseGlobs}).Validate(); err != nil {
 		writeError(w, http.StatusBadRequest, err, nil)

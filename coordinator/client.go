@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,8 @@ type SubmitOptions struct {
 	Agents    []string
 	Scheduled bool
 	Deadline  time.Duration
+	// Limits are the sandbox limits the suite asks for (skillfleet.yaml).
+	Limits *pb.Limits
 }
 
 // Submit uploads a bundle and starts a run.
@@ -72,6 +75,13 @@ func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) 
 	}
 	if o.Deadline > 0 {
 		q.Set("deadline", o.Deadline.String())
+	}
+	if l := o.Limits; l != nil {
+		for k, v := range map[string]int64{"memory": l.GetMemoryBytes(), "nano_cpus": l.GetNanoCpus(), "pids": l.GetPids(), "file_size": l.GetFileSizeBytes(), "output": l.GetOutputBytes()} {
+			if v > 0 {
+				q.Set(k, strconv.FormatInt(v, 10))
+			}
+		}
 	}
 	st := &pb.RunStatus{}
 	return st, c.do(ctx, http.MethodPost, "/v1/runs?"+q.Encode(), bundle, "application/x-tar", st)

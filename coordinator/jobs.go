@@ -26,6 +26,7 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, n
 		BundleDigest: spec.GetBundleDigest(),
 		SkillPath:    sd.Path, Closure: sd.Closure, Agent: j.Agent, MaxAttempts: int32(maxAttempts),
 		Priority: spec.GetPriority(), File: c.File, Line: int32(c.Line), QueuedAt: now,
+		Limits: spec.GetLimits(),
 	}
 	switch c.Kind {
 	case suite.KindPrompt:

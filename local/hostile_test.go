@@ -220,6 +220,22 @@ func TestHostileSuite(t *testing.T) {
 		}
 	}
 
+	// A suite's limits (skillfleet.yaml, carried in the run spec) reach its containers, and a
+	// suite asking for more than the worker allows gets the worker's maximum.
+	limitsBundle := limitsProbeSuite(t)
+	for _, probe := range []struct {
+		skill  string
+		limits *pb.Limits
+	}{
+		{"limits-asked", &pb.Limits{MemoryBytes: 96 << 20, Pids: 48}},
+		{"limits-clamped", &pb.Limits{MemoryBytes: 64 << 30}},
+	} {
+		lrep := runToEnd(t, fleet, limitsBundle, &pb.RunSpec{Name: probe.skill, SkillGlobs: []string{probe.skill}, Limits: probe.limits})
+		if lrep.Summary.Passed != 1 {
+			t.Errorf("%s: %+v %s", probe.skill, lrep.Summary, evidence(lrep.Cases[0]))
+		}
+	}
+
 	// Every byte any hostile case printed (up to the output cap) is in its results: none of it
 	// may be a secret of the worker.
 	checkNoSecretInResults(t, fleet, rep.Run)
@@ -486,4 +502,39 @@ func listenOnHost(t *testing.T) *atomic.Int32 {
 		}
 	}()
 	return &n
+}
+
+// limitsProbeSuite is two skills whose command case prints the container's memory and pids
+// limits (cgroup v1 or v2) and expects the values the test asks for.
+func limitsProbeSuite(t *testing.T) []byte {
+	t.Helper()
+	root := t.TempDir()
+	probe := `cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; ` +
+		`cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max`
+	for name, want := range map[string][]string{
+		"limits-asked":   {"100663296", "48"},  // 96 MiB and 48 processes, as asked
+		"limits-clamped": {"536870912", "256"}, // the worker's maximum (the default 512 MiB), not 64 GiB
+	} {
+		dir := filepath.Join(root, name, "tests", "cases")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := "---\nname: " + name + "\ndescription: Prints its sandbox limits. Use when checking that suite limits reach containers.\nmetadata:\n  version: \"1.0.0\"\n---\n\n# Probe\n"
+		kase := fmt.Sprintf("name: limits\ninput:\n  command: %q\nexpected:\n  stdout-contains: [%q, %q]\n", probe, want[0], want[1])
+		if err := os.WriteFile(filepath.Join(root, name, "SKILL.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "limits.yaml"), []byte(kase), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := suite.Load([]string{root}, skill.Options{})
+	if s.Diagnostics.HasErrors() {
+		t.Fatalf("limits probe suite: %v", s.Diagnostics)
+	}
+	var buf bytes.Buffer
+	if _, err := suite.WriteBundle(&buf, s.Graph, s.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillfleet/skillfleet/config"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
@@ -31,6 +33,7 @@ type planJob struct {
 type suiteFlags struct {
 	skills, cases, agents []string
 	force                 bool
+	config                string
 }
 
 func (f *suiteFlags) register(cmd *cobra.Command) {
@@ -38,6 +41,26 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.cases, "case", nil, "only cases whose name matches this glob (repeatable)")
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
+}
+
+// limits reads the suite's skillfleet.yaml (--config, else the first root's) and returns the
+// sandbox limits it asks for; nil when there is no file. Its errors are usage errors.
+func (f *suiteFlags) limits(e *env, roots []string) (*pb.Limits, error) {
+	path := f.config
+	if path == "" {
+		path = config.Find(roots)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	_, limits, diags := config.Load(path)
+	if diags.HasErrors() {
+		for _, d := range diags {
+			fmt.Fprintln(e.stderr, d.String())
+		}
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s has errors; nothing was run", path)}
+	}
+	return limits, nil
 }
 
 func (f *suiteFlags) options() suite.PlanOptions {

@@ -105,6 +105,10 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if len(p.Jobs) == 0 {
 				return usageErrorf("no test cases matched")
 			}
+			limits, err := f.limits(e, roots)
+			if err != nil {
+				return err
+			}
 			var bundle bytes.Buffer
 			if _, err := suite.WriteBundle(&bundle, s.Graph, s.Select(f.options().Filter)); err != nil {
 				return failf("bundle: %v", err)
@@ -113,6 +117,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			defer stop()
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
+				Limits: limits,
 			})
 			if err != nil {
 				return apiFailure(e, err)
@@ -129,6 +134,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&f.config, "config", "", "suite configuration (default: skillfleet.yaml in the first ROOT)")
 	r.register(cmd.Flags())
 	cmd.Flags().BoolVar(&follow, "follow", false, "wait for the run, showing progress, then print the report")
 	cmd.Flags().StringVar(&o.format, "format", o.format, "output format: text or json")

@@ -60,16 +60,21 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if len(p.Jobs) == 0 {
 				return usageErrorf("no test cases matched")
 			}
+			limits, err := f.limits(e, roots)
+			if err != nil {
+				return err
+			}
 			log, err := cmdutil.ConsoleLogger(logLevel)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log})
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits})
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&f.config, "config", "", "suite configuration (default: skillfleet.yaml in the first ROOT)")
 	cmd.Flags().IntVar(&workers, "workers", min(4, 2*runtime.NumCPU()), "workers (jobs run at once)")
 	cmd.Flags().StringVar(&o.format, "format", o.format, "report format on stdout: text or json")
 	cmd.Flags().StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
@@ -86,6 +91,7 @@ type localOptions struct {
 	flags   suiteFlags
 	out     outputFlags
 	log     *zap.Logger
+	limits  *pb.Limits
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -135,7 +141,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	st, err := fleet.Coordinator.Submit(ctx, bundle, &pb.RunSpec{
-		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, Agents: o.flags.agents,
+		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, Agents: o.flags.agents, Limits: o.limits,
 	})
 	if err != nil {
 		return failf("%v", err)

@@ -1102,7 +1102,9 @@ type RunSpec struct {
 	DeadlineMs int64                  `protobuf:"varint,7,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
 	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Agent names to run prompt cases against; empty means the suite's default agent.
-	Agents        []string `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
+	Agents []string `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
+	// Sandbox limits the suite asks for (skillfleet.yaml); workers clamp them to their maxima.
+	Limits        *Limits `protobuf:"bytes,10,opt,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1196,6 +1198,13 @@ func (x *RunSpec) GetCreatedAt() *timestamppb.Timestamp {
 func (x *RunSpec) GetAgents() []string {
 	if x != nil {
 		return x.Agents
+	}
+	return nil
+}
+
+func (x *RunSpec) GetLimits() *Limits {
+	if x != nil {
+		return x.Limits
 	}
 	return nil
 }
@@ -1602,7 +1611,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vfinished_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12+\n" +
 	"\x04kind\x18\x13 \x01(\x0e2\x17.skillfleet.v1.CaseKindR\x04kind\x12\x14\n" +
-	"\x05agent\x18\x14 \x01(\tR\x05agent\"\xbb\x02\n" +
+	"\x05agent\x18\x14 \x01(\tR\x05agent\"\xea\x02\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -1616,7 +1625,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"deadlineMs\x129\n" +
 	"\n" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x16\n" +
-	"\x06agents\x18\t \x03(\tR\x06agents\"\x9f\x01\n" +
+	"\x06agents\x18\t \x03(\tR\x06agents\x12-\n" +
+	"\x06limits\x18\n" +
+	" \x01(\v2\x15.skillfleet.v1.LimitsR\x06limits\"\x9f\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
@@ -1718,19 +1729,20 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 11: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
 	2,  // 12: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
 	16, // 13: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	3,  // 14: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	11, // 15: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	12, // 16: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	16, // 17: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 18: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	16, // 19: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	13, // 20: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	10, // 21: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	5,  // 14: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 15: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	11, // 16: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	12, // 17: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	16, // 18: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 19: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	16, // 20: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	13, // 21: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	10, // 22: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }

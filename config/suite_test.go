@@ -1,0 +1,57 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		rule       string
+		line       int
+		memory     int64
+		cpus       int64
+	}{
+		{name: "limits", yaml: "sandbox:\n  memory: 256Mi\n  cpus: 0.5\n  pids: 64\n  file_size: 8m\n  output: 64KiB\n", memory: 256 << 20, cpus: 5e8},
+		{name: "empty file", yaml: ""},
+		{name: "typo", yaml: "sandbox:\n  memroy: 1g\n", rule: "config.yaml", line: 2},
+		{name: "bad size", yaml: "sandbox:\n  cpus: 1\n  memory: lots\n", rule: "config.sandbox.memory", line: 3},
+		{name: "negative cpus", yaml: "sandbox:\n  cpus: -1\n", rule: "config.sandbox.cpus", line: 2},
+		{name: "unknown top level", yaml: "agents: []\nsandbox: {}\n", rule: "config.yaml", line: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, limits, diags := Load(path)
+			if tt.rule != "" {
+				if len(diags) != 1 || diags[0].Rule != tt.rule || diags[0].Line != tt.line || diags[0].File != path {
+					t.Fatalf("diagnostics %v, want %s at line %d", diags, tt.rule, tt.line)
+				}
+				return
+			}
+			if len(diags) > 0 {
+				t.Fatalf("unexpected diagnostics %v", diags)
+			}
+			if limits.GetMemoryBytes() != tt.memory || limits.GetNanoCpus() != tt.cpus {
+				t.Fatalf("limits %v", limits)
+			}
+		})
+	}
+	if _, _, d := Load(filepath.Join(t.TempDir(), "nope.yaml")); len(d) != 1 || !strings.Contains(d[0].Message, "does not exist") {
+		t.Fatalf("missing file: %v", d)
+	}
+	root := t.TempDir()
+	if Find([]string{t.TempDir(), root}) != "" {
+		t.Fatal("found a config where there is none")
+	}
+	_ = os.WriteFile(filepath.Join(root, FileName), nil, 0o644)
+	if got := Find([]string{t.TempDir(), root}); got != filepath.Join(root, FileName) {
+		t.Fatalf("Find = %q", got)
+	}
+}
