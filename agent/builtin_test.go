@@ -1,0 +1,522 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/agent/agenttest"
+)
+
+type execCall struct {
+	Cmd     []string
+	Stdin   string
+	WorkDir string
+}
+
+// fakeSandbox records commands and answers from a file map and a command map.
+type fakeSandbox struct {
+	mu       sync.Mutex
+	calls    []execCall
+	files    map[string]string
+	commands map[string]ExecResult // bash -c command → result
+	err      error                 // returned by every Exec
+}
+
+func (f *fakeSandbox) Exec(ctx context.Context, cmd []string, stdin []byte, workdir string, _ time.Duration) (ExecResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, execCall{Cmd: append([]string(nil), cmd...), Stdin: string(stdin), WorkDir: workdir})
+	if f.err != nil {
+		return ExecResult{ExitCode: -1}, f.err
+	}
+	switch {
+	case len(cmd) == 3 && cmd[0] == "cat" && cmd[1] == "--":
+		p := cmd[2]
+		if !strings.HasPrefix(p, "/") {
+			p = workdir + "/" + p
+		}
+		if c, ok := f.files[p]; ok {
+			return ExecResult{Stdout: []byte(c)}, nil
+		}
+		return ExecResult{ExitCode: 1, Stderr: []byte("cat: " + cmd[2] + ": No such file or directory")}, nil
+	case len(cmd) == 3 && cmd[0] == "bash" && cmd[1] == "-c":
+		if r, ok := f.commands[cmd[2]]; ok {
+			return r, nil
+		}
+		if strings.HasPrefix(cmd[2], "cat ") {
+			if c, ok := f.files[strings.TrimPrefix(cmd[2], "cat ")]; ok {
+				return ExecResult{Stdout: []byte(c)}, nil
+			}
+		}
+		return ExecResult{ExitCode: 127, Stderr: []byte("command not found")}, nil
+	case len(cmd) == 5 && cmd[0] == "sh":
+		if f.files == nil {
+			f.files = map[string]string{}
+		}
+		f.files[cmd[4]] = string(stdin)
+		return ExecResult{}, nil
+	}
+	return ExecResult{ExitCode: 2}, nil
+}
+
+func (f *fakeSandbox) recorded() []execCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]execCall(nil), f.calls...)
+}
+
+const envSkill = "---\nname: env-selector\ndescription: Selects deployment environment.\n---\nAlways answer with the environment name in capitals."
+
+var testCatalog = []SkillRef{
+	{Name: "env-selector", Description: "Selects deployment environment (DEV, UAT, PROD).", Location: "/skills/env-selector/SKILL.md"},
+	{Name: "logging-standards", Description: "Logging <rules> & conventions.", Location: "/skills/logging-standards/SKILL.md"},
+}
+
+func newSandbox() *fakeSandbox {
+	return &fakeSandbox{
+		files:    map[string]string{"/skills/env-selector/SKILL.md": envSkill},
+		commands: map[string]ExecResult{"echo DEV": {Stdout: []byte("DEV\n")}, "git status": {Stdout: []byte("On branch main\n")}},
+	}
+}
+
+func newTestAgent(t *testing.T, srv *agenttest.Server) (*BuiltIn, clientFixture) {
+	t.Helper()
+	f := newTestClient(t, srv.BaseURL(), nil)
+	return NewBuiltIn(f.c, nil), f
+}
+
+func call(id, name, args string) agenttest.Call {
+	return agenttest.Call{ID: id, Name: name, Arguments: args}
+}
+
+func jsonArgs(kv ...string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// toolMessages are the tool results in a request, by tool_call_id.
+func toolMessages(r agenttest.Request) map[string]string {
+	out := map[string]string{}
+	for _, m := range r.Messages() {
+		if m["role"] == "tool" {
+			id, _ := m["tool_call_id"].(string)
+			c, _ := m["content"].(string)
+			out[id] = c
+		}
+	}
+	return out
+}
+
+func toolNames(r agenttest.Request) []string {
+	var names []string
+	tools, _ := r.Params()["tools"].([]any)
+	for _, t := range tools {
+		fn, _ := t.(map[string]any)["function"].(map[string]any)
+		n, _ := fn["name"].(string)
+		names = append(names, n)
+	}
+	return names
+}
+
+func systemText(r agenttest.Request) string {
+	for _, m := range r.Messages() {
+		if m["role"] == "system" {
+			s, _ := m["content"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+func TestRunActivatesSkillRunsBashAndAnswers(t *testing.T) {
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(100, 10, call("c1", "read_file", jsonArgs("path", "/skills/env-selector/SKILL.md"))),
+		agenttest.ToolCalls(200, 10, call("c2", "bash", jsonArgs("command", "echo DEV"))),
+		agenttest.Text("Selected DEV", 300, 5))
+	a, _ := newTestAgent(t, srv)
+	sb := newSandbox()
+	out, tr, err := a.Run(context.Background(), sb, Request{Input: "Select the DEV environment",
+		Catalog: testCatalog, WorkDir: "/work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "Selected DEV" || tr.Stop != "final" || tr.Turns != 3 {
+		t.Errorf("output %q stop %q turns %d", out, tr.Stop, tr.Turns)
+	}
+	if !reflect.DeepEqual(tr.Activated, []string{"env-selector"}) {
+		t.Errorf("activated = %v", tr.Activated)
+	}
+	wantCalls := []execCall{
+		{Cmd: []string{"cat", "--", "/skills/env-selector/SKILL.md"}, WorkDir: "/work"},
+		{Cmd: []string{"bash", "-c", "echo DEV"}, WorkDir: "/work"},
+	}
+	if got := sb.recorded(); !reflect.DeepEqual(got, wantCalls) {
+		t.Errorf("sandbox calls = %+v, want %+v", got, wantCalls)
+	}
+	if len(tr.ToolCalls) != 2 || tr.ToolCalls[0].Output != envSkill || tr.ToolCalls[0].ExitCode != 0 ||
+		tr.ToolCalls[1].Output != "exit_code: 0\nstdout:\nDEV\n" || tr.ToolCalls[1].Error != "" {
+		t.Errorf("tool calls = %+v", tr.ToolCalls)
+	}
+	if tr.Usage.PromptTokens != 600 || tr.Usage.CompletionTokens != 25 {
+		t.Errorf("usage = %+v", tr.Usage)
+	}
+	reqs := srv.Requests()
+	sys := systemText(reqs[0])
+	for _, want := range []string{"use the read_file tool to load", "<available_skills>", "<name>env-selector</name>",
+		"<location>/skills/env-selector/SKILL.md</location>", "Logging &lt;rules&gt; &amp; conventions."} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system prompt lacks %q:\n%s", want, sys)
+		}
+	}
+	if got := toolNames(reqs[0]); !reflect.DeepEqual(got, []string{"bash", "read_file", "write_file"}) {
+		t.Errorf("tools = %v", got)
+	}
+	if got := toolMessages(reqs[1])["c1"]; got != envSkill {
+		t.Errorf("read_file result sent back = %q", got)
+	}
+	// The assistant's tool-calling message precedes its results.
+	msgs := reqs[2].Messages()
+	if len(msgs) != 6 || msgs[2]["role"] != "assistant" || msgs[4]["role"] != "assistant" || msgs[5]["role"] != "tool" {
+		t.Errorf("third request's messages = %v", msgs)
+	}
+}
+
+func TestRunWritesFilesWithThePathAsAnArgument(t *testing.T) {
+	evil := `x"; rm -rf / #`
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(1, 1, call("w", "write_file", jsonArgs("path", evil, "content", "line 1\n$(reboot)\n"))),
+		agenttest.Text("done", 1, 1))
+	a, _ := newTestAgent(t, srv)
+	sb := newSandbox()
+	if _, _, err := a.Run(context.Background(), sb, Request{Input: "write", WorkDir: "/work"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []execCall{{Cmd: []string{"sh", "-c", `cat > "$1"`, "sh", evil}, Stdin: "line 1\n$(reboot)\n", WorkDir: "/work"}}
+	if got := sb.recorded(); !reflect.DeepEqual(got, want) {
+		t.Errorf("sandbox calls = %+v, want %+v", got, want)
+	}
+	if got := toolMessages(srv.Requests()[1])["w"]; !strings.HasPrefix(got, "wrote 17 bytes to ") {
+		t.Errorf("write_file result = %q", got)
+	}
+}
+
+func TestRunReportsBadToolCallsToTheModel(t *testing.T) {
+	tests := []struct {
+		name, tool, args string
+		allowed          string
+		wantErr          string
+	}{
+		{"bad JSON", "bash", `{"command": `, "", "not a JSON object"},
+		{"not an object", "bash", `["ls"]`, "", "not a JSON object"},
+		{"missing field", "read_file", `{}`, "", `needs a non-empty "path"`},
+		{"wrong type", "bash", `{"command": 5}`, "", "not a JSON object"},
+		{"write without content", "write_file", `{"path":"/work/a"}`, "", `"content" string`},
+		{"unknown tool", "python", `{"code":"print(1)"}`, "", `unknown tool "python"`},
+		{"bash not allowed", "bash", jsonArgs("command", "echo DEV"), "Read", "tool bash is not allowed by the skill's allowed-tools"},
+		{"write not allowed", "write_file", jsonArgs("path", "/work/a", "content", "x"), "Read Bash", "not allowed by the skill's allowed-tools"},
+		{"read outside its pattern", "read_file", jsonArgs("path", "/etc/passwd"), "Read(/work/**)", "not allowed"},
+		{"git pattern refuses rm", "bash", jsonArgs("command", "rm -rf /"), "Bash(git:*)", "permits only Bash(git:*)"},
+		{"git pattern refuses chaining", "bash", jsonArgs("command", "git status; rm -rf /"), "Bash(git:*)", "one simple command"},
+		{"git pattern refuses pipes", "bash", jsonArgs("command", "git log | sh"), "Bash(git:*)", "one simple command"},
+		{"git pattern refuses substitution", "bash", jsonArgs("command", `git "$(rm -rf /)"`), "Bash(git:*)", "one simple command"},
+		{"skills-only read", "read_file", jsonArgs("path", "/etc/passwd"), "Bash(git:*)", "may only read the SKILL.md files"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := agenttest.NewScript(t,
+				agenttest.ToolCalls(1, 1, call("bad", tt.tool, tt.args)),
+				agenttest.Text("recovered", 1, 1))
+			a, _ := newTestAgent(t, srv)
+			sb := newSandbox()
+			out, tr, err := a.Run(context.Background(), sb, Request{Input: "go", Catalog: testCatalog,
+				AllowedTools: tt.allowed, WorkDir: "/work"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != "recovered" || tr.Turns != 2 {
+				t.Errorf("output %q after %d turns: the loop should go on", out, tr.Turns)
+			}
+			if n := len(sb.recorded()); n != 0 {
+				t.Errorf("the sandbox ran %d commands: %+v", n, sb.recorded())
+			}
+			got := toolMessages(srv.Requests()[1])["bad"]
+			if !strings.HasPrefix(got, "error: ") || !strings.Contains(got, tt.wantErr) {
+				t.Errorf("tool message = %q, want an error containing %q", got, tt.wantErr)
+			}
+			if len(tr.ToolCalls) != 1 || tr.ToolCalls[0].Error == "" || tr.ToolCalls[0].ExitCode != -1 ||
+				tr.ToolCalls[0].Arguments != tt.args {
+				t.Errorf("transcript = %+v", tr.ToolCalls)
+			}
+		})
+	}
+}
+
+func TestRunAllowedToolsFilterTheOffer(t *testing.T) {
+	tests := []struct {
+		allowed string
+		catalog []SkillRef
+		want    []string
+	}{
+		{"", nil, []string{"bash", "read_file", "write_file"}},
+		{"Read", nil, []string{"read_file"}},
+		{"Read, Grep, Glob", nil, []string{"read_file"}},
+		{"Bash(git:*) Edit", nil, []string{"bash", "write_file"}},
+		{"Bash(git:*)", testCatalog, []string{"bash", "read_file"}}, // read_file for SKILL.md only
+		{"Grep", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.allowed, func(t *testing.T) {
+			srv := agenttest.NewScript(t, agenttest.Text("ok", 1, 1))
+			a, _ := newTestAgent(t, srv)
+			if _, _, err := a.Run(context.Background(), newSandbox(), Request{Input: "go", AllowedTools: tt.allowed, Catalog: tt.catalog}); err != nil {
+				t.Fatal(err)
+			}
+			if got := toolNames(srv.Requests()[0]); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("tools = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunBashPatternAllowsMatchingCommands(t *testing.T) {
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(1, 1, call("ok", "bash", jsonArgs("command", "git status")),
+			call("no", "bash", jsonArgs("command", "rm -rf /"))),
+		agenttest.ToolCalls(1, 1, call("skill", "read_file", jsonArgs("path", "/skills/env-selector/SKILL.md"))),
+		agenttest.Text("clean", 1, 1))
+	a, _ := newTestAgent(t, srv)
+	sb := newSandbox()
+	_, tr, err := a.Run(context.Background(), sb, Request{Input: "status?", AllowedTools: "Bash(git:*)", Catalog: testCatalog, WorkDir: "/work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []execCall{
+		{Cmd: []string{"bash", "-c", "git status"}, WorkDir: "/work"},
+		{Cmd: []string{"cat", "--", "/skills/env-selector/SKILL.md"}, WorkDir: "/work"},
+	}
+	if got := sb.recorded(); !reflect.DeepEqual(got, want) {
+		t.Errorf("sandbox calls = %+v, want %+v", got, want)
+	}
+	msgs := toolMessages(srv.Requests()[1])
+	if !strings.Contains(msgs["ok"], "On branch main") || !strings.HasPrefix(msgs["no"], "error: command refused") {
+		t.Errorf("tool messages = %q", msgs)
+	}
+	if !reflect.DeepEqual(tr.Activated, []string{"env-selector"}) {
+		t.Errorf("activated = %v", tr.Activated)
+	}
+}
+
+func TestRunActivationByCatAndRelativePath(t *testing.T) {
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(1, 1, call("a", "bash", jsonArgs("command", "cat /skills/env-selector/SKILL.md"))),
+		agenttest.ToolCalls(1, 1, call("b", "read_file", jsonArgs("path", "SKILL.md"))),
+		agenttest.ToolCalls(1, 1, call("c", "read_file", jsonArgs("path", "/skills/missing/SKILL.md"))),
+		agenttest.Text("ok", 1, 1))
+	a, _ := newTestAgent(t, srv)
+	sb := newSandbox()
+	sb.files["/skills/logging-standards/SKILL.md"] = "logging"
+	catalog := append(testCatalog, SkillRef{Name: "missing", Description: "d", Location: "/skills/missing/SKILL.md"})
+	_, tr, err := a.Run(context.Background(), sb, Request{Input: "go", Catalog: catalog, WorkDir: "/skills/logging-standards"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The failed read of a missing SKILL.md activates nothing.
+	if want := []string{"env-selector", "logging-standards"}; !reflect.DeepEqual(tr.Activated, want) {
+		t.Errorf("activated = %v, want %v", tr.Activated, want)
+	}
+	if tr.ToolCalls[2].ExitCode != 1 || !strings.Contains(tr.ToolCalls[2].Error, "No such file") {
+		t.Errorf("missing read = %+v", tr.ToolCalls[2])
+	}
+}
+
+func TestRunCapsToolOutput(t *testing.T) {
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(1, 1, call("big", "bash", jsonArgs("command", "yes"))),
+		agenttest.Text("ok", 1, 1))
+	a, _ := newTestAgent(t, srv)
+	sb := newSandbox()
+	sb.commands["yes"] = ExecResult{Stdout: []byte(strings.Repeat("y\n", 5000)), Truncated: true}
+	_, tr, err := a.Run(context.Background(), sb, Request{Input: "go", Limits: Limits{MaxToolOutput: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := toolMessages(srv.Requests()[1])["big"]
+	if !strings.HasPrefix(got, "exit_code: 0\nstdout:\ny\ny\n") ||
+		!strings.Contains(got, "\n[output truncated: 100 of 10021 bytes shown]") ||
+		!strings.HasSuffix(got, "\n[output truncated by the sandbox]") || len(got) > 200 {
+		t.Errorf("tool message (%d bytes) = %q", len(got), got)
+	}
+	if tr.ToolCalls[0].Output != got {
+		t.Errorf("the transcript should record what the model saw")
+	}
+}
+
+func TestRunLimits(t *testing.T) {
+	loop := func(n int, _ agenttest.Request) agenttest.Reply {
+		return agenttest.ToolCalls(40, 10, call("c", "bash", jsonArgs("command", "echo DEV")))
+	}
+	tests := []struct {
+		name     string
+		answer   func(int, agenttest.Request) agenttest.Reply
+		limits   Limits
+		ctx      func() (context.Context, context.CancelFunc)
+		sb       func(*fakeSandbox)
+		wantErr  error
+		wantStop string
+		wantRuns int // commands the sandbox ran
+	}{
+		{name: "turns", answer: loop, limits: Limits{MaxTurns: 3}, wantErr: ErrTurnLimit, wantStop: "turns", wantRuns: 2},
+		{name: "tokens", answer: loop, limits: Limits{MaxTokens: 120}, wantErr: ErrTokenLimit, wantStop: "tokens", wantRuns: 2},
+		{name: "wall time", answer: func(n int, r agenttest.Request) agenttest.Reply {
+			if n == 0 {
+				return loop(n, r)
+			}
+			return agenttest.Reply{Block: true}
+		}, limits: Limits{WallTime: 30 * time.Millisecond}, wantErr: ErrTimeLimit, wantStop: "time", wantRuns: 1},
+		{name: "caller's deadline", answer: func(int, agenttest.Request) agenttest.Reply { return agenttest.Reply{Block: true} },
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 30*time.Millisecond)
+			}, wantErr: context.DeadlineExceeded, wantStop: "time"},
+		{name: "sandbox timed out", answer: loop, sb: func(f *fakeSandbox) {
+			f.commands["echo DEV"] = ExecResult{ExitCode: -1, TimedOut: true}
+		}, wantErr: ErrTimeLimit, wantStop: "time", wantRuns: 1},
+		{name: "sandbox failed", answer: loop, sb: func(f *fakeSandbox) { f.err = errors.New("container gone") },
+			wantErr: nil, wantStop: "error", wantRuns: 1},
+		{name: "empty answer", answer: func(int, agenttest.Request) agenttest.Reply { return agenttest.Text("  \n", 1, 1) },
+			wantErr: ErrEmptyOutput, wantStop: "error"},
+		{name: "endpoint down", answer: func(int, agenttest.Request) agenttest.Reply { return agenttest.Fail(http.StatusUnauthorized) },
+			wantStop: "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := agenttest.NewFunc(t, tt.answer)
+			a, _ := newTestAgent(t, srv)
+			sb := newSandbox()
+			if tt.sb != nil {
+				tt.sb(sb)
+			}
+			ctx := context.Background()
+			if tt.ctx != nil {
+				var cancel context.CancelFunc
+				ctx, cancel = tt.ctx()
+				defer cancel()
+			}
+			out, tr, err := a.Run(ctx, sb, Request{Input: "loop", Limits: tt.limits})
+			if err == nil {
+				t.Fatalf("no error; output %q", out)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.name == "caller's deadline" && !errors.Is(err, ErrTimeLimit) {
+				t.Errorf("err = %v, want also ErrTimeLimit", err)
+			}
+			if out != "" {
+				t.Errorf("output %q on error, want none", out)
+			}
+			if tr.Stop != tt.wantStop {
+				t.Errorf("stop = %q, want %q (err %v)", tr.Stop, tt.wantStop, err)
+			}
+			if got := len(sb.recorded()); got != tt.wantRuns {
+				t.Errorf("sandbox ran %d commands, want %d", got, tt.wantRuns)
+			}
+		})
+	}
+}
+
+func TestRunWithoutSkillsHasNoCatalog(t *testing.T) {
+	srv := agenttest.NewScript(t, agenttest.Text("ok", 1, 1))
+	a, _ := newTestAgent(t, srv)
+	if _, _, err := a.Run(context.Background(), newSandbox(), Request{Input: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	sys := systemText(srv.Requests()[0])
+	if strings.Contains(sys, "available_skills") || strings.Contains(sys, "SKILL.md") {
+		t.Errorf("system prompt mentions skills without a catalog:\n%s", sys)
+	}
+	msgs := srv.Requests()[0].Messages()
+	if len(msgs) != 2 || msgs[1]["role"] != "user" || msgs[1]["content"] != "hi" {
+		t.Errorf("messages = %v", msgs)
+	}
+}
+
+func TestParseAllowedTools(t *testing.T) {
+	tests := []struct {
+		field             string
+		bash, read, write bool
+		bashAll           bool
+		rules             int
+		ignored           int
+		wantErr           bool
+	}{
+		{field: "", bash: true, read: true, write: true, bashAll: true},
+		{field: "Bash Read Write", bash: true, read: true, write: true, bashAll: true},
+		{field: "bash,read_file", bash: true, read: true, bashAll: true},
+		{field: "Bash(git:*) Bash(npm run test:*)", bash: true, rules: 2},
+		{field: "Bash(git status *)", bash: true, rules: 1},
+		{field: "Bash(*)", bash: true, bashAll: true},
+		{field: "Edit MultiEdit", write: true},
+		{field: "WebFetch mcp__github__x", ignored: 2},
+		{field: "Bash(git:*", wantErr: true},
+		{field: "Bash(git; rm:*)", wantErr: true},
+	}
+	for _, tt := range tests {
+		p, err := parseAllowedTools(tt.field)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%q: err = %v", tt.field, err)
+			continue
+		}
+		if tt.wantErr {
+			continue
+		}
+		if p.bash != tt.bash || p.read != tt.read || p.write != tt.write || p.bashAll != tt.bashAll ||
+			len(p.bashRules) != tt.rules || len(p.ignored) != tt.ignored {
+			t.Errorf("%q: policy = %+v", tt.field, p)
+		}
+	}
+}
+
+func TestBashPatterns(t *testing.T) {
+	tests := []struct {
+		allowed, command string
+		ok               bool
+	}{
+		{"Bash(git:*)", "git status", true},
+		{"Bash(git:*)", "git", true},
+		{"Bash(git:*)", `git commit -m "fix: a b"`, true},
+		{"Bash(git:*)", "gitk", false},
+		{"Bash(git:*)", "rm -rf /", false},
+		{"Bash(git:*)", "git status && rm -rf /", false},
+		{"Bash(git:*)", "git status\nrm -rf /", false},
+		{"Bash(git:*)", "git log > /etc/x", false},
+		{"Bash(git:*)", "git `id`", false},
+		{"Bash(git:*)", `git "\$HOME"`, true},
+		{"Bash(git:*)", "FOO=1 git status", false},
+		{"Bash(git status:*)", "git status --short", true},
+		{"Bash(git status:*)", "git push", false},
+		{"Bash(npm test)", "npm test", true},
+		{"Bash(npm test)", "npm test --watch", false},
+		{"Bash(git:*) Bash(ls:*)", "ls -la", true},
+		{"Bash(git:*) Bash", "rm -rf /tmp/x; echo", true},
+	}
+	for _, tt := range tests {
+		p, err := parseAllowedTools(tt.allowed)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.allowed, err)
+		}
+		if ok, why := p.allowsBash(tt.command); ok != tt.ok {
+			t.Errorf("%s allows %q = %v (%s), want %v", tt.allowed, tt.command, ok, why, tt.ok)
+		}
+	}
+}

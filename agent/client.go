@@ -1,0 +1,255 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// ClientDeps are a Client's collaborators; zero fields get working defaults.
+type ClientDeps struct {
+	// HTTP carries the requests (default: a client on a clone of http.DefaultTransport).
+	HTTP *http.Client
+	// Log gets retries and give-ups, never the API key (default: no logging).
+	Log *zap.Logger
+	// Registry gets the client's metrics (nil: not registered). Clients of several endpoints
+	// may share one registry.
+	Registry prometheus.Registerer
+	// Sleep waits between retries; it returns early with ctx's error (default: a timer).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for latencies and Retry-After dates (default: time.Now).
+	Now func() time.Time
+}
+
+// Client is the model client of one endpoint, shared by the built-in agent and the judge. It is
+// safe for concurrent use; the adaptive concurrency limit is per Client, so make one Client per
+// endpoint and share it.
+type Client struct {
+	ep    Endpoint
+	chat  openai.ChatCompletionService
+	lim   *limiter
+	m     *metrics
+	log   *zap.Logger
+	sleep func(context.Context, time.Duration) error
+	now   func() time.Time
+}
+
+// NewClient makes the client of ep.
+//
+// It builds the SDK's chat completion service from explicit options only. openai.NewClient is
+// deliberately not used: it always applies the SDK's environment defaults first (OPENAI_BASE_URL,
+// OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS) and
+// the switch that turns them off is internal to the SDK. Our options would override the base
+// URL and key, but the organisation, project and custom headers would still ride along, and with
+// an empty APIKey (a local server) OPENAI_ADMIN_KEY would be sent as the bearer token to
+// whatever endpoint is configured. The SDK's own retries are off (WithMaxRetries(0)): Chat
+// retries itself, bounded, observable and with an injectable sleep.
+func NewClient(ep Endpoint, deps ClientDeps) (*Client, error) {
+	ep = ep.withDefaults()
+	if ep.Name == "" {
+		return nil, errors.New("agent: endpoint has no name")
+	}
+	if ep.Model == "" {
+		return nil, fmt.Errorf("agent: endpoint %q has no model", ep.Name)
+	}
+	u, err := url.Parse(ep.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("agent: endpoint %q: base URL must be an absolute http(s) URL", ep.Name)
+	}
+	if deps.HTTP == nil {
+		t, _ := http.DefaultTransport.(*http.Transport)
+		if t != nil {
+			deps.HTTP = &http.Client{Transport: t.Clone()}
+		} else {
+			deps.HTTP = &http.Client{}
+		}
+	}
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if deps.Sleep == nil {
+		deps.Sleep = sleepCtx
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	m, err := newMetrics(deps.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("agent: metrics: %w", err)
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(ep.BaseURL),
+		option.WithHTTPClient(deps.HTTP),
+		option.WithMaxRetries(0),
+	}
+	if ep.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(ep.APIKey))
+	}
+	c := &Client{
+		ep:    ep,
+		chat:  openai.NewChatCompletionService(opts...),
+		m:     m,
+		log:   deps.Log.With(zap.String("endpoint", ep.Name)),
+		sleep: deps.Sleep,
+		now:   deps.Now,
+	}
+	gauge := m.limit.WithLabelValues(ep.Name)
+	c.lim = newLimiter(ep.MaxConcurrency, gauge.Set)
+	return c, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Model is the endpoint's model.
+func (c *Client) Model() string { return c.ep.Model }
+
+// Endpoint is the endpoint's config name.
+func (c *Client) Endpoint() string { return c.ep.Name }
+
+// ConcurrencyLimit is the current adaptive concurrency limit (fractional; its floor is how many
+// requests may be in flight).
+func (c *Client) ConcurrencyLimit() float64 { return c.lim.current() }
+
+// attempt is the outcome of one HTTP exchange.
+type attempt struct {
+	status    int // 0: no HTTP answer
+	class     string
+	retryable bool
+	header    http.Header
+	err       error
+}
+
+// Chat sends one chat completion request (p.Model defaults to the endpoint's model). It retries
+// 408, 409, 429, 5xx, per-attempt timeouts and connection errors up to MaxRetries times,
+// waiting what Retry-After says (capped at a minute) or an exponential backoff with jitter; it
+// never retries other statuses. Usage is the completion's tokens and their cost. A failure is an
+// *Error, or ctx's error when ctx ended.
+func (c *Client) Chat(ctx context.Context, p openai.ChatCompletionNewParams) (*openai.ChatCompletion, Usage, error) {
+	if p.Model == "" {
+		p.Model = c.ep.Model
+	}
+	model := p.Model
+	for n := 0; ; n++ {
+		comp, a := c.do(ctx, p)
+		if a.err == nil {
+			c.m.requests.WithLabelValues(c.ep.Name, model, "ok", a.class).Inc()
+			u := Usage{PromptTokens: comp.Usage.PromptTokens, CompletionTokens: comp.Usage.CompletionTokens}
+			u.Cost = c.ep.Price.Cost(u.PromptTokens, u.CompletionTokens)
+			c.m.tokens.WithLabelValues(c.ep.Name, model, "prompt").Add(float64(u.PromptTokens))
+			c.m.tokens.WithLabelValues(c.ep.Name, model, "completion").Add(float64(u.CompletionTokens))
+			c.m.cost.WithLabelValues(c.ep.Name, model).Add(u.Cost)
+			if len(comp.Choices) == 0 {
+				// Tokens were still paid for; count them, then refuse the answer.
+				err := &Error{Endpoint: c.ep.Name, StatusCode: a.status, Attempts: n + 1,
+					Err: fmt.Errorf("%w: no choices", ErrMalformedResponse)}
+				return nil, u, err
+			}
+			return comp, u, nil
+		}
+		if ctx.Err() != nil {
+			c.m.requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
+			return nil, Usage{}, fmt.Errorf("model endpoint %q: %w", c.ep.Name, ctx.Err())
+		}
+		if !a.retryable || n >= c.ep.MaxRetries {
+			c.m.requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
+			err := &Error{Endpoint: c.ep.Name, StatusCode: a.status, Attempts: n + 1, Err: a.err,
+				Message: c.serverMessage(a.err)}
+			c.log.Debug("model request failed", zap.String("model", model), zap.Int("status", a.status),
+				zap.Int("attempts", n+1), zap.Bool("retryable", a.retryable), zap.Error(err))
+			return nil, Usage{}, err
+		}
+		c.m.requests.WithLabelValues(c.ep.Name, model, "retried", a.class).Inc()
+		delay, ok := retryAfter(a.header, c.now())
+		if !ok {
+			delay = backoff(n)
+		}
+		c.log.Debug("retrying model request", zap.String("model", model), zap.Int("status", a.status),
+			zap.Int("attempt", n+1), zap.Duration("delay", delay), zap.Bool("retry_after", ok))
+		if err := c.sleep(ctx, delay); err != nil {
+			return nil, Usage{}, fmt.Errorf("model endpoint %q: waiting to retry: %w", c.ep.Name, err)
+		}
+	}
+}
+
+// do makes one attempt within a concurrency slot and classifies its outcome.
+func (c *Client) do(ctx context.Context, p openai.ChatCompletionNewParams) (*openai.ChatCompletion, attempt) {
+	if err := c.lim.acquire(ctx); err != nil {
+		return nil, attempt{class: "transport", err: err}
+	}
+	actx, cancel := context.WithTimeout(ctx, c.ep.RequestTimeout)
+	defer cancel()
+	var raw *http.Response
+	start := c.now()
+	comp, err := c.chat.New(actx, p, option.WithResponseInto(&raw))
+	c.m.latency.WithLabelValues(c.ep.Name, p.Model).Observe(c.now().Sub(start).Seconds())
+
+	var a attempt
+	switch {
+	case err == nil:
+		a = attempt{status: http.StatusOK, class: "2xx"}
+		if raw != nil {
+			a.status = raw.StatusCode
+		}
+		if comp == nil {
+			a.err = fmt.Errorf("%w: empty body", ErrMalformedResponse)
+		}
+	case raw != nil:
+		// An HTTP answer: the status decides, whatever error the SDK made of the body.
+		a = attempt{status: raw.StatusCode, class: statusClass(raw.StatusCode), header: raw.Header, err: err}
+		if raw.StatusCode < 400 {
+			a.err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)
+		} else {
+			a.retryable = retryable(raw.StatusCode)
+		}
+	case ctx.Err() == nil && actx.Err() != nil:
+		a = attempt{class: "timeout", retryable: true,
+			err: fmt.Errorf("attempt timed out after %s: %w", c.ep.RequestTimeout, err)}
+	default:
+		a = attempt{class: "transport", retryable: ctx.Err() == nil, err: err}
+	}
+	sig := signalNone
+	switch {
+	case a.err == nil:
+		sig = signalSuccess
+	case a.status == http.StatusTooManyRequests:
+		sig = signalOverload
+	}
+	c.lim.release(sig)
+	return comp, a
+}
+
+// serverMessage is the API error's message, clipped, with the key redacted in case a proxy
+// echoes it.
+func (c *Client) serverMessage(err error) string {
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		return ""
+	}
+	msg := strings.TrimSpace(apiErr.Message)
+	if c.ep.APIKey != "" {
+		msg = strings.ReplaceAll(msg, c.ep.APIKey, "[redacted]")
+	}
+	if utf8.RuneCountInString(msg) > 300 {
+		msg = string([]rune(msg)[:300]) + "…"
+	}
+	return msg
+}

@@ -1,0 +1,198 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/assert"
+)
+
+// MaxVotes bounds the samples of one evaluation, whatever a suite asks for.
+const MaxVotes = 9
+
+// Config configures the judge.
+type Config struct {
+	// Model is the judge model; empty means the client's endpoint model. Keep it separate from
+	// the agent's model. A model with another price belongs on its own agent.Endpoint.
+	Model string
+	// Votes is the default number of samples (default 1); odd numbers avoid ties.
+	Votes int
+}
+
+// Judge decides semantic_match assertions. It is safe for concurrent use.
+type Judge struct {
+	model string
+	votes int
+	c     *agent.Client
+	cache Cache
+	log   *zap.Logger
+}
+
+// New makes a judge on a model client; cache may be nil (no caching).
+func New(cfg Config, c *agent.Client, cache Cache, log *zap.Logger) *Judge {
+	if cfg.Model == "" {
+		cfg.Model = c.Model()
+	}
+	if cfg.Votes <= 0 {
+		cfg.Votes = 1
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Judge{model: cfg.Model, votes: min(cfg.Votes, MaxVotes), c: c, cache: cache, log: log}
+}
+
+// sampleError is a sample that gave no verdict.
+type sampleError struct {
+	schema bool // the judge answered, outside the schema; else it did not answer
+	msg    string
+}
+
+func (e *sampleError) Error() string { return e.msg }
+
+// Evaluate judges whether output meets criterion (input is what the agent was asked). votes ≤ 0
+// means the configured number. With N votes it samples until a strict majority of N agrees
+// (so a clear verdict costs fewer than N requests), and that majority decides; samples that
+// fail count against it, so when no strict majority of N agrees the result is errored. A
+// decided verdict is cached and reused.
+//
+// The Result is always usable: errored when the judge failed or answered outside the schema,
+// never passed by default. The error is non-nil only when ctx ended (the Result is then errored
+// too); Usage is what the samples cost.
+func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, votes int) (assert.Result, agent.Usage, error) {
+	if votes <= 0 {
+		votes = j.votes
+	}
+	votes = min(votes, MaxVotes)
+	res := assert.Result{Type: assert.SemanticMatch, Expected: clip(criterion, maxExcerpt)}
+	tag := fmt.Sprintf("model %s, %s", j.model, PromptVersion)
+	if strings.TrimSpace(criterion) == "" {
+		res.Errored = true
+		res.Message = "semantic_match has no criterion; the judge was not asked"
+		return res, agent.Usage{}, nil
+	}
+	key := cacheKey(j.model, votes, criterion, input, output)
+	if j.cache != nil {
+		if v, ok := j.cache.Get(key); ok {
+			return j.decided(res, v, tag+", cached verdict"), agent.Usage{}, nil
+		}
+	}
+
+	var usage agent.Usage
+	var passed, failed []Verdict
+	var errs []*sampleError
+	need := votes/2 + 1
+	for range votes {
+		v, u, err := j.sample(ctx, criterion, input, output, votes)
+		usage.Add(u)
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Errored = true
+				res.Message = fmt.Sprintf("judge interrupted (%s): %v", tag, ctx.Err())
+				return res, usage, ctx.Err()
+			}
+			var se *sampleError
+			if !errors.As(err, &se) {
+				se = &sampleError{msg: err.Error()}
+			}
+			errs = append(errs, se)
+		} else if v.Passed {
+			passed = append(passed, v)
+		} else {
+			failed = append(failed, v)
+		}
+		if len(passed) >= need || len(failed) >= need {
+			break
+		}
+		// Stop early when a strict majority is out of reach.
+		if left := votes - len(passed) - len(failed) - len(errs); len(passed)+left < need && len(failed)+left < need {
+			break
+		}
+	}
+	if votes > 1 {
+		tag += fmt.Sprintf(", %d votes: %d passed, %d failed, %d errored", votes, len(passed), len(failed), len(errs))
+	}
+	var v Verdict
+	switch {
+	case len(passed) >= need:
+		v = passed[0]
+	case len(failed) >= need:
+		v = failed[0]
+	default:
+		res.Errored = true
+		switch {
+		case votes == 1 && errs[0].schema:
+			res.Message = fmt.Sprintf("judge answered outside the schema: %s (%s)", errs[0].msg, tag)
+		case votes == 1:
+			res.Message = fmt.Sprintf("judge could not answer: %s (%s)", errs[0].msg, tag)
+		case len(errs) > 0:
+			res.Message = fmt.Sprintf("judge reached no strict majority (%s); first error: %s", tag, errs[0].msg)
+		default:
+			res.Message = fmt.Sprintf("judge reached no strict majority (%s)", tag)
+		}
+		j.log.Debug("judge errored", zap.String("model", j.model), zap.String("reason", res.Message))
+		return res, usage, nil
+	}
+	if j.cache != nil {
+		j.cache.Put(key, v)
+	}
+	return j.decided(res, v, tag), usage, nil
+}
+
+func (j *Judge) decided(res assert.Result, v Verdict, tag string) assert.Result {
+	res.Passed = v.Passed
+	res.Actual = clip(v.Evidence, maxExcerpt)
+	word := "failed"
+	if v.Passed {
+		word = "passed"
+	}
+	res.Message = fmt.Sprintf("judge (%s): %s — %s", tag, word, res.Actual)
+	return res
+}
+
+// sample asks the judge once.
+func (j *Judge) sample(ctx context.Context, criterion, input, output string, votes int) (Verdict, agent.Usage, error) {
+	temp := 0.0
+	if votes > 1 {
+		temp = VoteTemperature
+	}
+	p := openai.ChatCompletionNewParams{
+		Model: j.model,
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(SystemPrompt),
+			openai.UserMessage(userMessage(criterion, input, output)),
+		},
+		Temperature: openai.Float(temp),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   VerdictSchemaName,
+				Strict: openai.Bool(true),
+				Schema: verdictSchema(),
+			}},
+		},
+	}
+	comp, u, err := j.c.Chat(ctx, p)
+	if err != nil {
+		return Verdict{}, u, &sampleError{msg: err.Error()}
+	}
+	msg := comp.Choices[0].Message
+	if msg.Refusal != "" && strings.TrimSpace(msg.Content) == "" {
+		return Verdict{}, u, &sampleError{schema: true, msg: "refused: " + clip(msg.Refusal, 120)}
+	}
+	v, err := parseVerdict(msg.Content)
+	if err != nil {
+		why := err.Error()
+		if fr := comp.Choices[0].FinishReason; fr != "" && fr != "stop" {
+			why += " (finish reason " + fr + ")"
+		}
+		return Verdict{}, u, &sampleError{schema: true, msg: why + "; answer: " + clip(msg.Content, 80)}
+	}
+	return v, u, nil
+}
