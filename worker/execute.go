@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/assert"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -26,11 +28,15 @@ type Sandboxes interface {
 }
 
 // SandboxExecutor runs jobs in sandboxes: command cases directly, prompt cases through an
-// agent (none yet: they are errored, never passed).
+// agent (see WithAgents; without one they are errored, never passed).
 type SandboxExecutor struct {
-	sandboxes Sandboxes
-	log       *zap.Logger
-	now       func() time.Time
+	sandboxes   Sandboxes
+	log         *zap.Logger
+	now         func() time.Time
+	agents      map[string]Agent
+	judge       Judge
+	agentLimits agent.Limits
+	catalogs    sync.Map // bundle dir → *catalog
 }
 
 // NewSandboxExecutor returns the executor the worker uses in production and in local mode.
@@ -53,7 +59,7 @@ func (e *SandboxExecutor) Execute(ctx context.Context, job *pb.Job, bundleDir st
 	case pb.CaseKind_CASE_KIND_COMMAND:
 		return e.command(ctx, job, bundleDir, assertions)
 	case pb.CaseKind_CASE_KIND_PROMPT:
-		return erroredResult(job, "no agent configured: prompt cases need an agent (see skillfleet.yaml)"), nil
+		return e.prompt(ctx, job, bundleDir, assertions)
 	}
 	return erroredResult(job, fmt.Sprintf("unknown case kind %v", job.GetKind())), nil
 }
@@ -71,14 +77,7 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	defer func() {
-		// Release with its own context: a cancelled job must still not leave a container.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := e.sandboxes.Release(rctx, sb); err != nil {
-			e.log.Warn("releasing the sandbox failed; the reaper will remove it", zap.String("job", job.GetId()), zap.Error(err))
-		}
-	}()
+	defer e.release(ctx, job, sb)
 	req := sandbox.ExecRequest{
 		Cmd:     []string{"bash", "-c", job.GetCommand()},
 		WorkDir: path.Join(SkillsMount, job.GetSkillPath()),

@@ -41,6 +41,7 @@ type options struct {
 	maxPids        int64
 	seccomp        string
 	nats           cmdutil.NATSFlags
+	models         cmdutil.ModelFlags
 	logLevel       string
 }
 
@@ -71,6 +72,7 @@ func main() {
 	f.StringVar(&o.seccomp, "seccomp-profile", "", "a seccomp profile (JSON file) stricter than the engine's default")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
+	o.models.Register(f)
 	os.Exit(cmdutil.Execute(cmd))
 }
 
@@ -93,6 +95,10 @@ func run(ctx context.Context, o options) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	agents, judge, agentLimits, err := o.models.Build(reg, log)
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
 
 	docker, err := sandbox.NewDockerClient(ctx)
 	if err != nil {
@@ -140,7 +146,7 @@ func run(ctx context.Context, o options) error {
 		Lanes:    []jetstream.Consumer{topo.OnDemand, topo.Scheduled},
 		Results:  topo,
 		Bundles:  topo,
-		Executor: worker.NewSandboxExecutor(runner, log.Named("executor")),
+		Executor: worker.NewSandboxExecutor(runner, log.Named("executor")).WithAgents(agents, judge, agentLimits),
 		Log:      log.Named("worker"),
 		Registry: reg,
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/local"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -29,6 +30,7 @@ func newTestCommand(e *env) *cobra.Command {
 		image    string
 		warm     int
 		logLevel string
+		models   cmdutil.ModelFlags
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -70,7 +72,12 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits})
+			agents, judge, agentLimits, err := models.Build(nil, log)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits,
+				agents: agents, judge: judge, agentLimits: agentLimits})
 		},
 	}
 	f.register(cmd)
@@ -81,6 +88,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 	cmd.Flags().StringVar(&image, "image", sandbox.DefaultImage, "sandbox image")
 	cmd.Flags().IntVar(&warm, "warm-pool", 2, "containers kept started ahead of jobs; 0 disables")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "log level of the embedded fleet (logs go to stderr)")
+	models.Register(cmd.Flags())
 	return cmd
 }
 
@@ -92,6 +100,10 @@ type localOptions struct {
 	out     outputFlags
 	log     *zap.Logger
 	limits  *pb.Limits
+	// agents and judge run prompt cases; nil: they are errored ("no agent configured").
+	agents      map[string]worker.Agent
+	judge       worker.Judge
+	agentLimits agent.Limits
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -121,7 +133,8 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		_ = runner.Close(cctx)
 	}()
 	fleet, err := local.Start(ctx, local.Config{
-		Workers: o.workers, Slots: 1, Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")), Log: o.log,
+		Workers: o.workers, Slots: 1, Log: o.log,
+		Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")).WithAgents(o.agents, o.judge, o.agentLimits),
 	})
 	if err != nil {
 		return failf("%v", err)

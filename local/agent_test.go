@@ -1,0 +1,129 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/agent/agenttest"
+	"github.com/skillfleet/skillfleet/judge"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/sandbox"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+const apiKey = "sk-test-SENTINEL-8d1f"
+
+// TestPromptCasesRunTheAgentInTheSandbox: the model (a scripted OpenAI-compatible server)
+// activates the skill by reading its SKILL.md, runs the skill's script with bash, and answers;
+// the judge decides semantic_match. What the script printed can only have come from the
+// sandbox, and the key the worker uses never reaches it.
+func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker test; skipped with -short")
+	}
+	t.Setenv("OPENAI_API_KEY", apiKey)
+	srv := agenttest.NewFunc(t, func(_ int, r agenttest.Request) agenttest.Reply {
+		if r.Params()["model"] == "judge-model" {
+			return agenttest.Text(`{"passed": true, "evidence": "the answer asks the user to confirm"}`, 50, 10)
+		}
+		msgs := r.Messages()
+		input, tools := "", 0
+		for _, m := range msgs {
+			switch m["role"] {
+			case "user":
+				input, _ = m["content"].(string)
+			case "tool":
+				tools++
+			}
+		}
+		switch tools {
+		case 0:
+			return agenttest.ToolCalls(100, 10, agenttest.Call{ID: "c1", Name: "read_file", Arguments: `{"path": "/skills/env-selector/SKILL.md"}`})
+		case 1:
+			return agenttest.ToolCalls(200, 10, agenttest.Call{ID: "c2", Name: "bash",
+				Arguments: `{"command": "cd /skills/env-selector && python3 scripts/select.py ` + input + `; env"}`})
+		}
+		if strings.Contains(input, "PROD") {
+			return agenttest.Text("PROD is selected. Please confirm explicitly before I proceed.", 300, 20)
+		}
+		return agenttest.Text("Selected DEV.", 300, 20)
+	})
+
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx := context.Background()
+	docker, err := sandbox.NewDockerClient(ctx)
+	if err != nil {
+		t.Fatalf("this test needs a Docker engine: %v", err)
+	}
+	t.Cleanup(func() { _ = docker.Close() })
+	runner, err := sandbox.New(sandbox.Config{WorkerID: fmt.Sprintf("test-agent-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)}, docker, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(ctx); err != nil {
+		var missing *sandbox.ImageMissingError
+		if errors.As(err, &missing) {
+			t.Fatal(missing.Error())
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.Close(context.Background()) })
+
+	client, err := agent.NewClient(agent.Endpoint{Name: "agent", BaseURL: srv.BaseURL(), APIKey: apiKey, Model: "agent-model",
+		Price: agent.Price{PromptPerMTok: 1, CompletionPerMTok: 2}}, agent.ClientDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, err := agent.NewClient(agent.Endpoint{Name: "judge", BaseURL: srv.BaseURL(), APIKey: apiKey, Model: "judge-model"}, agent.ClientDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := worker.NewSandboxExecutor(runner, log).WithAgents(
+		map[string]worker.Agent{"": agent.NewBuiltIn(client, log)},
+		judge.New(judge.Config{Model: "judge-model"}, jc, judge.NewLRU(100), log), agent.Limits{MaxTurns: 5})
+	f := startFleet(t, exec, 2, nil)
+
+	rep := runToEnd(t, f, exampleBundle(t), &pb.RunSpec{SkillGlobs: []string{"env-selector"}, CaseGlobs: []string{"select_dev", "reject_prod_without_confirmation"}})
+	for _, c := range rep.Cases {
+		if c.Status != report.StatusPassed {
+			t.Errorf("%s: %s %s", c.Case, c.Status, c.Reason)
+		}
+	}
+	if rep.Summary.Passed != 2 {
+		t.Fatalf("summary %+v", rep.Summary)
+	}
+
+	// The tool results the model received came from the sandbox: the script's JSON, the
+	// sandbox's user, and no key in the environment there.
+	sawScript := false
+	for _, r := range srv.Requests() {
+		for _, m := range r.Messages() {
+			if m["role"] != "tool" {
+				continue
+			}
+			content := fmt.Sprint(m["content"])
+			if strings.Contains(content, `{"env": "DEV", "confirm": false}`) && strings.Contains(content, "HOME=/home/sandbox") {
+				sawScript = true
+			}
+			if strings.Contains(content, apiKey) || strings.Contains(content, "OPENAI") {
+				t.Errorf("a credential reached the sandbox: %q", content)
+			}
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer "+apiKey {
+			t.Errorf("request to the model without the worker's key: %q", got)
+		}
+	}
+	if !sawScript {
+		t.Fatal("no tool result shows the script ran in the sandbox")
+	}
+}

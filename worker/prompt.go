@@ -1,0 +1,171 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/assert"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/sandbox"
+	"github.com/skillfleet/skillfleet/skill"
+)
+
+// Agent answers a prompt case: its model loop runs here, in the worker, and only its tool
+// calls run in the job's sandbox, so no credential ever enters the sandbox.
+type Agent interface {
+	Run(ctx context.Context, sb agent.Sandbox, req agent.Request) (string, agent.Transcript, error)
+}
+
+// Judge decides semantic_match assertions.
+type Judge interface {
+	Evaluate(ctx context.Context, criterion, input, output string, votes int) (assert.Result, agent.Usage, error)
+}
+
+// AgentWorkDir is where an agent works inside the sandbox (a writable tmpfs).
+const AgentWorkDir = "/work"
+
+// WithAgents lets the executor run prompt cases: agents by name ("" is the default agent, used
+// by jobs that name none), and the judge for semantic_match (nil: such assertions are errored).
+func (e *SandboxExecutor) WithAgents(agents map[string]Agent, judge Judge, limits agent.Limits) *SandboxExecutor {
+	e.agents, e.judge, e.agentLimits = agents, judge, limits
+	return e
+}
+
+// catalog is what an agent is told about a suite's skills.
+type catalog struct {
+	refs    []agent.SkillRef
+	allowed map[string]string // skill name → its allowed-tools
+}
+
+// catalogOf reads a bundle's skills once per bundle directory.
+func (e *SandboxExecutor) catalogOf(bundleDir string) *catalog {
+	if c, ok := e.catalogs.Load(bundleDir); ok {
+		return c.(*catalog)
+	}
+	cat, _ := skill.Discover([]string{bundleDir}, skill.Options{})
+	c := &catalog{allowed: map[string]string{}}
+	for _, s := range cat.Skills() {
+		c.refs = append(c.refs, agent.SkillRef{
+			Name: s.Name, Description: s.Description, Location: path.Join(SkillsMount, s.Name, skill.FileName),
+		})
+		c.allowed[s.Name] = s.AllowedTools
+	}
+	v, _ := e.catalogs.LoadOrStore(bundleDir, c)
+	return v.(*catalog)
+}
+
+func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir string, assertions []assert.Assertion) (*pb.Result, error) {
+	a := e.agents[job.GetAgent()]
+	if a == nil {
+		reason := "no agent configured: prompt cases need an agent (skillfleet test --model, or a worker with --model)"
+		if job.GetAgent() != "" {
+			reason = fmt.Sprintf("agent %q is not configured on this worker", job.GetAgent())
+		}
+		return erroredResult(job, reason), nil
+	}
+	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
+	sb, err := e.sandboxes.Acquire(ctx, sandbox.Spec{
+		JobID: job.GetId(), Mounts: []sandbox.Mount{{Source: bundleDir, Target: SkillsMount}},
+		Env: job.GetEnv(), Limits: limitsOf(job.GetLimits()), Timeout: timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer e.release(ctx, job, sb)
+
+	cat := e.catalogOf(bundleDir)
+	limits := e.agentLimits
+	if limits.WallTime <= 0 || limits.WallTime > timeout {
+		limits.WallTime = timeout
+	}
+	start := e.now()
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
+		Input: job.GetInput(), Catalog: cat.refs, AllowedTools: cat.allowed[job.GetSkill()],
+		WorkDir: AgentWorkDir, Limits: limits,
+	})
+	out := &pb.Result{
+		Kind:   job.GetKind(),
+		Output: output,
+		Usage:  usageOf(tr.Usage),
+		Timings: &pb.Timings{
+			SandboxStartMs: sb.StartLatency().Milliseconds(),
+			ExecutionMs:    e.now().Sub(start).Milliseconds(),
+		},
+	}
+	var endpoint *agent.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &endpoint):
+		// The model endpoint failed after its own retries: infrastructure, so the job is tried
+		// again later (and errored, with this reason, on its last attempt).
+		return nil, fmt.Errorf("agent: %w", err)
+	case errors.Is(err, agent.ErrTimeLimit) || actx.Err() != nil:
+		out.Verdict = pb.Verdict_VERDICT_TIMED_OUT
+		out.Reason = fmt.Sprintf("the agent did not finish within %s: %v", limits.WallTime, err)
+		return out, nil
+	default:
+		out.Verdict = pb.Verdict_VERDICT_ERRORED
+		out.Reason = "the agent gave no answer: " + err.Error()
+		return out, nil
+	}
+
+	results, pending := assert.EvaluateAll(assertions, assert.Observation{Output: output})
+	for _, i := range pending {
+		if e.judge == nil {
+			results[i].Message = "no judge configured: semantic_match needs one (skillfleet test --judge-model)"
+			continue
+		}
+		r, u, err := e.judge.Evaluate(ctx, assertions[i].Value, job.GetInput(), output, 1)
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
+		results[i] = r
+		tr.Usage.Add(u)
+		out.Usage = usageOf(tr.Usage)
+	}
+	out.Assertions = assertionResults(results)
+	out.Verdict = verdictOf(results)
+	if out.Verdict == pb.Verdict_VERDICT_ERRORED {
+		out.Reason = erroredReason(results)
+	}
+	return out, nil
+}
+
+func usageOf(u agent.Usage) *pb.Usage {
+	return &pb.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: u.Cost}
+}
+
+// sandboxTools adapts a job's sandbox to what the agent's tools need.
+type sandboxTools struct{ sb *sandbox.Sandbox }
+
+func (t sandboxTools) Exec(ctx context.Context, cmd []string, stdin []byte, workdir string, timeout time.Duration) (agent.ExecResult, error) {
+	r, err := t.sb.Exec(ctx, sandbox.ExecRequest{Cmd: cmd, Stdin: stdin, WorkDir: workdir, Timeout: timeout})
+	if err != nil {
+		return agent.ExecResult{}, err
+	}
+	if r.SandboxExited {
+		return agent.ExecResult{}, errors.New("the sandbox stopped while the command ran")
+	}
+	return agent.ExecResult{
+		ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr,
+		Truncated: r.StdoutTruncated || r.StderrTruncated, TimedOut: r.TimedOut,
+	}, nil
+}
+
+// release removes a job's sandbox with its own context: a cancelled job must still not leave
+// a container behind.
+func (e *SandboxExecutor) release(ctx context.Context, job *pb.Job, sb *sandbox.Sandbox) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := e.sandboxes.Release(rctx, sb); err != nil {
+		e.log.Warn("releasing the sandbox failed; the reaper will remove it", zap.String("job", job.GetId()), zap.Error(err))
+	}
+}
