@@ -55,6 +55,7 @@ type Builder struct {
 type caseState struct {
 	skill, name string
 	agent       string
+	usage       Usage
 	kind        skillfleetv1.CaseKind
 	file        string
 	line        int
@@ -157,6 +158,7 @@ func (b *Builder) Add(r *skillfleetv1.Result) (accepted bool) {
 func (cs *caseState) record(r *skillfleetv1.Result) {
 	v, why := jobVerdict(r)
 	cs.duration += jobDurationMS(r.GetTimings())
+	cs.usage.add(r.GetUsage())
 	cs.attempts = max(cs.attempts, r.GetAttempt())
 	if cs.kind == skillfleetv1.CaseKind_CASE_KIND_UNSPECIFIED {
 		cs.kind = r.GetKind()
@@ -295,6 +297,15 @@ func (b *Builder) Report() Report {
 		r.Cases = append(r.Cases, cs.report(b.closed, b.closeReason))
 	}
 	r.Summary = summarize(r.Cases)
+	var total Usage
+	for _, cs := range b.cases {
+		total.PromptTokens += cs.usage.PromptTokens
+		total.CompletionTokens += cs.usage.CompletionTokens
+		total.Cost += cs.usage.Cost
+	}
+	if !total.zero() {
+		r.Usage = &total
+	}
 	return r
 }
 
@@ -318,7 +329,8 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
-		File: cs.file, Line: cs.line,
+		Usage: cs.usageOrNil(),
+		File:  cs.file, Line: cs.line,
 	}
 	if closed {
 		c.SkippedEpochs += missing
@@ -386,4 +398,12 @@ func (cs *caseState) reason(c Case, ev *evidence, cut bool, closeReason string) 
 		parts = append(parts, fmt.Sprintf("epoch %d %s: %s", ev.epoch, StatusOf(ev.verdict), why))
 	}
 	return strings.Join(parts, "; ")
+}
+
+func (cs *caseState) usageOrNil() *Usage {
+	if cs.usage.zero() {
+		return nil
+	}
+	u := cs.usage
+	return &u
 }

@@ -360,3 +360,27 @@ func TestBuilderConcurrentUse(t *testing.T) {
 		t.Errorf("accepted %d results, Done %v; want 5000, true", accepted, b.Done())
 	}
 }
+
+// TestBuilderUsage: model tokens and cost add up per case and per run; duplicates don't count.
+func TestBuilderUsage(t *testing.T) {
+	b := NewBuilder(testRun, []PlannedCase{{Skill: "s", Case: "a", Epochs: 2}, {Skill: "s", Case: "b"}})
+	spend := func(p, c int64, cost float64) func(*skillfleetv1.Result) {
+		return func(r *skillfleetv1.Result) {
+			r.Usage = &skillfleetv1.Usage{PromptTokens: p, CompletionTokens: c, Cost: cost}
+		}
+	}
+	b.Add(res("s", "a", 1, vPassed, spend(100, 10, 0.5)))
+	b.Add(res("s", "a", 1, vPassed, spend(100, 10, 0.5))) // a redelivered duplicate
+	b.Add(res("s", "a", 2, vPassed, spend(200, 20, 1)))
+	b.Add(res("s", "b", 1, vPassed)) // no model use
+	r := b.Report()
+	if r.Usage == nil || *r.Usage != (Usage{PromptTokens: 300, CompletionTokens: 30, Cost: 1.5}) {
+		t.Fatalf("run usage %+v", r.Usage)
+	}
+	if u := r.Cases[0].Usage; u == nil || u.PromptTokens != 300 {
+		t.Fatalf("case a usage %+v", u)
+	}
+	if r.Cases[1].Usage != nil {
+		t.Fatalf("case b spent nothing but reports %+v", r.Cases[1].Usage)
+	}
+}

@@ -23,8 +23,25 @@ const (
 type Report struct {
 	Run     string  `json:"run"`
 	Summary Summary `json:"summary"`
-	Cases   []Case  `json:"cases"`
+	// Usage is the model tokens and cost the run's counted results spent (agents and judge).
+	Usage *Usage `json:"usage,omitempty"`
+	Cases []Case `json:"cases"`
 }
+
+// Usage counts model tokens and their cost (in the currency of the configured price table).
+type Usage struct {
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	Cost             float64 `json:"cost"`
+}
+
+func (u *Usage) add(o *skillfleetv1.Usage) {
+	u.PromptTokens += o.GetPromptTokens()
+	u.CompletionTokens += o.GetCompletionTokens()
+	u.Cost += o.GetCost()
+}
+
+func (u Usage) zero() bool { return u.PromptTokens == 0 && u.CompletionTokens == 0 && u.Cost == 0 }
 
 // Summary counts the cases (not the jobs) of a report by status.
 type Summary struct {
@@ -44,6 +61,8 @@ type Case struct {
 	Case  string `json:"case"`
 	// Agent is the agent a prompt case ran against, when the run named agents.
 	Agent string `json:"agent,omitempty"`
+	// Usage is what the case's epochs spent on models.
+	Usage *Usage `json:"usage,omitempty"`
 	// Kind is "prompt" or "command".
 	Kind string `json:"kind"`
 	// Status is one of the Status* constants.

@@ -90,6 +90,9 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		t.count(s.Passed, "passed", sgrGreen), t.count(s.Failed, "failed", sgrRed),
 		t.count(s.Errored, "errored", sgrRed), t.count(s.TimedOut, "timed out", sgrYellow),
 		t.count(s.Skipped, "skipped", sgrCyan), pending, oneLine(r.Run, maxValueRunes))
+	if u := r.Usage; u != nil {
+		t.printf("models: %d prompt + %d completion tokens, cost %.4f\n", u.PromptTokens, u.CompletionTokens, u.Cost)
+	}
 	if t.err != nil {
 		return fmt.Errorf("report: writing text: %w", t.err)
 	}
