@@ -1,5 +1,7 @@
-// Package config reads skillfleet.yaml, the settings a suite's author chooses for its runs.
-// Operator settings (endpoints, keys, maxima) are never read from a suite: a suite is untrusted.
+// Package config reads skillfleet.yaml: the sandbox limits a suite asks for and, from a file
+// the user or operator passes explicitly, the agents and judge prompt cases run against.
+// Agent endpoints and key variables are never taken from a file that arrived inside a suite:
+// a suite is untrusted, and one could point OPENAI_API_KEY at its own host.
 package config
 
 import (
@@ -31,6 +33,39 @@ type Suite struct {
 	// Sandbox are the limits every job of the suite asks for. Workers clamp them to the
 	// maxima their operator set, so a suite can ask for less, never for more.
 	Sandbox Limits `yaml:"sandbox"`
+	// Agents are the endpoints prompt cases run against: each prompt case runs once per agent.
+	Agents []Agent `yaml:"agents"`
+	// Judge decides semantic_match assertions.
+	Judge *Judge `yaml:"judge"`
+}
+
+// Agent is one OpenAI-compatible endpoint and model running the built-in agent.
+type Agent struct {
+	Name           string `yaml:"name"`
+	BaseURL        string `yaml:"base_url"`
+	APIKeyEnv      string `yaml:"api_key_env"`
+	Model          string `yaml:"model"`
+	MaxTurns       int    `yaml:"max_turns"`
+	MaxTokens      int64  `yaml:"max_tokens"`
+	MaxConcurrency int    `yaml:"max_concurrency"`
+	Price          Price  `yaml:"price"`
+	// Line is where the agent is defined, for messages.
+	Line int `yaml:"-"`
+}
+
+// Price is a model's price per million tokens, for cost reports.
+type Price struct {
+	PromptPerMTok     float64 `yaml:"prompt_per_mtok"`
+	CompletionPerMTok float64 `yaml:"completion_per_mtok"`
+}
+
+// Judge is the endpoint and model of the semantic judge, separate from the agents'.
+type Judge struct {
+	BaseURL   string `yaml:"base_url"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	Model     string `yaml:"model"`
+	Votes     int    `yaml:"votes"`
+	Price     Price  `yaml:"price"`
 }
 
 // Limits are the per-job sandbox limits, in human units: sizes like "256Mi" or "1g", CPUs as
@@ -54,7 +89,11 @@ func Find(roots []string) string {
 	return ""
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var (
+	yamlLine  = regexp.MustCompile(`line (\d+)`)
+	agentName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // Load reads and checks a skillfleet.yaml. Problems are diagnostics naming the file, the line
 // and the rule, like every other input error.
@@ -113,10 +152,57 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 		diags = append(diags, diag(lineOf("pids"), "config.sandbox.pids", "pids must be positive, got %d", s.Sandbox.Pids)...)
 	}
 	limits.Pids = s.Sandbox.Pids
+	names := map[string]bool{}
+	for i, a := range s.Agents {
+		line := listItemLine(&node, "agents", i)
+		s.Agents[i].Line = line
+		switch {
+		case !agentName.MatchString(a.Name):
+			diags = append(diags, diag(line, "config.agents.name", "agent name %q must be 1-64 characters of [a-z0-9._-]", a.Name)...)
+		case names[a.Name]:
+			diags = append(diags, diag(line, "config.agents.name", "agent %q is defined twice", a.Name)...)
+		}
+		names[a.Name] = true
+		if a.Model == "" {
+			diags = append(diags, diag(line, "config.agents.model", "agent %q needs a model", a.Name)...)
+		}
+		if a.APIKeyEnv != "" && !envName.MatchString(a.APIKeyEnv) {
+			diags = append(diags, diag(line, "config.agents.api_key_env", "api_key_env %q is not an environment variable name", a.APIKeyEnv)...)
+		}
+	}
+	if j := s.Judge; j != nil {
+		line := keyLine(&node, "judge", "model")
+		if j.Model == "" {
+			diags = append(diags, diag(line, "config.judge.model", "the judge needs a model")...)
+		}
+		if j.Votes < 0 || j.Votes > 9 || (j.Votes > 0 && j.Votes%2 == 0) {
+			diags = append(diags, diag(keyLine(&node, "judge", "votes"), "config.judge.votes", "votes must be an odd number from 1 to 9, got %d", j.Votes)...)
+		}
+		if j.APIKeyEnv != "" && !envName.MatchString(j.APIKeyEnv) {
+			diags = append(diags, diag(line, "config.judge.api_key_env", "api_key_env %q is not an environment variable name", j.APIKeyEnv)...)
+		}
+	}
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
 	return &s, limits, nil
+}
+
+// HasEndpoints reports whether the file configures model endpoints (agents or a judge).
+func (s *Suite) HasEndpoints() bool { return len(s.Agents) > 0 || s.Judge != nil }
+
+// listItemLine finds the line of the i-th item of a top-level list, or 0.
+func listItemLine(doc *yaml.Node, key string, i int) int {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return 0
+	}
+	m := doc.Content[0]
+	for k := 0; k+1 < len(m.Content); k += 2 {
+		if m.Content[k].Value == key && i < len(m.Content[k+1].Content) {
+			return m.Content[k+1].Content[i].Line
+		}
+	}
+	return 0
 }
 
 // keyLine finds the line of parent.key in a document, or 0.

@@ -20,7 +20,12 @@ func TestLoad(t *testing.T) {
 		{name: "typo", yaml: "sandbox:\n  memroy: 1g\n", rule: "config.yaml", line: 2},
 		{name: "bad size", yaml: "sandbox:\n  cpus: 1\n  memory: lots\n", rule: "config.sandbox.memory", line: 3},
 		{name: "negative cpus", yaml: "sandbox:\n  cpus: -1\n", rule: "config.sandbox.cpus", line: 2},
-		{name: "unknown top level", yaml: "agents: []\nsandbox: {}\n", rule: "config.yaml", line: 1},
+		{name: "unknown top level", yaml: "workers: 3\nsandbox: {}\n", rule: "config.yaml", line: 1},
+		{name: "agents", yaml: "agents:\n  - name: gpt\n    model: gpt-4.1-mini\n    api_key_env: OPENAI_API_KEY\n  - name: local\n    base_url: http://127.0.0.1:11434/v1\n    model: qwen\njudge:\n  model: judge-m\n  votes: 3\n"},
+		{name: "agent without model", yaml: "agents:\n  - name: a\n  - name: b\n    model: m\n", rule: "config.agents.model", line: 2},
+		{name: "duplicate agent", yaml: "agents:\n  - {name: a, model: m}\n  - {name: a, model: m}\n", rule: "config.agents.name", line: 3},
+		{name: "bad key variable", yaml: "agents:\n  - {name: a, model: m, api_key_env: \"$(curl x)\"}\n", rule: "config.agents.api_key_env", line: 2},
+		{name: "even votes", yaml: "judge:\n  model: j\n  votes: 2\n", rule: "config.judge.votes", line: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

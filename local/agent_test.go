@@ -89,8 +89,8 @@ func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec := worker.NewSandboxExecutor(runner, log).WithAgents(
-		map[string]worker.Agent{"": agent.NewBuiltIn(client, log)},
-		judge.New(judge.Config{Model: "judge-model"}, jc, judge.NewLRU(100), log), agent.Limits{MaxTurns: 5})
+		map[string]worker.AgentSpec{"": {Agent: agent.NewBuiltIn(client, log), Limits: agent.Limits{MaxTurns: 5}}},
+		judge.New(judge.Config{Model: "judge-model"}, jc, judge.NewLRU(100), log), 1)
 	f := startFleet(t, exec, 2, nil)
 
 	rep := runToEnd(t, f, exampleBundle(t), &pb.RunSpec{SkillGlobs: []string{"env-selector"}, CaseGlobs: []string{"select_dev", "reject_prod_without_confirmation"}})

@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/assert"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -30,13 +29,13 @@ type Sandboxes interface {
 // SandboxExecutor runs jobs in sandboxes: command cases directly, prompt cases through an
 // agent (see WithAgents; without one they are errored, never passed).
 type SandboxExecutor struct {
-	sandboxes   Sandboxes
-	log         *zap.Logger
-	now         func() time.Time
-	agents      map[string]Agent
-	judge       Judge
-	agentLimits agent.Limits
-	catalogs    sync.Map // bundle dir → *catalog
+	sandboxes Sandboxes
+	log       *zap.Logger
+	now       func() time.Time
+	agents    map[string]AgentSpec
+	judge     Judge
+	votes     int
+	catalogs  sync.Map // bundle dir → *catalog
 }
 
 // NewSandboxExecutor returns the executor the worker uses in production and in local mode.

@@ -30,10 +30,17 @@ type Judge interface {
 // AgentWorkDir is where an agent works inside the sandbox (a writable tmpfs).
 const AgentWorkDir = "/work"
 
+// AgentSpec is a configured agent and the limits its runs get.
+type AgentSpec struct {
+	Agent  Agent
+	Limits agent.Limits
+}
+
 // WithAgents lets the executor run prompt cases: agents by name ("" is the default agent, used
-// by jobs that name none), and the judge for semantic_match (nil: such assertions are errored).
-func (e *SandboxExecutor) WithAgents(agents map[string]Agent, judge Judge, limits agent.Limits) *SandboxExecutor {
-	e.agents, e.judge, e.agentLimits = agents, judge, limits
+// by jobs that name none), and the judge for semantic_match with its number of votes (nil
+// judge: such assertions are errored).
+func (e *SandboxExecutor) WithAgents(agents map[string]AgentSpec, judge Judge, votes int) *SandboxExecutor {
+	e.agents, e.judge, e.votes = agents, judge, max(votes, 1)
 	return e
 }
 
@@ -61,8 +68,9 @@ func (e *SandboxExecutor) catalogOf(bundleDir string) *catalog {
 }
 
 func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir string, assertions []assert.Assertion) (*pb.Result, error) {
-	a := e.agents[job.GetAgent()]
-	if a == nil {
+	spec, ok := e.agents[job.GetAgent()]
+	a := spec.Agent
+	if !ok || a == nil {
 		reason := "no agent configured: prompt cases need an agent (skillfleet test --model, or a worker with --model)"
 		if job.GetAgent() != "" {
 			reason = fmt.Sprintf("agent %q is not configured on this worker", job.GetAgent())
@@ -80,7 +88,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	defer e.release(ctx, job, sb)
 
 	cat := e.catalogOf(bundleDir)
-	limits := e.agentLimits
+	limits := spec.Limits
 	if limits.WallTime <= 0 || limits.WallTime > timeout {
 		limits.WallTime = timeout
 	}
@@ -123,7 +131,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 			results[i].Message = "no judge configured: semantic_match needs one (skillfleet test --judge-model)"
 			continue
 		}
-		r, u, err := e.judge.Evaluate(ctx, assertions[i].Value, job.GetInput(), output, 1)
+		r, u, err := e.judge.Evaluate(ctx, assertions[i].Value, job.GetInput(), output, e.votes)
 		if err != nil && ctx.Err() != nil {
 			return nil, err
 		}

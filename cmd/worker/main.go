@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/config"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -42,6 +43,7 @@ type options struct {
 	seccomp        string
 	nats           cmdutil.NATSFlags
 	models         cmdutil.ModelFlags
+	agentsConfig   string
 	logLevel       string
 }
 
@@ -73,6 +75,7 @@ func main() {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
 	o.models.Register(f)
+	f.StringVar(&o.agentsConfig, "agents-config", "", "skillfleet.yaml with the agents and judge this worker serves (endpoints, key variables, models, prices)")
 	os.Exit(cmdutil.Execute(cmd))
 }
 
@@ -95,7 +98,15 @@ func run(ctx context.Context, o options) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	agents, judge, agentLimits, err := o.models.Build(reg, log)
+	var agentsCfg *config.Suite
+	if o.agentsConfig != "" {
+		cfg, _, diags := config.Load(o.agentsConfig)
+		if diags.HasErrors() {
+			return cmdutil.Usage(fmt.Errorf("--agents-config: %v", diags))
+		}
+		agentsCfg = cfg
+	}
+	models, err := o.models.Build(agentsCfg, reg, log)
 	if err != nil {
 		return cmdutil.Usage(err)
 	}
@@ -146,7 +157,7 @@ func run(ctx context.Context, o options) error {
 		Lanes:    []jetstream.Consumer{topo.OnDemand, topo.Scheduled},
 		Results:  topo,
 		Bundles:  topo,
-		Executor: worker.NewSandboxExecutor(runner, log.Named("executor")).WithAgents(agents, judge, agentLimits),
+		Executor: worker.NewSandboxExecutor(runner, log.Named("executor")).WithAgents(models.Agents, models.Judge, models.Votes),
 		Log:      log.Named("worker"),
 		Registry: reg,
 	})

@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,13 +10,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/config"
 	"github.com/skillfleet/skillfleet/judge"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
-// ModelFlags choose the OpenAI-compatible endpoint that prompt cases run against. The key is
-// read from $OPENAI_API_KEY only (never a flag, so it stays out of process listings), and it
-// is used by the worker process alone: sandboxes never see it.
+// ModelFlags choose the OpenAI-compatible endpoints that prompt cases run against: one default
+// agent from flags, or named agents and a judge from a config file. Keys are read from
+// environment variables only (never flags, so they stay out of process listings), by the worker
+// process alone: sandboxes never see them.
 type ModelFlags struct {
 	BaseURL    string
 	Model      string
@@ -26,41 +29,89 @@ type ModelFlags struct {
 // Register adds the flags to fs.
 func (m *ModelFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&m.BaseURL, "model-base-url", "", "OpenAI-compatible endpoint (default $OPENAI_BASE_URL, else https://api.openai.com/v1)")
-	fs.StringVar(&m.Model, "model", "", "model of the built-in agent that runs prompt cases; empty: prompt cases are errored")
+	fs.StringVar(&m.Model, "model", "", "model of the built-in agent that runs prompt cases; empty (and no agents configured): prompt cases are errored")
 	fs.StringVar(&m.JudgeModel, "judge-model", "", "model that judges semantic_match (separate from --model); empty: those assertions are errored")
 	fs.IntVar(&m.MaxTurns, "max-turns", agent.DefaultMaxTurns, "model turns a prompt case may take")
 }
 
-// Build returns the default agent and the judge the flags describe (nil when not asked for).
-func (m *ModelFlags) Build(reg prometheus.Registerer, log *zap.Logger) (map[string]worker.Agent, worker.Judge, agent.Limits, error) {
-	limits := agent.Limits{MaxTurns: m.MaxTurns}
-	if m.Model == "" {
-		if m.JudgeModel != "" {
-			return nil, nil, limits, errors.New("--judge-model needs --model: the judge only sees prompt cases")
+// Models are the agents and judge a worker runs prompt cases with.
+type Models struct {
+	Agents map[string]worker.AgentSpec
+	Judge  worker.Judge
+	Votes  int
+	// Names are the configured agent names, for a run's spec; empty for the default agent.
+	Names []string
+}
+
+// Build returns the agents and judge the flags and an explicit config file (nil: none)
+// describe. A config's agents replace the flag's default agent; a config's judge wins over
+// --judge-model.
+func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *zap.Logger) (Models, error) {
+	out := Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+	defaultBase := m.BaseURL
+	if defaultBase == "" {
+		defaultBase = os.Getenv("OPENAI_BASE_URL")
+	}
+	if defaultBase == "" {
+		defaultBase = "https://api.openai.com/v1"
+	}
+	newClient := func(name, base, keyEnv, model string, maxConc int, price config.Price) (*agent.Client, error) {
+		if base == "" {
+			base = defaultBase
 		}
-		return nil, nil, limits, nil
+		if keyEnv == "" {
+			keyEnv = "OPENAI_API_KEY"
+		}
+		return agent.NewClient(agent.Endpoint{
+			Name: name, BaseURL: base, APIKey: os.Getenv(keyEnv), Model: model, MaxConcurrency: maxConc,
+			Price: agent.Price{PromptPerMTok: price.PromptPerMTok, CompletionPerMTok: price.CompletionPerMTok},
+		}, agent.ClientDeps{Registry: reg, Log: log.Named("model")})
 	}
-	base := m.BaseURL
-	if base == "" {
-		base = os.Getenv("OPENAI_BASE_URL")
+	if cfg != nil && len(cfg.Agents) > 0 {
+		if m.Model != "" {
+			return out, errors.New("--model and a config with agents: choose one")
+		}
+		for _, a := range cfg.Agents {
+			c, err := newClient(a.Name, a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price)
+			if err != nil {
+				return out, fmt.Errorf("agent %s: %w", a.Name, err)
+			}
+			turns := a.MaxTurns
+			if turns == 0 {
+				turns = m.MaxTurns
+			}
+			out.Agents[a.Name] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: turns, MaxTokens: a.MaxTokens}}
+			out.Names = append(out.Names, a.Name)
+		}
+	} else if m.Model != "" {
+		c, err := newClient("agent", "", "", m.Model, 0, config.Price{})
+		if err != nil {
+			return out, err
+		}
+		out.Agents[""] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: m.MaxTurns}}
 	}
-	if base == "" {
-		base = "https://api.openai.com/v1"
+	judgeModel, j := m.JudgeModel, (*config.Judge)(nil)
+	if cfg != nil && cfg.Judge != nil {
+		j = cfg.Judge
+		judgeModel = j.Model
+		out.Votes = max(j.Votes, 1)
 	}
-	key := os.Getenv("OPENAI_API_KEY")
-	client, err := agent.NewClient(agent.Endpoint{Name: "agent", BaseURL: base, APIKey: key, Model: m.Model},
-		agent.ClientDeps{Registry: reg, Log: log.Named("model")})
+	if judgeModel == "" {
+		return out, nil
+	}
+	if len(out.Agents) == 0 {
+		return out, errors.New("a judge needs an agent (--model or agents in the config): it only sees prompt cases")
+	}
+	var jc *agent.Client
+	var err error
+	if j != nil {
+		jc, err = newClient("judge", j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price)
+	} else {
+		jc, err = newClient("judge", "", "", judgeModel, 0, config.Price{})
+	}
 	if err != nil {
-		return nil, nil, limits, err
+		return out, fmt.Errorf("judge: %w", err)
 	}
-	agents := map[string]worker.Agent{"": agent.NewBuiltIn(client, log.Named("agent"))}
-	if m.JudgeModel == "" {
-		return agents, nil, limits, nil
-	}
-	jc, err := agent.NewClient(agent.Endpoint{Name: "judge", BaseURL: base, APIKey: key, Model: m.JudgeModel},
-		agent.ClientDeps{Registry: reg, Log: log.Named("judge")})
-	if err != nil {
-		return nil, nil, limits, err
-	}
-	return agents, judge.New(judge.Config{Model: m.JudgeModel}, jc, judge.NewLRU(10000), log.Named("judge")), limits, nil
+	out.Judge = judge.New(judge.Config{Model: judgeModel, Votes: out.Votes}, jc, judge.NewLRU(10000), log.Named("judge"))
+	return out, nil
 }

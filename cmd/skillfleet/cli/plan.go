@@ -43,24 +43,29 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 }
 
-// limits reads the suite's skillfleet.yaml (--config, else the first root's) and returns the
-// sandbox limits it asks for; nil when there is no file. Its errors are usage errors.
-func (f *suiteFlags) limits(e *env, roots []string) (*pb.Limits, error) {
+// suiteConfig reads skillfleet.yaml: the --config file, else the first root's. It returns the
+// file (nil when there is none) and the sandbox limits it asks for; its errors are usage
+// errors. Agent endpoints are accepted only from --config: a file found inside a suite came
+// with the suite, which is untrusted, and could send a key to any host.
+func (f *suiteFlags) suiteConfig(e *env, roots []string) (*config.Suite, *pb.Limits, error) {
 	path := f.config
 	if path == "" {
 		path = config.Find(roots)
 	}
 	if path == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	_, limits, diags := config.Load(path)
+	cfg, limits, diags := config.Load(path)
 	if diags.HasErrors() {
 		for _, d := range diags {
 			fmt.Fprintln(e.stderr, d.String())
 		}
-		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s has errors; nothing was run", path)}
+		return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s has errors; nothing was run", path)}
 	}
-	return limits, nil
+	if f.config == "" && cfg.HasEndpoints() {
+		return nil, nil, usageErrorf("%s configures agent endpoints, which are taken only from a file you pass with --config: a suite's own file could send your API key anywhere", path)
+	}
+	return cfg, limits, nil
 }
 
 func (f *suiteFlags) options() suite.PlanOptions {

@@ -105,9 +105,15 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if len(p.Jobs) == 0 {
 				return usageErrorf("no test cases matched")
 			}
-			limits, err := f.limits(e, roots)
+			cfg, limits, err := f.suiteConfig(e, roots)
 			if err != nil {
 				return err
+			}
+			if len(f.agents) == 0 && cfg != nil {
+				// Agent names only: the fleet's workers hold the endpoints and keys.
+				for _, a := range cfg.Agents {
+					f.agents = append(f.agents, a.Name)
+				}
 			}
 			var bundle bytes.Buffer
 			if _, err := suite.WriteBundle(&bundle, s.Graph, s.Select(f.options().Filter)); err != nil {

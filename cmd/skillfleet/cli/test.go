@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/local"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -62,7 +61,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if len(p.Jobs) == 0 {
 				return usageErrorf("no test cases matched")
 			}
-			limits, err := f.limits(e, roots)
+			cfg, limits, err := f.suiteConfig(e, roots)
 			if err != nil {
 				return err
 			}
@@ -72,12 +71,14 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			agents, judge, agentLimits, err := models.Build(nil, log)
+			ms, err := models.Build(cfg, nil, log)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits,
-				agents: agents, judge: judge, agentLimits: agentLimits})
+			if len(f.agents) == 0 {
+				f.agents = ms.Names
+			}
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms})
 		},
 	}
 	f.register(cmd)
@@ -100,10 +101,8 @@ type localOptions struct {
 	out     outputFlags
 	log     *zap.Logger
 	limits  *pb.Limits
-	// agents and judge run prompt cases; nil: they are errored ("no agent configured").
-	agents      map[string]worker.Agent
-	judge       worker.Judge
-	agentLimits agent.Limits
+	// models run prompt cases; none: they are errored ("no agent configured").
+	models cmdutil.Models
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -134,7 +133,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	}()
 	fleet, err := local.Start(ctx, local.Config{
 		Workers: o.workers, Slots: 1, Log: o.log,
-		Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")).WithAgents(o.agents, o.judge, o.agentLimits),
+		Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")).WithAgents(o.models.Agents, o.models.Judge, o.models.Votes),
 	})
 	if err != nil {
 		return failf("%v", err)
