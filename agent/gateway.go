@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Gateway defaults.
+const (
+	DefaultGatewayMaxBodyBytes     = 8 << 20
+	DefaultGatewayMaxResponseBytes = 32 << 20
+	// GatewaySocketName is the gateway's socket file in the directory given to ListenUnix.
+	GatewaySocketName = "gateway.sock"
+)
+
+// GatewayConfig is the one upstream a Gateway forwards to.
+type GatewayConfig struct {
+	// BaseURL is the upstream's OpenAI-compatible base URL, e.g. https://api.openai.com/v1.
+	BaseURL string
+	// APIKey is the real key; it never leaves the worker except towards BaseURL, and it is
+	// redacted from everything the gateway answers.
+	APIKey string
+	// Price turns metered tokens into Session.Usage().Cost.
+	Price Price
+	// MaxBodyBytes caps a request body (0 = 8 MiB; larger gets 413).
+	MaxBodyBytes int64
+	// MaxResponseBytes caps an upstream answer (0 = 32 MiB; larger gets 502).
+	MaxResponseBytes int64
+}
+
+// GatewayDeps are a Gateway's collaborators; zero fields get working defaults.
+type GatewayDeps struct {
+	// HTTP carries the upstream requests (default: a client on a clone of http.DefaultTransport,
+	// with a 10-minute timeout).
+	HTTP *http.Client
+	// Log gets refusals and upstream failures, never a key or a token (default: no logging).
+	Log *zap.Logger
+}
+
+// Budget bounds one session.
+type Budget struct {
+	// MaxTokens is prompt plus completion tokens; once the metered total reaches it, further
+	// requests get 429. 0 = unlimited. Requests already in flight when it is reached still
+	// complete, so a session can end slightly above its budget.
+	MaxTokens int64
+}
+
+// Gateway is the model gateway: an OpenAI-compatible Chat Completions endpoint for agent CLIs
+// running inside sandboxes. A CLI authenticates with a per-job token (Open); the gateway swaps
+// it for the real key, forwards only chat completions to the one configured upstream, meters
+// the tokens into the job's session and enforces its budget.
+//
+// It is an http.Handler (tokens of all open sessions are accepted), normally served on a Unix
+// socket with ListenUnix: a sandbox has no network, so the socket's directory is bind-mounted
+// into it and an in-sandbox forwarder (see Command) gives the CLI a TCP base URL.
+//
+// Streaming (stream: true) is refused with 400 "streaming is not supported by the gateway":
+// usage could not be metered from the response body without parsing SSE.
+type Gateway struct {
+	cfg      GatewayConfig
+	upstream *url.URL
+	http     *http.Client
+	log      *zap.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	servers  []*http.Server
+}
+
+// NewGateway makes a gateway forwarding to cfg's upstream.
+func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("agent: gateway: base URL must be an absolute http(s) URL")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/chat/completions"
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultGatewayMaxBodyBytes
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultGatewayMaxResponseBytes
+	}
+	if deps.HTTP == nil {
+		deps.HTTP = &http.Client{Timeout: 10 * time.Minute}
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			deps.HTTP.Transport = t.Clone()
+		}
+	}
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	return &Gateway{cfg: cfg, upstream: u, http: deps.HTTP, log: deps.Log, sessions: map[string]*Session{}}, nil
+}
+
+// ListenUnix serves the gateway on dir/gateway.sock until Close and returns the socket's path.
+// dir is created (0755) if needed. The socket is made connectable by any user (0666), because
+// the sandbox's user differs from the worker's: a token, not the socket, is the credential.
+func (g *Gateway) ListenUnix(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("agent: gateway: %w", err)
+	}
+	p := filepath.Join(dir, GatewaySocketName)
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("agent: gateway: stale socket: %w", err)
+	}
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		return "", fmt.Errorf("agent: gateway: %w", err)
+	}
+	if err := os.Chmod(p, 0o666); err != nil {
+		_ = l.Close()
+		return "", fmt.Errorf("agent: gateway: %w", err)
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(g.log)}
+	g.mu.Lock()
+	g.servers = append(g.servers, srv)
+	g.mu.Unlock()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("model gateway stopped serving", zap.String("socket", p), zap.Error(err))
+		}
+	}()
+	return p, nil
+}
+
+// Close stops the listeners started by ListenUnix and invalidates every open session.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	servers := g.servers
+	g.servers = nil
+	clear(g.sessions)
+	g.mu.Unlock()
+	var errs []error
+	for _, s := range servers {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Session is one job's access to the gateway: a token valid until Close, its metered usage
+// and its budget. Safe for concurrent use.
+type Session struct {
+	g      *Gateway
+	token  string
+	jobID  string
+	budget Budget
+
+	mu       sync.Mutex
+	usage    Usage
+	requests int
+}
+
+// Open starts a session for a job with a fresh random token. jobID is only for logs.
+func (g *Gateway) Open(jobID string, budget Budget) (*Session, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("agent: gateway token: %w", err)
+	}
+	s := &Session{g: g, token: hex.EncodeToString(b), jobID: jobID, budget: budget}
+	g.mu.Lock()
+	g.sessions[s.token] = s
+	g.mu.Unlock()
+	return s, nil
+}
+
+// Token is the session's bearer token, to give to the agent CLI (never the real key).
+func (s *Session) Token() string { return s.token }
+
+// Usage is what the session's requests consumed, as the upstream reported it.
+func (s *Session) Usage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.usage
+	u.Cost = s.g.cfg.Price.Cost(u.PromptTokens, u.CompletionTokens)
+	return u
+}
+
+// Requests is how many requests the session forwarded upstream.
+func (s *Session) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+// BudgetExhausted says the session reached its token budget (further requests get 429).
+func (s *Session) BudgetExhausted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exhausted()
+}
+
+func (s *Session) exhausted() bool {
+	return s.budget.MaxTokens > 0 && s.usage.Total() >= s.budget.MaxTokens
+}
+
+// Close ends the session: its token is rejected from now on. Its usage stays readable.
+func (s *Session) Close() {
+	s.g.mu.Lock()
+	if s.g.sessions[s.token] == s {
+		delete(s.g.sessions, s.token)
+	}
+	s.g.mu.Unlock()
+}
+
+// lookup finds the open session of a bearer token, comparing in constant time.
+func (g *Gateway) lookup(h http.Header) *Session {
+	tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	if !ok || len(tok) != 64 {
+		return nil
+	}
+	g.mu.Lock()
+	s := g.sessions[tok]
+	g.mu.Unlock()
+	// The map lookup already matched; the constant-time compare guards against a future map
+	// keyed differently, and costs nothing.
+	if s == nil || subtle.ConstantTimeCompare([]byte(s.token), []byte(tok)) != 1 {
+		return nil
+	}
+	return s
+}
+
+// forwardedRequestHeaders are the only client headers sent upstream: no auth-ish header
+// (Authorization, api-key, OpenAI-Organization, cookies, proxy auth) can ride along, and no
+// Accept-Encoding, so that the transport decompresses and the usage can be read.
+var forwardedRequestHeaders = []string{"Content-Type", "Accept", "User-Agent"}
+
+// forwardedResponseHeaders are the only upstream headers given back to the CLI.
+var forwardedResponseHeaders = []string{"Content-Type", "Retry-After", "X-Request-Id",
+	"X-Ratelimit-Limit-Requests", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Requests",
+	"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Requests", "X-Ratelimit-Reset-Tokens"}
+
+// ServeHTTP serves POST /v1/chat/completions (and /chat/completions) for open sessions.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
+		gatewayError(w, http.StatusNotFound, "not_found", "the gateway serves only POST /v1/chat/completions")
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		gatewayError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the gateway serves only POST /v1/chat/completions")
+		return
+	}
+	s := g.lookup(r.Header)
+	if s == nil {
+		gatewayError(w, http.StatusUnauthorized, "invalid_token", "unknown or expired gateway token")
+		return
+	}
+	log := g.log.With(zap.String("job", s.jobID))
+	s.mu.Lock()
+	over, used := s.exhausted(), s.usage.Total()
+	s.mu.Unlock()
+	if over {
+		gatewayError(w, http.StatusTooManyRequests, "token_budget_exhausted", fmt.Sprintf(
+			"the job's token budget is exhausted: %d of %d tokens used; no further model requests are allowed for this job",
+			used, s.budget.MaxTokens))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			gatewayError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body over %d bytes", g.cfg.MaxBodyBytes))
+			return
+		}
+		gatewayError(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
+		return
+	}
+	var params struct {
+		Stream bool `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &params); err != nil {
+		gatewayError(w, http.StatusBadRequest, "invalid_json", "the request body is not a JSON object")
+		return
+	}
+	if params.Stream {
+		gatewayError(w, http.StatusBadRequest, "stream_unsupported", "streaming is not supported by the gateway; send stream: false")
+		return
+	}
+
+	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, g.upstream.String(), bytes.NewReader(body))
+	if err != nil {
+		gatewayError(w, http.StatusInternalServerError, "gateway_error", "building the upstream request failed")
+		return
+	}
+	for _, h := range forwardedRequestHeaders {
+		if v := r.Header.Values(h); len(v) > 0 {
+			up.Header[h] = v
+		}
+	}
+	if up.Header.Get("Content-Type") == "" {
+		up.Header.Set("Content-Type", "application/json")
+	}
+	if g.cfg.APIKey != "" {
+		up.Header.Set("Authorization", "Bearer "+g.cfg.APIKey)
+	}
+	resp, err := g.http.Do(up)
+	if err != nil {
+		if r.Context().Err() == nil {
+			log.Warn("model gateway: upstream request failed", zap.String("error", g.redact(err.Error())))
+		}
+		gatewayError(w, http.StatusBadGateway, "upstream_unreachable", "the model endpoint could not be reached")
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, g.cfg.MaxResponseBytes+1))
+	if err != nil || int64(len(out)) > g.cfg.MaxResponseBytes {
+		log.Warn("model gateway: upstream answer unreadable or too large", zap.Int("status", resp.StatusCode))
+		gatewayError(w, http.StatusBadGateway, "upstream_bad_response", "the model endpoint's answer could not be read")
+		return
+	}
+	var meter struct {
+		Usage *struct {
+			PromptTokens     int64 `json:"prompt_tokens"`
+			CompletionTokens int64 `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	_ = json.Unmarshal(out, &meter)
+	s.mu.Lock()
+	s.requests++
+	if meter.Usage != nil {
+		s.usage.PromptTokens += max(meter.Usage.PromptTokens, 0)
+		s.usage.CompletionTokens += max(meter.Usage.CompletionTokens, 0)
+	}
+	s.mu.Unlock()
+	if resp.StatusCode/100 == 2 && meter.Usage == nil {
+		log.Warn("model gateway: upstream answer without usage; tokens not metered")
+	}
+
+	for _, h := range forwardedResponseHeaders {
+		for _, v := range resp.Header.Values(h) {
+			w.Header().Add(h, g.redact(v))
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(g.redactBytes(out))
+}
+
+// redact removes the real key from text an upstream or a transport produced.
+func (g *Gateway) redact(s string) string {
+	if g.cfg.APIKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, g.cfg.APIKey, "[redacted]")
+}
+
+func (g *Gateway) redactBytes(b []byte) []byte {
+	if g.cfg.APIKey == "" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(g.cfg.APIKey), []byte("[redacted]"))
+}
+
+// gatewayError answers in OpenAI's error format, so that CLIs show the message.
+func gatewayError(w http.ResponseWriter, status int, code, msg string) {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": msg, "type": "gateway_error", "code": code, "param": nil}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+var _ http.Handler = (*Gateway)(nil)

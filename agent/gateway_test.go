@@ -1,0 +1,394 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/agent/agenttest"
+)
+
+const realKey = "sk-real-9f8e7d6c5b4a"
+
+type gatewayFixture struct {
+	g      *Gateway
+	up     *agenttest.Server
+	socket string
+	client *http.Client
+}
+
+// newGatewayFixture serves a gateway on a Unix socket in front of an agenttest upstream.
+func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) agenttest.Reply, edit func(*GatewayConfig)) gatewayFixture {
+	t.Helper()
+	up := agenttest.NewFunc(t, answer)
+	cfg := GatewayConfig{BaseURL: up.BaseURL(), APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	g, err := NewGateway(cfg, GatewayDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Short path: a Unix socket path is limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock, err := g.ListenUnix(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return gatewayFixture{g: g, up: up, socket: sock, client: &http.Client{Transport: tr}}
+}
+
+func textReply(prompt, completion int64) func(int, agenttest.Request) agenttest.Reply {
+	return func(int, agenttest.Request) agenttest.Reply { return agenttest.Text("ok", prompt, completion) }
+}
+
+type gwResponse struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// do sends one request through the gateway and checks the real key is nowhere in the answer.
+func (f gatewayFixture) do(t *testing.T, method, path, token, body string, headers ...string) gwResponse {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://gateway"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gwResponse{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+	if strings.Contains(r.Body, realKey) || strings.Contains(fmt.Sprint(r.Header), realKey) {
+		t.Errorf("the real key leaked in a gateway answer: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	return r
+}
+
+const chatBody = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+
+func TestGatewaySwapsTheTokenForTheKey(t *testing.T) {
+	f := newGatewayFixture(t, textReply(10, 5), nil)
+	s, err := f.g.Open("job-1", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Token()) != 64 || strings.Contains(s.Token(), realKey) {
+		t.Fatalf("token %q: want 32 random bytes in hex", s.Token())
+	}
+	for _, path := range []string{"/v1/chat/completions", "/chat/completions"} {
+		r := f.do(t, http.MethodPost, path, s.Token(), chatBody,
+			"Api-Key", "client-key", "OpenAI-Organization", "org-x", "Cookie", "c=1", "Proxy-Authorization", "Basic eA==", "X-Api-Key", "k")
+		if r.Status != http.StatusOK || !strings.Contains(r.Body, `"content":"ok"`) {
+			t.Fatalf("%s: %d %s", path, r.Status, r.Body)
+		}
+	}
+	reqs := f.up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("upstream got %d requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Path != "/v1/chat/completions" {
+			t.Errorf("upstream path %q", r.Path)
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer "+realKey {
+			t.Errorf("upstream Authorization %q, want the real key", got)
+		}
+		for _, h := range []string{"Api-Key", "OpenAI-Organization", "Cookie", "Proxy-Authorization", "X-Api-Key"} {
+			if v := r.Header.Get(h); v != "" {
+				t.Errorf("header %s reached the upstream: %q", h, v)
+			}
+		}
+		if strings.Contains(fmt.Sprint(r.Header), s.Token()) {
+			t.Errorf("the job token reached the upstream: %v", r.Header)
+		}
+		if string(r.Body) != chatBody {
+			t.Errorf("upstream body %q, want the client's", r.Body)
+		}
+	}
+	if u := s.Usage(); u.PromptTokens != 20 || u.CompletionTokens != 10 || u.Cost != 20+20 || s.Requests() != 2 {
+		t.Errorf("usage %+v after %d requests, want 20+10 tokens costing 40 after 2", u, s.Requests())
+	}
+}
+
+func TestGatewayRefusals(t *testing.T) {
+	f := newGatewayFixture(t, textReply(1, 1), func(c *GatewayConfig) { c.MaxBodyBytes = 1024 })
+	open, err := f.g.Open("open", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := f.g.Open("closed", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	tests := []struct {
+		name         string
+		method, path string
+		token, body  string
+		status       int
+		code         string
+	}{
+		{"no token", http.MethodPost, "/v1/chat/completions", "", chatBody, 401, "invalid_token"},
+		{"unknown token", http.MethodPost, "/v1/chat/completions", strings.Repeat("ab", 32), chatBody, 401, "invalid_token"},
+		{"the real key as token", http.MethodPost, "/v1/chat/completions", realKey, chatBody, 401, "invalid_token"},
+		{"closed session", http.MethodPost, "/v1/chat/completions", closed.Token(), chatBody, 401, "invalid_token"},
+		{"other path", http.MethodPost, "/v1/embeddings", open.Token(), chatBody, 404, "not_found"},
+		{"models", http.MethodGet, "/v1/models", open.Token(), "", 404, "not_found"},
+		{"traversal", http.MethodPost, "/v1/chat/completions/../../admin", open.Token(), chatBody, 404, "not_found"},
+		{"other method", http.MethodGet, "/v1/chat/completions", open.Token(), "", 405, "method_not_allowed"},
+		{"streaming", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":true,"messages":[]}`, 400, "stream_unsupported"},
+		{"not json", http.MethodPost, "/v1/chat/completions", open.Token(), "hello", 400, "invalid_json"},
+		{"too large", http.MethodPost, "/v1/chat/completions", open.Token(), `{"x":"` + strings.Repeat("a", 2000) + `"}`, 413, "request_too_large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(t, tt.method, tt.path, tt.token, tt.body)
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal([]byte(r.Body), &e); err != nil {
+				t.Fatalf("%d %q: not an OpenAI error: %v", r.Status, r.Body, err)
+			}
+			if r.Status != tt.status || e.Error.Code != tt.code {
+				t.Errorf("got %d %q (%s), want %d %q", r.Status, e.Error.Code, e.Error.Message, tt.status, tt.code)
+			}
+		})
+	}
+	if n := f.up.Count(); n != 0 {
+		t.Errorf("refused requests reached the upstream %d times", n)
+	}
+	if u := open.Usage(); u.Total() != 0 {
+		t.Errorf("refused requests were metered: %+v", u)
+	}
+}
+
+func TestGatewayEnforcesTheBudget(t *testing.T) {
+	f := newGatewayFixture(t, textReply(10, 5), nil)
+	s, err := f.g.Open("job", Budget{MaxTokens: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.g.Open("other", Budget{MaxTokens: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{200, 200, 429, 429} {
+		r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), chatBody)
+		if r.Status != want {
+			t.Fatalf("request %d: %d %s, want %d", i+1, r.Status, r.Body, want)
+		}
+		if want == 429 && !strings.Contains(r.Body, "token budget is exhausted: 30 of 20 tokens used") {
+			t.Errorf("429 does not explain the budget: %s", r.Body)
+		}
+	}
+	if f.up.Count() != 2 || s.Usage().Total() != 30 || !s.BudgetExhausted() {
+		t.Errorf("upstream %d requests, usage %+v: want 2 and 30 tokens, exhausted", f.up.Count(), s.Usage())
+	}
+	if r := f.do(t, http.MethodPost, "/v1/chat/completions", other.Token(), chatBody); r.Status != 200 {
+		t.Errorf("another session's budget is separate: got %d", r.Status)
+	}
+}
+
+func TestGatewayRedactsTheKeyFromUpstreamAnswers(t *testing.T) {
+	f := newGatewayFixture(t, func(int, agenttest.Request) agenttest.Reply {
+		r := agenttest.Fail(http.StatusUnauthorized, "X-Request-Id", "req-"+realKey)
+		r.Body = `{"error":{"message":"Incorrect API key provided: ` + realKey + `","type":"invalid_request_error"}}`
+		return r
+	}, nil)
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), chatBody) // do checks the key is absent
+	if r.Status != http.StatusUnauthorized || !strings.Contains(r.Body, "[redacted]") || r.Header.Get("X-Request-Id") != "req-[redacted]" {
+		t.Errorf("got %d %v %s, want the upstream's 401 with the key redacted", r.Status, r.Header, r.Body)
+	}
+}
+
+func TestGatewayUpstreamDown(t *testing.T) {
+	f := newGatewayFixture(t, textReply(1, 1), nil)
+	f.up.Close()
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), chatBody)
+	if r.Status != http.StatusBadGateway || strings.Contains(r.Body, "127.0.0.1") {
+		t.Errorf("got %d %s, want 502 naming no upstream", r.Status, r.Body)
+	}
+}
+
+func TestGatewaySessionsAreIsolated(t *testing.T) {
+	// The upstream charges each request the number in its first message: "job=N" costs N
+	// prompt tokens.
+	f := newGatewayFixture(t, func(_ int, r agenttest.Request) agenttest.Reply {
+		c, _ := r.Messages()[0]["content"].(string)
+		n, _ := strconv.Atoi(strings.TrimPrefix(c, "job="))
+		return agenttest.Text("ok", int64(n), 1)
+	}, nil)
+	const sessions, perSession = 8, 5
+	ss := make([]*Session, sessions)
+	for i := range ss {
+		var err error
+		if ss[i], err = f.g.Open("job-"+strconv.Itoa(i), Budget{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	statuses := make(chan int, sessions*perSession)
+	for i, s := range ss {
+		body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"job=%d"}]}`, i+1)
+		for range perSession {
+			wg.Go(func() {
+				r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), body)
+				statuses <- r.Status
+			})
+		}
+	}
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if st != 200 {
+			t.Errorf("status %d", st)
+		}
+	}
+	for i, s := range ss {
+		if u := s.Usage(); u.PromptTokens != int64((i+1)*perSession) || u.CompletionTokens != perSession {
+			t.Errorf("session %d usage %+v, want %d prompt and %d completion tokens", i, u, (i+1)*perSession, perSession)
+		}
+	}
+	ss[0].Close()
+	if r := f.do(t, http.MethodPost, "/v1/chat/completions", ss[0].Token(), chatBody); r.Status != 401 {
+		t.Errorf("closed session: %d", r.Status)
+	}
+	if r := f.do(t, http.MethodPost, "/v1/chat/completions", ss[1].Token(), `{"messages":[{"role":"user","content":"job=1"}]}`); r.Status != 200 {
+		t.Errorf("closing one session affected another: %d", r.Status)
+	}
+}
+
+func TestGatewayCloseEndsSessions(t *testing.T) {
+	f := newGatewayFixture(t, textReply(1, 1), nil)
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f.g.lookup(http.Header{"Authorization": {"Bearer " + s.Token()}}) != nil {
+		t.Error("a session outlived its gateway")
+	}
+}
+
+func TestNewGatewayRejectsBadBaseURLs(t *testing.T) {
+	for _, u := range []string{"", "api.openai.com/v1", "ftp://x/v1", "http:///v1"} {
+		if _, err := NewGateway(GatewayConfig{BaseURL: u, APIKey: realKey}, GatewayDeps{}); err == nil || strings.Contains(err.Error(), realKey) {
+			t.Errorf("%q: err %v, want an error without the key", u, err)
+		}
+	}
+}
+
+// freePort is a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+}
+
+// cliScript is a stand-in agent CLI: it posts its first argument (or stdin) to
+// $OPENAI_BASE_URL/chat/completions with $OPENAI_API_KEY and prints the answer's content.
+const cliScript = `
+import json, os, sys, urllib.request, urllib.error
+prompt = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "messages": [{"role": "user", "content": prompt}]}).encode(),
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req) as r:
+        print(json.load(r)["choices"][0]["message"]["content"])
+except urllib.error.HTTPError as e:
+    print("HTTP %d: %s" % (e.code, e.read().decode()), file=sys.stderr)
+    sys.exit(3)
+`
+
+func TestForwarderCarriesTCPToTheGatewaySocket(t *testing.T) {
+	needPython(t)
+	f := newGatewayFixture(t, func(_ int, r agenttest.Request) agenttest.Reply {
+		c, _ := r.Messages()[0]["content"].(string)
+		return agenttest.Text("echo: "+c, 7, 3)
+	}, nil)
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(freePort(t))
+	run := func(token string) (string, string, int) {
+		cmd := exec.Command("python3", "-c", forwarderScript, f.socket, port, "python3", "-c", cliScript, "hello gateway")
+		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL=http://127.0.0.1:"+port+"/v1", "OPENAI_API_KEY="+token)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	out, errOut, code := run(s.Token())
+	if code != 0 || out != "echo: hello gateway\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if u := s.Usage(); u.PromptTokens != 7 || u.CompletionTokens != 3 {
+		t.Errorf("usage %+v, want 7+3", u)
+	}
+	// The CLI's exit status comes through the forwarder.
+	if _, errOut, code := run("bad-token"); code != 3 || !strings.Contains(errOut, "HTTP 401") {
+		t.Errorf("bad token: exit %d, stderr %q; want 3 and the gateway's 401", code, errOut)
+	}
+}
