@@ -2,6 +2,7 @@ package skill
 
 import (
 	"fmt"
+	"github.com/skillfleet/skillfleet/internal/textdist"
 	"slices"
 )
 
@@ -62,34 +63,9 @@ func unknownFieldMessage(key string, strict bool) string {
 func nearestField(key string) string {
 	best, bestDist := "", 3
 	for _, f := range slices.Concat(specFields, rfcFields, extensionFields) {
-		if d := editDistance(key, f); d < bestDist {
+		if d := textdist.Levenshtein(key, f); d < bestDist {
 			best, bestDist = f, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance; inputs are short field names.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 1 << 30
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

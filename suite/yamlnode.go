@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"github.com/skillfleet/skillfleet/internal/textdist"
 	"strconv"
 	"strings"
 
@@ -239,7 +240,7 @@ func kindName(n *yaml.Node) string {
 func suggest(key string, allowed map[string]bool) string {
 	best, bestD := "", 4
 	for k := range allowed {
-		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
+		if d := textdist.Levenshtein(key, k); d < bestD || (d == bestD && k < best) {
 			best, bestD = k, d
 		}
 	}
@@ -247,27 +248,4 @@ func suggest(key string, allowed map[string]bool) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
