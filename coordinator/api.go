@@ -116,6 +116,14 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 			*f.dst = n
 		}
 	}
+	if v := q.Get("max_tokens"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("max_tokens must be a positive integer, got %q", v), nil)
+			return
+		}
+		spec.MaxTokens = n
+	}
 	if proto.Size(limits) > 0 {
 		spec.Limits = limits // workers clamp them to their operator's maxima
 	}

@@ -61,6 +61,8 @@ type SubmitOptions struct {
 	Deadline  time.Duration
 	// Limits are the sandbox limits the suite asks for (skillfleet.yaml).
 	Limits *pb.Limits
+	// MaxTokens is the run's token budget; 0 means none.
+	MaxTokens int64
 }
 
 // Submit uploads a bundle and starts a run.
@@ -75,6 +77,9 @@ func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) 
 	}
 	if o.Deadline > 0 {
 		q.Set("deadline", o.Deadline.String())
+	}
+	if o.MaxTokens > 0 {
+		q.Set("max_tokens", strconv.FormatInt(o.MaxTokens, 10))
 	}
 	if l := o.Limits; l != nil {
 		for k, v := range map[string]int64{"memory": l.GetMemoryBytes(), "nano_cpus": l.GetNanoCpus(), "pids": l.GetPids(), "file_size": l.GetFileSizeBytes(), "output": l.GetOutputBytes()} {

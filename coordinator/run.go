@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -125,6 +126,14 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 			c.onResult(ctx, r, m)
 			dirty = true
+			if max := r.spec.GetMaxTokens(); max > 0 {
+				// The budget is checked as results arrive, so jobs already running may spend a
+				// little more; nothing new is started once it is spent.
+				if u := r.builder.Usage(); u.PromptTokens+u.CompletionTokens >= max {
+					c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, fmt.Sprintf("the run's token budget is spent: %d of %d tokens", u.PromptTokens+u.CompletionTokens, max))
+					return true
+				}
+			}
 		case reason := <-r.cancel:
 			c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
 			return true

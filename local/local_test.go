@@ -542,3 +542,32 @@ func TestAgentsAreSeparateReportRows(t *testing.T) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 }
+
+// TestRunTokenBudget: once the results show the run's token budget spent, the run stops:
+// queued jobs are removed and unfinished cases skipped, never passed.
+func TestRunTokenBudget(t *testing.T) {
+	exec := newScripted()
+	exec.delay = 20 * time.Millisecond
+	spender := &spending{exec}
+	f := startFleet(t, spender, 1, nil)
+	st := submit(t, f.Coordinator, &pb.RunSpec{MaxTokens: 250})
+	final := wait(t, f.Coordinator, st.GetId())
+	if final.GetState() != pb.RunState_RUN_STATE_CANCELLED || !strings.Contains(final.GetReason(), "token budget is spent") {
+		t.Fatalf("state %v reason %q", final.GetState(), final.GetReason())
+	}
+	rep, _ := f.Coordinator.Report(context.Background(), st.GetId())
+	if rep.Summary.Skipped == 0 || rep.Usage == nil || rep.Usage.PromptTokens < 250 {
+		t.Fatalf("summary %+v usage %+v", rep.Summary, rep.Usage)
+	}
+}
+
+// spending wraps an executor so every result reports 100 prompt tokens.
+type spending struct{ worker.Executor }
+
+func (s *spending) Execute(ctx context.Context, job *pb.Job, dir string) (*pb.Result, error) {
+	r, err := s.Executor.Execute(ctx, job, dir)
+	if r != nil {
+		r.Usage = &pb.Usage{PromptTokens: 100}
+	}
+	return r, err
+}

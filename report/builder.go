@@ -297,16 +297,27 @@ func (b *Builder) Report() Report {
 		r.Cases = append(r.Cases, cs.report(b.closed, b.closeReason))
 	}
 	r.Summary = summarize(r.Cases)
+	if total := b.usageLocked(); !total.zero() {
+		r.Usage = &total
+	}
+	return r
+}
+
+// Usage is what the results counted so far spent on models.
+func (b *Builder) Usage() Usage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.usageLocked()
+}
+
+func (b *Builder) usageLocked() Usage {
 	var total Usage
 	for _, cs := range b.cases {
 		total.PromptTokens += cs.usage.PromptTokens
 		total.CompletionTokens += cs.usage.CompletionTokens
 		total.Cost += cs.usage.Cost
 	}
-	if !total.zero() {
-		r.Usage = &total
-	}
-	return r
+	return total
 }
 
 // Case is the live state of one case.

@@ -34,12 +34,14 @@ type suiteFlags struct {
 	skills, cases, agents []string
 	force                 bool
 	config                string
+	maxTokens             int64
 }
 
 func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.skills, "skill", nil, "only skills whose name matches this glob (repeatable)")
 	cmd.Flags().StringArrayVar(&f.cases, "case", nil, "only cases whose name matches this glob (repeatable)")
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
+	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit); 0: no budget")
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 }
 

@@ -123,7 +123,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			defer stop()
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
-				Limits: limits,
+				Limits: limits, MaxTokens: f.maxTokens,
 			})
 			if err != nil {
 				return apiFailure(e, err)

@@ -1104,7 +1104,10 @@ type RunSpec struct {
 	// Agent names to run prompt cases against; empty means the suite's default agent.
 	Agents []string `protobuf:"bytes,9,rep,name=agents,proto3" json:"agents,omitempty"`
 	// Sandbox limits the suite asks for (skillfleet.yaml); workers clamp them to their maxima.
-	Limits        *Limits `protobuf:"bytes,10,opt,name=limits,proto3" json:"limits,omitempty"`
+	Limits *Limits `protobuf:"bytes,10,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Model tokens the whole run may spend (agents and judge); 0 means no budget. When the
+	// results show it spent, the run stops: queued jobs are removed and unfinished cases skipped.
+	MaxTokens     int64 `protobuf:"varint,11,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1207,6 +1210,13 @@ func (x *RunSpec) GetLimits() *Limits {
 		return x.Limits
 	}
 	return nil
+}
+
+func (x *RunSpec) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
 }
 
 // Counts tallies cases (not jobs) by verdict.
@@ -1611,7 +1621,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vfinished_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12+\n" +
 	"\x04kind\x18\x13 \x01(\x0e2\x17.skillfleet.v1.CaseKindR\x04kind\x12\x14\n" +
-	"\x05agent\x18\x14 \x01(\tR\x05agent\"\xea\x02\n" +
+	"\x05agent\x18\x14 \x01(\tR\x05agent\"\x89\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -1627,7 +1637,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x16\n" +
 	"\x06agents\x18\t \x03(\tR\x06agents\x12-\n" +
 	"\x06limits\x18\n" +
-	" \x01(\v2\x15.skillfleet.v1.LimitsR\x06limits\"\x9f\x01\n" +
+	" \x01(\v2\x15.skillfleet.v1.LimitsR\x06limits\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\v \x01(\x03R\tmaxTokens\"\x9f\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
