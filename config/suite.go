@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	units "github.com/docker/go-units"
 	"go.yaml.in/yaml/v3"
@@ -39,7 +42,10 @@ type Suite struct {
 	Judge *Judge `yaml:"judge"`
 }
 
-// Agent is one OpenAI-compatible endpoint and model running the built-in agent.
+// Agent is one OpenAI-compatible endpoint and model. Without Command it runs the built-in
+// agent (its model loop in the worker, its tool calls in the sandbox); with Command it is a
+// command agent: an agent CLI run inside the sandbox, whose model traffic goes through the
+// worker's model gateway to this endpoint, so the sandbox only ever holds a per-job token.
 type Agent struct {
 	Name           string `yaml:"name"`
 	BaseURL        string `yaml:"base_url"`
@@ -49,6 +55,13 @@ type Agent struct {
 	MaxTokens      int64  `yaml:"max_tokens"`
 	MaxConcurrency int    `yaml:"max_concurrency"`
 	Price          Price  `yaml:"price"`
+	// Command is the agent CLI's argv, never run through a shell, with the placeholders
+	// {{prompt}}, {{token}}, {{base_url}} and {{workdir}} (see agent.CommandConfig). max_turns
+	// and max_concurrency do not apply to it; max_tokens is its per-job budget at the gateway.
+	Command []string `yaml:"command"`
+	// Env is added to the command's environment, with the same placeholders, e.g.
+	// OPENAI_BASE_URL: "{{base_url}}", OPENAI_API_KEY: "{{token}}".
+	Env map[string]string `yaml:"env"`
 	// Line is where the agent is defined, for messages.
 	Line int `yaml:"-"`
 }
@@ -112,6 +125,13 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 	if len(data) > maxFileBytes {
 		return nil, nil, diag(0, "config.file", "%s is %d bytes, more than %d", FileName, len(data), maxFileBytes)
 	}
+	var node yaml.Node
+	_ = yaml.Unmarshal(data, &node)
+	// A command given as one string would otherwise be a bare decoding error; say what is
+	// expected instead.
+	if d := commandShapes(&node, diag); d.HasErrors() {
+		return nil, nil, d
+	}
 	var s Suite
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -122,8 +142,6 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 		}
 		return nil, nil, diag(line, "config.yaml", "%v", err)
 	}
-	var node yaml.Node
-	_ = yaml.Unmarshal(data, &node)
 	lineOf := func(key string) int { return keyLine(&node, "sandbox", key) }
 
 	var diags skill.Diagnostics
@@ -169,6 +187,12 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 		if a.APIKeyEnv != "" && !envName.MatchString(a.APIKeyEnv) {
 			diags = append(diags, diag(line, "config.agents.api_key_env", "api_key_env %q is not an environment variable name", a.APIKeyEnv)...)
 		}
+		if a.Command == nil && a.Env != nil {
+			diags = append(diags, diag(itemKeyLine(&node, "agents", i, "env"), "config.agents.env", "agent %q has env but no command: env is for command agents", a.Name)...)
+		}
+		if a.Command != nil {
+			diags = append(diags, checkCommand(a, itemKeyLine(&node, "agents", i, "command"), itemKeyLine(&node, "agents", i, "env"), diag)...)
+		}
 	}
 	if j := s.Judge; j != nil {
 		line := keyLine(&node, "judge", "model")
@@ -188,6 +212,47 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 	return &s, limits, nil
 }
 
+// checkCommand checks a command agent's argv and environment the way agent.NewCommand will,
+// so that a bad one is a diagnostic at load time rather than a worker that fails to start.
+func checkCommand(a Agent, line, envLine int, diag func(int, string, string, ...any) skill.Diagnostics) skill.Diagnostics {
+	var diags skill.Diagnostics
+	switch {
+	case len(a.Command) == 0 || a.Command[0] == "":
+		diags = append(diags, diag(line, "config.agents.command", "agent %q: command must be a non-empty list of strings, e.g. [claude, -p, \"{{prompt}}\"]", a.Name)...)
+	case strings.HasPrefix(a.Command[0], "-") || strings.Contains(a.Command[0], "="):
+		diags = append(diags, diag(line, "config.agents.command", "agent %q: the program %q must not start with '-' or contain '='", a.Name, a.Command[0])...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+		if !envName.MatchString(k) {
+			diags = append(diags, diag(envLine, "config.agents.env", "agent %q: env %q is not an environment variable name", a.Name, k)...)
+		}
+	}
+	return diags
+}
+
+// commandShapes reports agents whose command is not a list of strings.
+func commandShapes(doc *yaml.Node, diag func(int, string, string, ...any) skill.Diagnostics) skill.Diagnostics {
+	list := topLevel(doc, "agents")
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var diags skill.Diagnostics
+	for _, item := range list.Content {
+		cmd := mapValue(item, "command")
+		if cmd == nil {
+			continue
+		}
+		ok := cmd.Kind == yaml.SequenceNode && len(cmd.Content) > 0
+		for _, e := range cmd.Content {
+			ok = ok && e.Kind == yaml.ScalarNode && e.Tag != "!!null"
+		}
+		if !ok {
+			diags = append(diags, diag(cmd.Line, "config.agents.command", "command must be a non-empty list of strings (the argv, never run through a shell), e.g. [claude, -p, \"{{prompt}}\"]")...)
+		}
+	}
+	return diags
+}
+
 // HasEndpoints reports whether the file configures model endpoints (agents or a judge).
 func (s *Suite) HasEndpoints() bool { return len(s.Agents) > 0 || s.Judge != nil }
 
@@ -203,6 +268,45 @@ func listItemLine(doc *yaml.Node, key string, i int) int {
 		}
 	}
 	return 0
+}
+
+// topLevel is the value of a top-level key, or nil.
+func topLevel(doc *yaml.Node, key string) *yaml.Node {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	return mapValue(doc.Content[0], key)
+}
+
+// mapValue is the value of key in a mapping node, or nil.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for k := 0; k+1 < len(m.Content); k += 2 {
+		if m.Content[k].Value == key {
+			return m.Content[k+1]
+		}
+	}
+	return nil
+}
+
+// itemKeyLine finds the line of key in the i-th item of a top-level list, else the item's
+// line, or 0.
+func itemKeyLine(doc *yaml.Node, list string, i int, key string) int {
+	l := topLevel(doc, list)
+	if l == nil || l.Kind != yaml.SequenceNode || i >= len(l.Content) {
+		return 0
+	}
+	item := l.Content[i]
+	if m := item; m.Kind == yaml.MappingNode {
+		for k := 0; k+1 < len(m.Content); k += 2 {
+			if m.Content[k].Value == key {
+				return m.Content[k].Line
+			}
+		}
+	}
+	return item.Line
 }
 
 // keyLine finds the line of parent.key in a document, or 0.

@@ -25,6 +25,14 @@ func TestLoad(t *testing.T) {
 		{name: "agent without model", yaml: "agents:\n  - name: a\n  - name: b\n    model: m\n", rule: "config.agents.model", line: 2},
 		{name: "duplicate agent", yaml: "agents:\n  - {name: a, model: m}\n  - {name: a, model: m}\n", rule: "config.agents.name", line: 3},
 		{name: "bad key variable", yaml: "agents:\n  - {name: a, model: m, api_key_env: \"$(curl x)\"}\n", rule: "config.agents.api_key_env", line: 2},
+		{name: "command agent", yaml: "agents:\n  - name: cli\n    model: m\n    command: [python3, agent.py, \"{{prompt}}\"]\n    env: {OPENAI_BASE_URL: \"{{base_url}}\", OPENAI_API_KEY: \"{{token}}\"}\n"},
+		{name: "command as a string", yaml: "agents:\n  - name: cli\n    model: m\n    command: claude -p\n", rule: "config.agents.command", line: 4},
+		{name: "empty command", yaml: "agents:\n  - name: cli\n    model: m\n    command: []\n", rule: "config.agents.command", line: 4},
+		{name: "command with a list inside", yaml: "agents:\n  - name: cli\n    model: m\n    command: [a, [b]]\n", rule: "config.agents.command", line: 4},
+		{name: "command with null", yaml: "agents:\n  - name: cli\n    model: m\n    command: [a, null]\n", rule: "config.agents.command", line: 4},
+		{name: "command program is an option", yaml: "agents:\n  - name: cli\n    model: m\n    command: [--rm, x]\n", rule: "config.agents.command", line: 4},
+		{name: "bad command env name", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    env: {\"A=B\": c}\n", rule: "config.agents.env", line: 5},
+		{name: "env without command", yaml: "agents:\n  - name: cli\n    model: m\n    env: {A: b}\n", rule: "config.agents.env", line: 4},
 		{name: "even votes", yaml: "judge:\n  model: j\n  votes: 2\n", rule: "config.judge.votes", line: 3},
 	}
 	for _, tt := range tests {

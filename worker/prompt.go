@@ -16,8 +16,10 @@ import (
 	"github.com/skillfleet/skillfleet/skill"
 )
 
-// Agent answers a prompt case: its model loop runs here, in the worker, and only its tool
-// calls run in the job's sandbox, so no credential ever enters the sandbox.
+// Agent answers a prompt case. The built-in agent's model loop runs here, in the worker, and
+// only its tool calls run in the job's sandbox; a command agent runs a CLI in the sandbox whose
+// model traffic goes through the worker's gateway. Either way no credential enters the
+// sandbox: at most a per-job gateway token does.
 type Agent interface {
 	Run(ctx context.Context, sb agent.Sandbox, req agent.Request) (string, agent.Transcript, error)
 }
@@ -34,6 +36,9 @@ const AgentWorkDir = "/work"
 type AgentSpec struct {
 	Agent  Agent
 	Limits agent.Limits
+	// Mounts are added to the sandbox of each of the agent's jobs (read-only), e.g. a command
+	// agent's gateway socket directory.
+	Mounts []sandbox.Mount
 }
 
 // WithAgents lets the executor run prompt cases: agents by name ("" is the default agent, used
@@ -78,8 +83,9 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		return erroredResult(job, reason), nil
 	}
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
+	mounts := append([]sandbox.Mount{{Source: bundleDir, Target: SkillsMount}}, spec.Mounts...)
 	sb, err := e.sandboxes.Acquire(ctx, sandbox.Spec{
-		JobID: job.GetId(), Mounts: []sandbox.Mount{{Source: bundleDir, Target: SkillsMount}},
+		JobID: job.GetId(), Mounts: mounts,
 		Env: job.GetEnv(), Limits: limitsOf(job.GetLimits()), Timeout: timeout,
 	})
 	if err != nil {
@@ -93,7 +99,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		limits.WallTime = timeout
 	}
 	start := e.now()
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	actx, cancel := context.WithTimeout(agent.WithJobID(ctx, job.GetId()), timeout)
 	defer cancel()
 	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
 		Input: job.GetInput(), Catalog: cat.refs, AllowedTools: cat.allowed[job.GetSkill()],

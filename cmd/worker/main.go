@@ -110,6 +110,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return cmdutil.Usage(err)
 	}
+	// Last out: the gateways of command agents serve jobs until the worker has stopped.
+	defer func() { _ = models.Close() }()
 
 	docker, err := sandbox.NewDockerClient(ctx)
 	if err != nil {

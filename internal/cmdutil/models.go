@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -12,6 +14,7 @@ import (
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/config"
 	"github.com/skillfleet/skillfleet/judge"
+	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
@@ -24,6 +27,10 @@ type ModelFlags struct {
 	Model      string
 	JudgeModel string
 	MaxTurns   int
+	// GatewayDir holds the model gateways' sockets of command agents, one subdirectory per
+	// agent, bind-mounted into their sandboxes; it must be a path the Docker engine can
+	// bind-mount. Empty: a fresh private directory under os.TempDir(), removed by Close.
+	GatewayDir string
 }
 
 // Register adds the flags to fs.
@@ -32,7 +39,11 @@ func (m *ModelFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&m.Model, "model", "", "model of the built-in agent that runs prompt cases; empty (and no agents configured): prompt cases are errored")
 	fs.StringVar(&m.JudgeModel, "judge-model", "", "model that judges semantic_match (separate from --model); empty: those assertions are errored")
 	fs.IntVar(&m.MaxTurns, "max-turns", agent.DefaultMaxTurns, "model turns a prompt case may take")
+	fs.StringVar(&m.GatewayDir, "gateway-dir", "", "directory of the model gateway sockets of command agents, mounted into their sandboxes; must be a path the Docker engine can bind-mount (default: a fresh skillfleet-gateway-<pid>-* directory under $TMPDIR)")
 }
+
+// GatewayMount is where a command agent's gateway directory appears in its sandbox.
+const GatewayMount = "/run/skillfleet"
 
 // Models are the agents and judge a worker runs prompt cases with.
 type Models struct {
@@ -41,13 +52,41 @@ type Models struct {
 	Votes  int
 	// Names are the configured agent names, for a run's spec; empty for the default agent.
 	Names []string
+
+	// gateways serve the command agents; Close stops them and removes what Build created.
+	gateways []*agent.Gateway
+	// created are the sockets and directories Build made, in creation order.
+	created []string
+}
+
+// Close stops the model gateways of command agents and removes their sockets and the
+// directories Build made for them (never anything else: a directory with other files stays).
+// Call it once the executor ran its last job.
+func (m Models) Close() error {
+	var errs []error
+	for _, g := range m.gateways {
+		errs = append(errs, g.Close())
+	}
+	// Reverse: sockets, then their directories, then the directory that holds those.
+	for i := len(m.created) - 1; i >= 0; i-- {
+		_ = os.Remove(m.created[i])
+	}
+	return errors.Join(errs...)
 }
 
 // Build returns the agents and judge the flags and an explicit config file (nil: none)
 // describe. A config's agents replace the flag's default agent; a config's judge wins over
-// --judge-model.
-func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *zap.Logger) (Models, error) {
-	out := Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+// --judge-model. A config agent with a command gets a model gateway listening in its own
+// subdirectory of GatewayDir. The caller must Close the result; on error Build has already
+// released what it made.
+func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *zap.Logger) (out Models, err error) {
+	out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+	defer func() {
+		if err != nil {
+			_ = out.Close()
+			out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+		}
+	}()
 	defaultBase := m.BaseURL
 	if defaultBase == "" {
 		defaultBase = os.Getenv("OPENAI_BASE_URL")
@@ -71,7 +110,26 @@ func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *za
 		if m.Model != "" {
 			return out, errors.New("--model and a config with agents: choose one")
 		}
+		gatewayDir := m.GatewayDir
 		for _, a := range cfg.Agents {
+			if a.Command != nil {
+				if gatewayDir == "" {
+					// Private and unpredictable: another local user must not be able to put
+					// their own socket where the sandboxes look for the gateway.
+					gatewayDir, err = os.MkdirTemp("", fmt.Sprintf("skillfleet-gateway-%d-", os.Getpid()))
+					if err != nil {
+						return out, fmt.Errorf("gateway directory: %w", err)
+					}
+					out.created = append(out.created, gatewayDir)
+				}
+				spec, err := out.commandAgent(a, defaultBase, gatewayDir, log)
+				if err != nil {
+					return out, fmt.Errorf("agent %s: %w", a.Name, err)
+				}
+				out.Agents[a.Name] = spec
+				out.Names = append(out.Names, a.Name)
+				continue
+			}
 			c, err := newClient(a.Name, a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price)
 			if err != nil {
 				return out, fmt.Errorf("agent %s: %w", a.Name, err)
@@ -103,7 +161,6 @@ func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *za
 		return out, errors.New("a judge needs an agent (--model or agents in the config): it only sees prompt cases")
 	}
 	var jc *agent.Client
-	var err error
 	if j != nil {
 		jc, err = newClient("judge", j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price)
 	} else {
@@ -114,4 +171,53 @@ func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *za
 	}
 	out.Judge = judge.New(judge.Config{Model: judgeModel, Votes: out.Votes}, jc, judge.NewLRU(10000), log.Named("judge"))
 	return out, nil
+}
+
+// commandAgent makes a command agent with its own gateway, listening on gatewayDir/NAME/
+// gateway.sock, a directory that the agent's sandboxes get at GatewayMount.
+func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, log *zap.Logger) (worker.AgentSpec, error) {
+	base, keyEnv := a.BaseURL, a.APIKeyEnv
+	if base == "" {
+		base = defaultBase
+	}
+	if keyEnv == "" {
+		keyEnv = "OPENAI_API_KEY"
+	}
+	gw, err := agent.NewGateway(agent.GatewayConfig{
+		BaseURL: base, APIKey: os.Getenv(keyEnv),
+		Price: agent.Price{PromptPerMTok: a.Price.PromptPerMTok, CompletionPerMTok: a.Price.CompletionPerMTok},
+	}, agent.GatewayDeps{Log: log.Named("gateway").With(zap.String("agent", a.Name))})
+	if err != nil {
+		return worker.AgentSpec{}, err
+	}
+	dir, err := filepath.Abs(filepath.Join(gatewayDir, a.Name))
+	if err != nil {
+		return worker.AgentSpec{}, fmt.Errorf("gateway directory: %w", err)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		out.created = append(out.created, dir)
+	}
+	out.gateways = append(out.gateways, gw)
+	sock, err := gw.ListenUnix(dir)
+	if err != nil {
+		return worker.AgentSpec{}, err
+	}
+	out.created = append(out.created, sock)
+	// The sandbox's user is not the worker's, and a umask may have narrowed the directory:
+	// it must be searchable for the socket in it to be reachable. The token is the credential.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return worker.AgentSpec{}, fmt.Errorf("gateway directory: %w", err)
+	}
+	cmd, err := agent.NewCommand(agent.CommandConfig{
+		Template: a.Command, Env: a.Env, Gateway: gw,
+		GatewaySocket: path.Join(GatewayMount, agent.GatewaySocketName),
+	})
+	if err != nil {
+		return worker.AgentSpec{}, err
+	}
+	return worker.AgentSpec{
+		Agent:  cmd,
+		Limits: agent.Limits{MaxTokens: a.MaxTokens},
+		Mounts: []sandbox.Mount{{Source: dir, Target: GatewayMount}},
+	}, nil
 }

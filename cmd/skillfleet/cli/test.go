@@ -75,6 +75,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
+			defer func() { _ = ms.Close() }()
 			if len(f.agents) == 0 {
 				f.agents = ms.Names
 			}
