@@ -44,7 +44,7 @@ type bencher struct {
 	log  *zap.Logger
 }
 
-var benchNames = []string{"validate", "plan", "dispatch", "aggregate", "sandbox", "slots"}
+var benchNames = []string{"validate", "plan", "dispatch", "aggregate", "sandbox", "slots", "agent"}
 
 func newBenchCommand(e *env) *cobra.Command {
 	var (
@@ -62,6 +62,7 @@ func newBenchCommand(e *env) *cobra.Command {
   aggregate  the heap while a run aggregates 100,000 results
   sandbox    per-job sandbox overhead, cold and warm, against raw 'docker run --rm IMAGE true'
   slots      worker throughput with 1, 2 and 4 slots on real sandboxes
+  agent      the built-in agent's and the judge's overhead per job beyond the model's latency
 The sandbox and slots benchmarks need Docker and the sandbox image.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,7 +83,7 @@ The sandbox and slots benchmarks need Docker and the sandbox image.`,
 			b := &bencher{e: e, self: self, work: work, log: zap.NewNop()}
 			runs := map[string]func(context.Context) ([]benchResult, error){
 				"validate": b.validate, "plan": b.plan, "dispatch": b.dispatch,
-				"aggregate": b.aggregate, "sandbox": b.sandbox, "slots": b.slots,
+				"aggregate": b.aggregate, "sandbox": b.sandbox, "slots": b.slots, "agent": b.agentOverhead,
 			}
 			var results []benchResult
 			for _, name := range benchNames {
