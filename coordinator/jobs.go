@@ -41,7 +41,7 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, n
 		m.Env = c.Env
 	}
 	for _, a := range c.Assertions {
-		pa := &pb.Assertion{Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: c.File, Line: int32(a.Line)}
+		pa := &pb.Assertion{Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: c.File, Line: int32(a.Line), Votes: int32(a.Votes)}
 		if a.JSON != nil {
 			b, err := json.Marshal(a.JSON)
 			if err != nil {

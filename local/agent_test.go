@@ -53,6 +53,9 @@ func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
 			return agenttest.ToolCalls(200, 10, agenttest.Call{ID: "c2", Name: "bash",
 				Arguments: `{"command": "cd /skills/env-selector && python3 scripts/select.py ` + input + `; env"}`})
 		}
+		if strings.Contains(input, "production") {
+			return agenttest.Text("1. Tests are green\n2. Rollback plan is written\n3. A second engineer approved the change", 300, 20)
+		}
 		if strings.Contains(input, "PROD") {
 			return agenttest.Text("PROD is selected. Please confirm explicitly before I proceed.", 300, 20)
 		}
@@ -93,14 +96,25 @@ func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
 		judge.New(judge.Config{Model: "judge-model"}, jc, judge.NewLRU(100), log), 1)
 	f := startFleet(t, exec, 2, nil)
 
-	rep := runToEnd(t, f, exampleBundle(t), &pb.RunSpec{SkillGlobs: []string{"env-selector"}, CaseGlobs: []string{"select_dev", "reject_prod_without_confirmation"}})
+	rep := runToEnd(t, f, exampleBundle(t), &pb.RunSpec{CaseGlobs: []string{"select_dev", "reject_prod_without_confirmation", "prod_checklist"}})
 	for _, c := range rep.Cases {
 		if c.Status != report.StatusPassed {
 			t.Errorf("%s: %s %s", c.Case, c.Status, c.Reason)
 		}
 	}
-	if rep.Summary.Passed != 2 {
+	if rep.Summary.Passed != 3 {
 		t.Fatalf("summary %+v", rep.Summary)
+	}
+	// The judge: one sample for reject_prod_without_confirmation, and for prod_checklist, which
+	// asks for votes: 3, samples until a majority agrees (two).
+	judged := 0
+	for _, r := range srv.Requests() {
+		if r.Params()["model"] == "judge-model" {
+			judged++
+		}
+	}
+	if judged != 3 {
+		t.Fatalf("%d judge requests, want 3 (1 + a 2-of-3 majority)", judged)
 	}
 
 	// The tool results the model received came from the sandbox: the script's JSON, the

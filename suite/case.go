@@ -40,6 +40,8 @@ const (
 type Assertion struct {
 	assert.Assertion
 	Line int
+	// Votes is the judge samples a semantic_match asks for (0: the judge's default).
+	Votes int
 }
 
 // Case is one test case of one skill.

@@ -23,7 +23,7 @@ var promptAssertionKeys = map[string]bool{
 	string(assert.OutputMatches): true, string(assert.SemanticMatch): true,
 }
 
-var semanticKeys = map[string]bool{"criterion": true}
+var semanticKeys = map[string]bool{"criterion": true, "votes": true}
 
 // loadPromptCases reads the RFC cases file a skill's `test` field names.
 func loadPromptCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
@@ -193,17 +193,34 @@ func (r *reader) semantic(c *Case, p pair) {
 	if !ok {
 		return
 	}
+	votes, haveCriterion := 0, false
 	for _, q := range pairs {
-		v, _ := r.str(q.val, "criterion", "case.criterion")
-		r.add(c, assert.Assertion{Type: assert.SemanticMatch, Value: v}, q.line)
+		if q.key == "votes" {
+			if v, ok := r.integer(q.val, "votes", "case.votes"); ok {
+				if v < 1 || v > 9 || v%2 == 0 {
+					r.errorf(q.line, "case.votes", "votes must be an odd number from 1 to 9, got %d", v)
+				}
+				votes = v
+			}
+		}
 	}
-	if len(pairs) == 0 {
+	for _, q := range pairs {
+		if q.key != "criterion" {
+			continue
+		}
+		haveCriterion = true
+		v, _ := r.str(q.val, "criterion", "case.criterion")
+		if r.add(c, assert.Assertion{Type: assert.SemanticMatch, Value: v}, q.line) {
+			c.Assertions[len(c.Assertions)-1].Votes = votes
+		}
+	}
+	if !haveCriterion {
 		r.errorf(p.line, "case.criterion", "semantic_match needs a criterion")
 	}
 }
 
 // add compiles an assertion and keeps it, or reports why it cannot be used.
-func (r *reader) add(c *Case, a assert.Assertion, line int) {
+func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 	if err := assert.Compile(&a); err != nil {
 		rule := "assertion.invalid"
 		switch a.Type {
@@ -213,10 +230,11 @@ func (r *reader) add(c *Case, a assert.Assertion, line int) {
 			rule = "case.criterion"
 		}
 		r.errorf(line, rule, "%s: %v", a.Type, err)
-		return
+		return false
 	}
 	// Compiling proved the pattern; the plan ships its source and workers compile it again.
 	// Keeping a compiled RE2 program per case would cost kilobytes each across 100,000 cases.
 	a.Regexp = nil
 	c.Assertions = append(c.Assertions, Assertion{Assertion: a, Line: line})
+	return true
 }

@@ -89,6 +89,7 @@ func TestRuleLines(t *testing.T) {
 		{"command-errors", "testConfig.version", 1, `"version": 1`},
 		{"bad-json-config", "testConfig.json", 4, "invalid JSON"},
 		{"empty-cases", "cases.empty", 1, "at least one case"},
+		{"votes", "case.votes", 7, "odd number from 1 to 9, got 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture+"/"+tt.rule, func(t *testing.T) {
@@ -161,6 +162,15 @@ func TestExamplePlan(t *testing.T) {
 		if !types[want] {
 			t.Errorf("the example suite has no %s assertion", want)
 		}
+	}
+	votes := 0
+	for _, c := range p.Cases {
+		for _, a := range c.Assertions {
+			votes = max(votes, a.Votes)
+		}
+	}
+	if votes != 3 {
+		t.Errorf("the example suite's semantic_match with votes: 3 planned with votes %d", votes)
 	}
 	if !kinds[KindPrompt] || !kinds[KindCommand] {
 		t.Errorf("the example suite lacks a case kind: %v", kinds)

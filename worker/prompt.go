@@ -137,7 +137,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 			results[i].Message = "no judge configured: semantic_match needs one (skillfleet test --judge-model)"
 			continue
 		}
-		r, u, err := e.judge.Evaluate(ctx, assertions[i].Value, job.GetInput(), output, e.votes)
+		votes := e.votes
+		if v := job.GetAssertions()[i].GetVotes(); v > 0 {
+			votes = int(v) // the suite asked for this many samples of this criterion
+		}
+		r, u, err := e.judge.Evaluate(ctx, assertions[i].Value, job.GetInput(), output, votes)
 		if err != nil && ctx.Err() != nil {
 			return nil, err
 		}

@@ -265,8 +265,10 @@ type Assertion struct {
 	// stdout_json: the expected JSON document.
 	Json []byte `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
 	// Where the assertion was written, for messages.
-	File          string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
-	Line          int32  `protobuf:"varint,6,opt,name=line,proto3" json:"line,omitempty"`
+	File string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
+	Line int32  `protobuf:"varint,6,opt,name=line,proto3" json:"line,omitempty"`
+	// semantic_match: judge samples the suite asks for (odd; 0 means the judge's default).
+	Votes         int32 `protobuf:"varint,7,opt,name=votes,proto3" json:"votes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -339,6 +341,13 @@ func (x *Assertion) GetFile() string {
 func (x *Assertion) GetLine() int32 {
 	if x != nil {
 		return x.Line
+	}
+	return 0
+}
+
+func (x *Assertion) GetVotes() int32 {
+	if x != nil {
+		return x.Votes
 	}
 	return 0
 }
@@ -1533,14 +1542,15 @@ var File_skillfleet_v1_skillfleet_proto protoreflect.FileDescriptor
 
 const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
-	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n" +
+	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x01\n" +
 	"\tAssertion\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
 	"\texit_code\x18\x03 \x01(\x05R\bexitCode\x12\x12\n" +
 	"\x04json\x18\x04 \x01(\fR\x04json\x12\x12\n" +
 	"\x04file\x18\x05 \x01(\tR\x04file\x12\x12\n" +
-	"\x04line\x18\x06 \x01(\x05R\x04line\"\xa7\x01\n" +
+	"\x04line\x18\x06 \x01(\x05R\x04line\x12\x14\n" +
+	"\x05votes\x18\a \x01(\x05R\x05votes\"\xa7\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
