@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/agent/agenttest"
@@ -139,5 +140,25 @@ func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
 	}
 	if !sawScript {
 		t.Fatal("no tool result shows the script ran in the sandbox")
+	}
+
+	// The stored results carry the transcript: the tool calls and the activated skill.
+	it, err := f.Topology.FollowResults(context.Background(), rep.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	m, err := it.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &pb.Result{}
+	if err := proto.Unmarshal(m.Data, res); err != nil {
+		t.Fatal(err)
+	}
+	tr := res.GetTranscript()
+	if len(tr.GetToolCalls()) != 2 || tr.GetToolCalls()[0].GetName() != "read_file" || tr.GetStop() != "final" ||
+		len(tr.GetActivatedSkills()) != 1 || tr.GetActivatedSkills()[0] != "env-selector" && tr.GetActivatedSkills()[0] != "deploy-checklist" {
+		t.Fatalf("transcript %v", tr)
 	}
 }

@@ -106,9 +106,10 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		WorkDir: AgentWorkDir, Limits: limits,
 	})
 	out := &pb.Result{
-		Kind:   job.GetKind(),
-		Output: output,
-		Usage:  usageOf(tr.Usage),
+		Kind:       job.GetKind(),
+		Output:     output,
+		Usage:      usageOf(tr.Usage),
+		Transcript: transcriptOf(tr),
 		Timings: &pb.Timings{
 			SandboxStartMs: sb.StartLatency().Milliseconds(),
 			ExecutionMs:    e.now().Sub(start).Milliseconds(),
@@ -155,6 +156,27 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		out.Reason = erroredReason(results)
 	}
 	return out, nil
+}
+
+// transcriptLimits keep a transcript small enough for a result message: the first calls, each
+// with a capped output.
+const (
+	maxTranscriptCalls  = 50
+	maxToolOutputStored = 2 << 10
+)
+
+func transcriptOf(tr agent.Transcript) *pb.Transcript {
+	t := &pb.Transcript{ActivatedSkills: tr.Activated, Turns: int32(tr.Turns), Stop: tr.Stop}
+	for i, c := range tr.ToolCalls {
+		if i == maxTranscriptCalls {
+			t.ToolCalls = append(t.ToolCalls, &pb.ToolCall{Name: "…", Error: fmt.Sprintf("%d more tool calls not kept", len(tr.ToolCalls)-i)})
+			break
+		}
+		out, _ := trimText(c.Output, maxToolOutputStored)
+		args, _ := trimText(c.Arguments, maxToolOutputStored)
+		t.ToolCalls = append(t.ToolCalls, &pb.ToolCall{Name: c.Name, Arguments: args, Output: out, ExitCode: int32(c.ExitCode), Error: c.Error})
+	}
+	return t
 }
 
 func usageOf(u agent.Usage) *pb.Usage {

@@ -923,7 +923,9 @@ type Result struct {
 	Kind       CaseKind               `protobuf:"varint,19,opt,name=kind,proto3,enum=skillfleet.v1.CaseKind" json:"kind,omitempty"`
 	// The agent the job ran against; empty for command cases. A case run against several agents
 	// is reported once per agent.
-	Agent         string `protobuf:"bytes,20,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,20,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Prompt cases: what the agent did.
+	Transcript    *Transcript `protobuf:"bytes,21,opt,name=transcript,proto3" json:"transcript,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1098,6 +1100,161 @@ func (x *Result) GetAgent() string {
 	return ""
 }
 
+func (x *Result) GetTranscript() *Transcript {
+	if x != nil {
+		return x.Transcript
+	}
+	return nil
+}
+
+// Transcript records an agent's run: its tool calls (outputs capped) and the skills it
+// activated by reading their SKILL.md.
+type Transcript struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ToolCalls       []*ToolCall            `protobuf:"bytes,1,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	ActivatedSkills []string               `protobuf:"bytes,2,rep,name=activated_skills,json=activatedSkills,proto3" json:"activated_skills,omitempty"`
+	Turns           int32                  `protobuf:"varint,3,opt,name=turns,proto3" json:"turns,omitempty"`
+	// Why the run ended: final, turns, tokens, time or error.
+	Stop          string `protobuf:"bytes,4,opt,name=stop,proto3" json:"stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Transcript) Reset() {
+	*x = Transcript{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transcript) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transcript) ProtoMessage() {}
+
+func (x *Transcript) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
+func (*Transcript) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Transcript) GetToolCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *Transcript) GetActivatedSkills() []string {
+	if x != nil {
+		return x.ActivatedSkills
+	}
+	return nil
+}
+
+func (x *Transcript) GetTurns() int32 {
+	if x != nil {
+		return x.Turns
+	}
+	return 0
+}
+
+func (x *Transcript) GetStop() string {
+	if x != nil {
+		return x.Stop
+	}
+	return ""
+}
+
+// ToolCall is one tool call of an agent.
+type ToolCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Arguments     string                 `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Output        string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCall) ProtoMessage() {}
+
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ToolCall) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCall) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *ToolCall) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *ToolCall) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *ToolCall) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // RunSpec is what a user asked for.
 type RunSpec struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -1123,7 +1280,7 @@ type RunSpec struct {
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1292,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1305,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{7}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunSpec) GetId() string {
@@ -1243,7 +1400,7 @@ type Counts struct {
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1412,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1425,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{8}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -1333,7 +1490,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1502,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1515,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunStatus) GetId() string {
@@ -1448,7 +1605,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1617,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1630,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetRunId() string {
@@ -1606,7 +1763,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xae\x05\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xe9\x05\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -1631,7 +1788,23 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vfinished_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12+\n" +
 	"\x04kind\x18\x13 \x01(\x0e2\x17.skillfleet.v1.CaseKindR\x04kind\x12\x14\n" +
-	"\x05agent\x18\x14 \x01(\tR\x05agent\"\x89\x03\n" +
+	"\x05agent\x18\x14 \x01(\tR\x05agent\x129\n" +
+	"\n" +
+	"transcript\x18\x15 \x01(\v2\x19.skillfleet.v1.TranscriptR\n" +
+	"transcript\"\x99\x01\n" +
+	"\n" +
+	"Transcript\x126\n" +
+	"\n" +
+	"tool_calls\x18\x01 \x03(\v2\x17.skillfleet.v1.ToolCallR\ttoolCalls\x12)\n" +
+	"\x10activated_skills\x18\x02 \x03(\tR\x0factivatedSkills\x12\x14\n" +
+	"\x05turns\x18\x03 \x01(\x05R\x05turns\x12\x12\n" +
+	"\x04stop\x18\x04 \x01(\tR\x04stop\"\x87\x01\n" +
+	"\bToolCall\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\x89\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -1716,7 +1889,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -1729,42 +1902,46 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Timings)(nil),               // 8: skillfleet.v1.Timings
 	(*Usage)(nil),                 // 9: skillfleet.v1.Usage
 	(*Result)(nil),                // 10: skillfleet.v1.Result
-	(*RunSpec)(nil),               // 11: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 12: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 13: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 14: skillfleet.v1.Event
-	nil,                           // 15: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*Transcript)(nil),            // 11: skillfleet.v1.Transcript
+	(*ToolCall)(nil),              // 12: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 13: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 14: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 15: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 16: skillfleet.v1.Event
+	nil,                           // 17: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	15, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	17, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	16, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	18, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	0,  // 6: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
 	7,  // 7: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
 	8,  // 8: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
 	9,  // 9: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	16, // 10: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 10: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 11: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	2,  // 12: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	16, // 13: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 14: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 15: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	11, // 16: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	12, // 17: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	16, // 18: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 19: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	16, // 20: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	13, // 21: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	10, // 22: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	11, // 12: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	12, // 13: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	2,  // 14: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	18, // 15: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 16: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 17: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	13, // 18: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	14, // 19: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	18, // 20: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 21: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 22: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	15, // 23: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	10, // 24: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -1772,7 +1949,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[10].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[12].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -1782,7 +1959,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
