@@ -45,6 +45,30 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 }
 
+// prepare loads, validates and plans the suite and reads its configuration, for test and
+// submit: a suite with errors, no matching case or a bad configuration is a usage error, and
+// nothing is run (or submitted, as what says).
+func (f *suiteFlags) prepare(e *env, roots []string, what string) (*suite.Suite, *suite.Plan, *config.Suite, *pb.Limits, error) {
+	s, p, err := loadAndPlan(roots, f)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s.Diagnostics.HasErrors() {
+		for _, d := range s.Diagnostics {
+			fmt.Fprintln(e.stderr, d.String())
+		}
+		return nil, nil, nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was %s", plural(s.Diagnostics.Errors(), "error", "errors"), what)}
+	}
+	if len(p.Jobs) == 0 {
+		return nil, nil, nil, nil, usageErrorf("no test cases matched")
+	}
+	cfg, limits, err := f.suiteConfig(e, roots)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return s, p, cfg, limits, nil
+}
+
 // suiteConfig reads skillfleet.yaml: the --config file, else the first root's. It returns the
 // file (nil when there is none) and the sandbox limits it asks for; its errors are usage
 // errors. Agent endpoints are accepted only from --config: a file found inside a suite came

@@ -92,20 +92,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err != nil {
 				return err
 			}
-			s, p, err := loadAndPlan(roots, &f)
-			if err != nil {
-				return err
-			}
-			if s.Diagnostics.HasErrors() {
-				for _, d := range s.Diagnostics {
-					fmt.Fprintln(e.stderr, d.String())
-				}
-				return &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was submitted", plural(s.Diagnostics.Errors(), "error", "errors"))}
-			}
-			if len(p.Jobs) == 0 {
-				return usageErrorf("no test cases matched")
-			}
-			cfg, limits, err := f.suiteConfig(e, roots)
+			s, _, cfg, limits, err := f.prepare(e, roots, "submitted")
 			if err != nil {
 				return err
 			}

@@ -48,20 +48,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if workers < 1 {
 				return usageErrorf("--workers must be at least 1")
 			}
-			s, p, err := loadAndPlan(roots, &f)
-			if err != nil {
-				return err
-			}
-			if s.Diagnostics.HasErrors() {
-				for _, d := range s.Diagnostics {
-					fmt.Fprintln(e.stderr, d.String())
-				}
-				return &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was run", plural(s.Diagnostics.Errors(), "error", "errors"))}
-			}
-			if len(p.Jobs) == 0 {
-				return usageErrorf("no test cases matched")
-			}
-			cfg, limits, err := f.suiteConfig(e, roots)
+			s, p, cfg, limits, err := f.prepare(e, roots, "run")
 			if err != nil {
 				return err
 			}
