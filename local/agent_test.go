@@ -2,12 +2,9 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -18,7 +15,6 @@ import (
 	"github.com/skillfleet/skillfleet/judge"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
-	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
@@ -64,24 +60,7 @@ func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
 	})
 
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ctx := context.Background()
-	docker, err := sandbox.NewDockerClient(ctx)
-	if err != nil {
-		t.Fatalf("this test needs a Docker engine: %v", err)
-	}
-	t.Cleanup(func() { _ = docker.Close() })
-	runner, err := sandbox.New(sandbox.Config{WorkerID: fmt.Sprintf("test-agent-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)}, docker, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.Start(ctx); err != nil {
-		var missing *sandbox.ImageMissingError
-		if errors.As(err, &missing) {
-			t.Fatal(missing.Error())
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = runner.Close(context.Background()) })
+	runner := startRunner(t, "agent", log)
 
 	client, err := agent.NewClient(agent.Endpoint{Name: "agent", BaseURL: srv.BaseURL(), APIKey: apiKey, Model: "agent-model",
 		Price: agent.Price{PromptPerMTok: 1, CompletionPerMTok: 2}}, agent.ClientDeps{})

@@ -1,15 +1,12 @@
 package local
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -20,7 +17,6 @@ import (
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
-	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
@@ -81,24 +77,7 @@ func TestCommandAgentRunsTheCLIInTheSandboxThroughTheGateway(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = models.Close() })
 
-	ctx := context.Background()
-	docker, err := sandbox.NewDockerClient(ctx)
-	if err != nil {
-		t.Fatalf("this test needs a Docker engine: %v", err)
-	}
-	t.Cleanup(func() { _ = docker.Close() })
-	runner, err := sandbox.New(sandbox.Config{WorkerID: fmt.Sprintf("test-cmdagent-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)}, docker, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.Start(ctx); err != nil {
-		var missing *sandbox.ImageMissingError
-		if errors.As(err, &missing) {
-			t.Fatal(missing.Error())
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = runner.Close(context.Background()) })
+	runner := startRunner(t, "cmdagent", log)
 
 	exec := worker.NewSandboxExecutor(runner, log).WithAgents(models.Agents, models.Judge, models.Votes)
 	f := startFleet(t, exec, 1, nil)
