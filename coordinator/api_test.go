@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"github.com/skillfleet/skillfleet/local/localtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,72 +50,10 @@ const (
 	exampleSkills = 3
 )
 
-// scripted passes every job except the failing case. Prompt jobs planned for an agent are
-// held until the test releases that agent, so a test can open an event stream or cancel a run
-// before any result exists.
-type scripted struct {
-	mu    sync.Mutex
-	gates map[string]chan struct{}
-}
-
-func (s *scripted) gate(agent string) chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gates == nil {
-		s.gates = map[string]chan struct{}{}
-	}
-	g, ok := s.gates[agent]
-	if !ok {
-		g = make(chan struct{})
-		s.gates[agent] = g
-	}
-	return g
-}
-
-// release lets the held jobs of agent finish; releasing twice is harmless.
-func (s *scripted) release(agent string) {
-	g := s.gate(agent)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-g:
-	default:
-		close(g)
-	}
-}
-
-func (s *scripted) releaseAll() {
-	s.mu.Lock()
-	agents := make([]string, 0, len(s.gates))
-	for a := range s.gates {
-		agents = append(agents, a)
-	}
-	s.mu.Unlock()
-	for _, a := range agents {
-		s.release(a)
-	}
-}
-
-func (s *scripted) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Result, error) {
-	if a := job.GetAgent(); a != "" {
-		select {
-		case <-s.gate(a):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	passed := job.GetCaseName() != failing
-	v := pb.Verdict_VERDICT_PASSED
-	if !passed {
-		v = pb.Verdict_VERDICT_FAILED
-	}
-	return &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}, nil
-}
-
 // apiFleet is an in-process fleet with the coordinator's API on an httptest server.
 type apiFleet struct {
 	fleet *local.Fleet
-	exec  *scripted
+	exec  *localtest.Executor
 	reg   *prometheus.Registry
 	srv   *httptest.Server
 	// dataDir holds the fleet's JetStream store and the coordinator's bundle cache.
@@ -124,7 +62,7 @@ type apiFleet struct {
 
 func startAPI(t *testing.T, mutate func(*local.Config, *coordinator.APIConfig)) *apiFleet {
 	t.Helper()
-	a := &apiFleet{exec: &scripted{}, reg: prometheus.NewRegistry(), dataDir: t.TempDir()}
+	a := &apiFleet{exec: &localtest.Executor{Failing: failing}, reg: prometheus.NewRegistry(), dataDir: t.TempDir()}
 	cfg := local.Config{
 		DataDir: a.dataDir, Workers: 3, Slots: 2, Queue: queue.DefaultConfig(), Executor: a.exec,
 		Worker:   worker.Config{RetryDelay: 50 * time.Millisecond, FetchWait: 100 * time.Millisecond, DrainGrace: time.Second},
@@ -141,7 +79,7 @@ func startAPI(t *testing.T, mutate func(*local.Config, *coordinator.APIConfig)) 
 	}
 	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	// Cleanups run last-registered first: held jobs are released before the fleet drains.
-	t.Cleanup(a.exec.releaseAll)
+	t.Cleanup(a.exec.ReleaseAll)
 	a.fleet = f
 	a.srv = httptest.NewServer(f.Coordinator.Handler(api))
 	t.Cleanup(a.srv.Close)
@@ -805,7 +743,7 @@ func TestAPIEvents(t *testing.T) {
 	if st.GetTotalJobs() != 2 {
 		t.Fatalf("%d jobs, want 2", st.GetTotalJobs())
 	}
-	evs := readSSE(t, a.srv.URL+"/v1/runs/"+st.GetId()+"/events", func(sseEvent) { a.exec.release("sse") })
+	evs := readSSE(t, a.srv.URL+"/v1/runs/"+st.GetId()+"/events", func(sseEvent) { a.exec.Release("sse") })
 	var kinds []string
 	results := 0
 	for _, ev := range evs {
@@ -876,7 +814,7 @@ func TestAPICancel(t *testing.T) {
 			t.Fatalf("cancel #%d: %v", i+1, got)
 		}
 	}
-	a.exec.release("hold")
+	a.exec.Release("hold")
 	resp, body := a.do(t, http.MethodGet, "/v1/runs/"+id+"/report", token, nil)
 	var rep struct {
 		Summary struct{ Total, Passed, Skipped int } `json:"summary"`
@@ -920,7 +858,7 @@ func TestClientRoundTrip(t *testing.T) {
 	var statuses, results int
 	var last *pb.RunStatus
 	err = c.Events(ctx, id, func(ev *pb.Event) error {
-		a.exec.release("client")
+		a.exec.Release("client")
 		if ev.GetRunId() != id {
 			t.Errorf("event of run %q", ev.GetRunId())
 		}

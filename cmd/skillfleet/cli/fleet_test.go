@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"github.com/skillfleet/skillfleet/internal/testutil"
+	"github.com/skillfleet/skillfleet/local/localtest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -44,53 +45,6 @@ const (
 	exampleJobs  = 20
 )
 
-// scriptedExecutor passes every job but the failing case. Jobs planned for an agent are held
-// until the test releases that agent, so a run can be caught while it is still going.
-type scriptedExecutor struct {
-	mu    sync.Mutex
-	gates map[string]chan struct{}
-}
-
-func (s *scriptedExecutor) gate(agent string) chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gates == nil {
-		s.gates = map[string]chan struct{}{}
-	}
-	if _, ok := s.gates[agent]; !ok {
-		s.gates[agent] = make(chan struct{})
-	}
-	return s.gates[agent]
-}
-
-func (s *scriptedExecutor) releaseAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, g := range s.gates {
-		select {
-		case <-g:
-		default:
-			close(g)
-		}
-	}
-}
-
-func (s *scriptedExecutor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Result, error) {
-	if a := job.GetAgent(); a != "" {
-		select {
-		case <-s.gate(a):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	passed := job.GetCaseName() != failingCase
-	v := pb.Verdict_VERDICT_PASSED
-	if !passed {
-		v = pb.Verdict_VERDICT_FAILED
-	}
-	return &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}, nil
-}
-
 // remote is a real coordinator (in an in-process fleet) behind an httptest server.
 type remote struct {
 	url   string
@@ -115,7 +69,7 @@ func startRemote(t *testing.T) *remote {
 	// The machine's environment must not supply a token or a coordinator to these tests.
 	t.Setenv("SKILLFLEET_TOKEN", "")
 	t.Setenv("SKILLFLEET_COORDINATOR", "")
-	exec := &scriptedExecutor{}
+	exec := &localtest.Executor{Failing: failingCase}
 	reg := prometheus.NewRegistry()
 	f, err := local.Start(context.Background(), local.Config{
 		DataDir: t.TempDir(), Workers: 2, Slots: 2, Queue: queue.DefaultConfig(), Executor: exec,
@@ -127,7 +81,7 @@ func startRemote(t *testing.T) *remote {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close(context.Background()) })
-	t.Cleanup(exec.releaseAll) // before the fleet drains
+	t.Cleanup(exec.ReleaseAll) // before the fleet drains
 	r := &remote{fleet: f}
 	h := f.Coordinator.Handler(coordinator.APIConfig{Token: fleetToken, Gatherer: reg})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
