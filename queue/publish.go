@@ -29,23 +29,31 @@ func (t *Topology) PublishJob(ctx context.Context, lane Lane, run, jobID string,
 // ResultMsgID(run, jobID, attempt): a worker that retries the publish, or whose ack was lost, does
 // not store the result twice, while a later attempt of the same job gets a message of its own.
 func (t *Topology) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error {
-	if err := ValidateRunID(run); err != nil {
+	m, err := resultMsg(run, jobID, attempt, data)
+	if err != nil {
 		return err
+	}
+	if err := publishIdempotent(ctx, t.JS, m); err != nil {
+		return fmt.Errorf("queue: publish result of job %s attempt %d of run %s: %w", jobID, attempt, run, err)
+	}
+	return nil
+}
+
+func resultMsg(run, jobID string, attempt int, data []byte) (*nats.Msg, error) {
+	if err := ValidateRunID(run); err != nil {
+		return nil, err
 	}
 	if err := ValidateJobID(jobID); err != nil {
-		return err
+		return nil, err
 	}
 	if attempt < 1 {
-		return fmt.Errorf("queue: result attempt must be at least 1, got %d", attempt)
+		return nil, fmt.Errorf("queue: result attempt must be at least 1, got %d", attempt)
 	}
 	m := nats.NewMsg(ResultSubject(run))
 	m.Data = data
 	m.Header.Set(jetstream.MsgIDHeader, ResultMsgID(run, jobID, attempt))
 	m.Header.Set(jetstream.ExpectedStreamHeader, ResultsStream)
-	if err := publishIdempotent(ctx, t.JS, m); err != nil {
-		return fmt.Errorf("queue: publish result of job %s attempt %d of run %s: %w", jobID, attempt, run, err)
-	}
-	return nil
+	return m, nil
 }
 
 const (
@@ -100,8 +108,8 @@ func jobMsg(lane Lane, run, jobID string, data []byte) (*nats.Msg, error) {
 	return m, nil
 }
 
-// JobPublisherConfig tunes a JobPublisher.
-type JobPublisherConfig struct {
+// PublisherConfig tunes an asynchronous publisher (JobPublisher, ResultPublisher).
+type PublisherConfig struct {
 	// MaxInFlight bounds the publishes awaiting the server's ack; Publish blocks beyond it.
 	MaxInFlight int
 	// AckTimeout is how long one publish waits for its ack before it counts as failed (and is
@@ -111,23 +119,32 @@ type JobPublisherConfig struct {
 	// ack timeout, no stream response) is sent again. The message id makes resending safe.
 	Retries int
 	// RetryWait is the pause before the first resend; it doubles with each resend of the same
-	// job, up to 5 s.
+	// message, up to 5 s.
 	RetryWait time.Duration
 }
+
+// JobPublisherConfig tunes a JobPublisher.
+type JobPublisherConfig = PublisherConfig
 
 // DefaultJobPublisherConfig returns defaults that ride out a disconnection or a server restart
 // of about half a minute.
 func DefaultJobPublisherConfig() JobPublisherConfig {
-	return JobPublisherConfig{MaxInFlight: 1024, AckTimeout: 10 * time.Second, Retries: 8, RetryWait: 250 * time.Millisecond}
+	return PublisherConfig{MaxInFlight: 1024, AckTimeout: 10 * time.Second, Retries: 8, RetryWait: 250 * time.Millisecond}
 }
 
-// PublishStats counts what a JobPublisher's publishes came to.
+// DefaultResultPublisherConfig returns defaults for a worker's results: a few hundred results
+// in flight, and the same patience as the job publisher.
+func DefaultResultPublisherConfig() PublisherConfig {
+	return PublisherConfig{MaxInFlight: 256, AckTimeout: 10 * time.Second, Retries: 8, RetryWait: 250 * time.Millisecond}
+}
+
+// PublishStats counts what a publisher's publishes came to.
 type PublishStats struct {
-	// Stored is how many publishes the server acked as new jobs.
+	// Stored is how many publishes the server acked as new messages.
 	Stored int
-	// Duplicates is how many it acked as already stored (same run and job id within
-	// JobsDuplicates). A resend of a job whose first ack was lost counts here, so Stored +
-	// Duplicates is what got through, not Stored alone.
+	// Duplicates is how many it acked as already stored (same message id within the stream's
+	// duplicate window). A resend whose first ack was lost counts here, so Stored + Duplicates
+	// is what got through, not Stored alone.
 	Duplicates int
 	// Failed is how many failed for good.
 	Failed int
@@ -135,16 +152,18 @@ type PublishStats struct {
 	Retried int
 }
 
-// JobPublisher publishes jobs asynchronously, with at most MaxInFlight awaiting an ack. Publish
-// may be called from several goroutines; Wait reports the first failure since the last Wait.
-type JobPublisher struct {
-	js  jetstream.JetStream
-	cfg JobPublisherConfig
+// asyncPublisher publishes messages that carry a message id without waiting for each ack,
+// with at most MaxInFlight awaiting one, and resends those that failed for a transient reason.
+// Every publish is settled exactly once: stored, or failed for good.
+type asyncPublisher struct {
+	js   jetstream.JetStream
+	cfg  PublisherConfig
+	what string // "job" or "result", for errors
 
 	slots chan struct{}
 
 	mu       sync.Mutex
-	attempts map[*nats.Msg]int
+	pending  map[*nats.Msg]*pendingPub
 	inflight int
 	idle     chan struct{} // closed while inflight == 0
 	first    error
@@ -152,19 +171,25 @@ type JobPublisher struct {
 	stats    PublishStats
 }
 
-// NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
-// JetStream context, so its ack handlers see only its own publishes. Close it when done.
-func (t *Topology) NewJobPublisher(cfg JobPublisherConfig) (*JobPublisher, error) {
+// pendingPub is one publish awaiting its ack.
+type pendingPub struct {
+	resends int
+	// done, when set, learns how the publish settled.
+	done func(error)
+}
+
+func newAsyncPublisher(nc *nats.Conn, cfg PublisherConfig, what string) (*asyncPublisher, error) {
 	if cfg.MaxInFlight < 1 || cfg.AckTimeout <= 0 || cfg.Retries < 0 || cfg.RetryWait < 0 {
-		return nil, fmt.Errorf("queue: invalid job publisher config %+v", cfg)
+		return nil, fmt.Errorf("queue: invalid %s publisher config %+v", what, cfg)
 	}
-	p := &JobPublisher{
-		cfg:      cfg,
-		slots:    make(chan struct{}, cfg.MaxInFlight),
-		attempts: make(map[*nats.Msg]int),
-		idle:     closedChan(),
+	p := &asyncPublisher{
+		cfg:     cfg,
+		what:    what,
+		slots:   make(chan struct{}, cfg.MaxInFlight),
+		pending: make(map[*nats.Msg]*pendingPub),
+		idle:    closedChan(),
 	}
-	js, err := jetstream.New(t.JS.Conn(),
+	js, err := jetstream.New(nc,
 		// Our semaphore bounds in-flight publishes; the library's stall logic must never fire.
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight+1),
 		jetstream.WithPublishAsyncTimeout(cfg.AckTimeout),
@@ -172,10 +197,149 @@ func (t *Topology) NewJobPublisher(cfg JobPublisherConfig) (*JobPublisher, error
 		jetstream.WithPublishAsyncErrHandler(p.onErr),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("queue: job publisher: %w", err)
+		return nil, fmt.Errorf("queue: %s publisher: %w", what, err)
 	}
 	p.js = js
 	return p, nil
+}
+
+// publish queues m, blocking while MaxInFlight publishes await their ack. done (optional) is
+// called once when the publish settles, from the library's callback goroutine: it must not
+// block.
+func (p *asyncPublisher) publish(ctx context.Context, m *nats.Msg, done func(error)) error {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	p.inflight++
+	if p.inflight == 1 {
+		p.idle = make(chan struct{})
+	}
+	p.pending[m] = &pendingPub{done: done}
+	p.mu.Unlock()
+	p.send(m)
+	return nil
+}
+
+func (p *asyncPublisher) send(m *nats.Msg) {
+	if _, err := p.js.PublishMsgAsync(m); err != nil {
+		p.onErr(p.js, m, err)
+	}
+}
+
+// wait blocks until every queued publish is settled, then returns the first failure since the
+// last wait (with how many failed) and forgets it.
+func (p *asyncPublisher) wait(ctx context.Context) error {
+	p.mu.Lock()
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+	default:
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("queue: wait for %s publications: %w", p.what, ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, failed := p.first, p.failed
+	p.first, p.failed = nil, 0
+	if first != nil {
+		return fmt.Errorf("queue: %d %s publication(s) failed, the first: %w", failed, p.what, first)
+	}
+	return nil
+}
+
+func (p *asyncPublisher) snapshot() PublishStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+func (p *asyncPublisher) close(ctx context.Context) error {
+	err := p.wait(ctx)
+	p.js.CleanupPublisher()
+	return err
+}
+
+func (p *asyncPublisher) onAck(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
+	p.mu.Lock()
+	if ack.Duplicate {
+		p.stats.Duplicates++
+	} else {
+		p.stats.Stored++
+	}
+	done := p.settleLocked(m)
+	p.mu.Unlock()
+	if done != nil {
+		done(nil)
+	}
+}
+
+func (p *asyncPublisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
+	p.mu.Lock()
+	pp, ok := p.pending[m]
+	if !ok {
+		// Settled already (a late callback after CleanupPublisher).
+		p.mu.Unlock()
+		return
+	}
+	if retryable(err) && pp.resends < p.cfg.Retries {
+		n := pp.resends
+		pp.resends++
+		p.stats.Retried++
+		p.mu.Unlock()
+		// Not inline: this runs on the library's callback goroutine, and during a
+		// reconnection a prompt resend would only fail the same way.
+		time.AfterFunc(backoff(p.cfg.RetryWait, n), func() { p.send(m) })
+		return
+	}
+	p.stats.Failed++
+	p.failed++
+	err = fmt.Errorf("%s message %s on %s: %w", p.what, m.Header.Get(jetstream.MsgIDHeader), m.Subject, err)
+	if p.first == nil {
+		p.first = err
+	}
+	done := p.settleLocked(m)
+	p.mu.Unlock()
+	if done != nil {
+		done(err)
+	}
+}
+
+// settleLocked forgets a publish and returns its done callback, to be called without the lock.
+func (p *asyncPublisher) settleLocked(m *nats.Msg) func(error) {
+	pp, ok := p.pending[m]
+	if !ok {
+		return nil
+	}
+	delete(p.pending, m)
+	<-p.slots
+	p.inflight--
+	if p.inflight == 0 {
+		close(p.idle)
+	}
+	return pp.done
+}
+
+// JobPublisher publishes jobs asynchronously, with at most MaxInFlight awaiting an ack. Publish
+// may be called from several goroutines; Wait reports the first failure since the last Wait.
+type JobPublisher struct {
+	p *asyncPublisher
+}
+
+// NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
+// JetStream context, so its ack handlers see only its own publishes. Close it when done.
+func (t *Topology) NewJobPublisher(cfg JobPublisherConfig) (*JobPublisher, error) {
+	p, err := newAsyncPublisher(t.JS.Conn(), cfg, "job")
+	if err != nil {
+		return nil, err
+	}
+	return &JobPublisher{p: p}, nil
 }
 
 // Publish queues one job for publication, blocking while MaxInFlight publishes await their
@@ -186,117 +350,61 @@ func (p *JobPublisher) Publish(ctx context.Context, lane Lane, run, jobID string
 	if err != nil {
 		return err
 	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("queue: publish job %s of run %s: %w", jobID, run, ctx.Err())
+	if err := p.p.publish(ctx, m, nil); err != nil {
+		return fmt.Errorf("queue: publish job %s of run %s: %w", jobID, run, err)
 	}
-	p.mu.Lock()
-	p.inflight++
-	if p.inflight == 1 {
-		p.idle = make(chan struct{})
-	}
-	p.attempts[m] = 0
-	p.mu.Unlock()
-	p.send(m)
 	return nil
-}
-
-func (p *JobPublisher) send(m *nats.Msg) {
-	if _, err := p.js.PublishMsgAsync(m); err != nil {
-		p.onErr(p.js, m, err)
-	}
 }
 
 // Wait blocks until every queued publish is settled, then returns the first failure since the
 // last Wait (with how many failed) and forgets it. Do not call it while another goroutine may
 // still Publish jobs it should cover.
-func (p *JobPublisher) Wait(ctx context.Context) error {
-	p.mu.Lock()
-	idle := p.idle
-	p.mu.Unlock()
-	select {
-	case <-idle:
-	default:
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return fmt.Errorf("queue: wait for job publications: %w", ctx.Err())
-		}
+func (p *JobPublisher) Wait(ctx context.Context) error { return p.p.wait(ctx) }
+
+// Stats returns the counts since the publisher was created.
+func (p *JobPublisher) Stats() PublishStats { return p.p.snapshot() }
+
+// Close waits for queued publishes (bounded by ctx), releases the publisher's reply
+// subscription and returns what Wait would.
+func (p *JobPublisher) Close(ctx context.Context) error { return p.p.close(ctx) }
+
+// ResultPublisher publishes a worker's results asynchronously, so a slot is free for the next
+// job while its last result is being stored. Each result's done callback says when it is
+// stored (the job may then be acked) or that it failed for good (the job must not be acked).
+type ResultPublisher struct {
+	p *asyncPublisher
+}
+
+// NewResultPublisher returns a ResultPublisher on the topology's connection. Close it when
+// done.
+func (t *Topology) NewResultPublisher(cfg PublisherConfig) (*ResultPublisher, error) {
+	p, err := newAsyncPublisher(t.JS.Conn(), cfg, "result")
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	first, failed := p.first, p.failed
-	p.first, p.failed = nil, 0
-	if first != nil {
-		return fmt.Errorf("queue: %d job publication(s) failed, the first: %w", failed, first)
+	return &ResultPublisher{p: p}, nil
+}
+
+// PublishResult queues one attempt's result under ResultMsgID(run, jobID, attempt), blocking
+// while MaxInFlight results await their ack. done is called exactly once, from the library's
+// callback goroutine (so it must not block), unless an error is returned here.
+func (p *ResultPublisher) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte, done func(error)) error {
+	m, err := resultMsg(run, jobID, attempt, data)
+	if err != nil {
+		return err
+	}
+	if err := p.p.publish(ctx, m, done); err != nil {
+		return fmt.Errorf("queue: publish result of job %s attempt %d of run %s: %w", jobID, attempt, run, err)
 	}
 	return nil
 }
 
 // Stats returns the counts since the publisher was created.
-func (p *JobPublisher) Stats() PublishStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stats
-}
+func (p *ResultPublisher) Stats() PublishStats { return p.p.snapshot() }
 
-// Close waits for queued publishes (bounded by ctx), releases the publisher's reply
-// subscription and returns what Wait would.
-func (p *JobPublisher) Close(ctx context.Context) error {
-	err := p.Wait(ctx)
-	p.js.CleanupPublisher()
-	return err
-}
-
-func (p *JobPublisher) onAck(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
-	p.mu.Lock()
-	if ack.Duplicate {
-		p.stats.Duplicates++
-	} else {
-		p.stats.Stored++
-	}
-	p.settleLocked(m)
-	p.mu.Unlock()
-}
-
-func (p *JobPublisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
-	p.mu.Lock()
-	n, ok := p.attempts[m]
-	if !ok {
-		// Settled already (a late callback after CleanupPublisher).
-		p.mu.Unlock()
-		return
-	}
-	if retryable(err) && n < p.cfg.Retries {
-		p.attempts[m] = n + 1
-		p.stats.Retried++
-		p.mu.Unlock()
-		// Not inline: this runs on the library's callback goroutine, and during a
-		// reconnection a prompt resend would only fail the same way.
-		time.AfterFunc(backoff(p.cfg.RetryWait, n), func() { p.send(m) })
-		return
-	}
-	p.stats.Failed++
-	p.failed++
-	if p.first == nil {
-		p.first = fmt.Errorf("job message %s on %s: %w", m.Header.Get(jetstream.MsgIDHeader), m.Subject, err)
-	}
-	p.settleLocked(m)
-	p.mu.Unlock()
-}
-
-func (p *JobPublisher) settleLocked(m *nats.Msg) {
-	if _, ok := p.attempts[m]; !ok {
-		return
-	}
-	delete(p.attempts, m)
-	<-p.slots
-	p.inflight--
-	if p.inflight == 0 {
-		close(p.idle)
-	}
-}
+// Close waits for queued results (bounded by ctx) and releases the publisher's reply
+// subscription.
+func (p *ResultPublisher) Close(ctx context.Context) error { return p.p.close(ctx) }
 
 // retryable reports whether a failed publish may have been lost in transit (a disconnection, a
 // write on a broken connection, an ack that never came, a stream that did not answer during a

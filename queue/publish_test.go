@@ -191,3 +191,61 @@ func TestJobPublisherReportsRefusals(t *testing.T) {
 		t.Errorf("Wait with nothing in flight = %v, want nil even with ctx done", err)
 	}
 }
+
+// Each result learns how its publication settled, exactly once: stored (a second attempt's
+// result too, and a resent one as a duplicate), or refused for good.
+func TestResultPublisherSettlesEachResult(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	p, err := topo.NewResultPublisher(queue.DefaultResultPublisherConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	type outcome struct {
+		id  string
+		err error
+	}
+	settled := make(chan outcome, 16)
+	publish := func(job string, attempt int, data []byte) {
+		t.Helper()
+		id := fmt.Sprintf("%s/%d", job, attempt)
+		if err := p.PublishResult(ctx, "run1", job, attempt, data, func(err error) { settled <- outcome{id, err} }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("j1", 1, []byte("r"))
+	publish("j1", 2, []byte("r"))
+	publish("j1", 1, []byte("r")) // a resend: deduplicated, still a success
+	got := map[string]int{}
+	for range 3 {
+		o := <-settled
+		if o.err != nil {
+			t.Fatalf("result %s: %v", o.id, o.err)
+		}
+		got[o.id]++
+	}
+	if got["j1/1"] != 2 || got["j1/2"] != 1 {
+		t.Fatalf("settled %v", got)
+	}
+	if st := p.Stats(); st.Stored != 2 || st.Duplicates != 1 {
+		t.Errorf("stats = %+v, want 2 stored and 1 duplicate", st)
+	}
+	if n := streamMsgs(t, topo.Results, ""); n != 2 {
+		t.Errorf("results stored = %d, want 2", n)
+	}
+
+	// Too big for the server: refused for good, and said so to the caller's callback.
+	publish("j2", 1, make([]byte, 2<<20))
+	if o := <-settled; o.id != "j2/1" || o.err == nil {
+		t.Fatalf("oversized result settled as %+v, want an error", o)
+	}
+	select {
+	case o := <-settled:
+		t.Fatalf("a second settlement: %+v", o)
+	default:
+	}
+	if err := p.PublishResult(ctx, "run1", "j3", 0, nil, func(error) { t.Error("callback for a refused call") }); err == nil {
+		t.Error("attempt 0 accepted")
+	}
+}
