@@ -139,9 +139,13 @@ func (f *Fleet) startWorker(exec worker.Executor) error {
 		// series apart.
 		reg = prometheus.WrapRegistererWith(prometheus.Labels{"worker": wc.ID}, f.reg)
 	}
+	results, err := f.Topology.NewResultPublisher(queue.DefaultResultPublisherConfig())
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(wc, worker.Deps{
 		Lanes:    []jetstream.Consumer{f.Topology.OnDemand, f.Topology.Scheduled},
-		Results:  f.Topology,
+		Results:  results,
 		Bundles:  f.Topology,
 		Executor: exec,
 		Log:      f.log.Named("worker"),
@@ -154,6 +158,10 @@ func (f *Fleet) startWorker(exec worker.Executor) error {
 	go func() {
 		defer f.workers.Done()
 		_ = w.Run(f.wctx)
+		// Run has waited for its results to be confirmed (or given up on them).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = results.Close(ctx)
 	}()
 	return nil
 }

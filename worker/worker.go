@@ -31,7 +31,8 @@ type Config struct {
 	MaxAttempts int
 	// Heartbeat is how often a running job's message is marked in progress (AckWait/3).
 	Heartbeat time.Duration
-	// FetchWait bounds one blocking fetch, and so how quickly an idle worker notices a stop.
+	// FetchWait bounds one blocking fetch of an idle worker, and so how long a stopping
+	// worker may wait for its last pull requests to end.
 	FetchWait time.Duration
 	// RetryDelay is the redelivery delay after an infrastructure failure, times the attempt.
 	RetryDelay time.Duration
@@ -86,9 +87,11 @@ type Executor interface {
 	Execute(ctx context.Context, job *pb.Job, bundleDir string) (*pb.Result, error)
 }
 
-// ResultPublisher stores a result durably, deduplicated by run, job and attempt.
+// ResultPublisher stores results durably, deduplicated by run, job and attempt, without making
+// the caller wait: done is called once the result is stored (nil) or has failed for good, and
+// must not block. An error returned instead means done will not be called.
 type ResultPublisher interface {
-	PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error
+	PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte, done func(error)) error
 }
 
 // Deps are a worker's collaborators.
@@ -112,10 +115,18 @@ type Worker struct {
 	now     func() time.Time
 	cache   *suite.Cache
 	metrics *metrics
+	beats   *heartbeats
 	// force cancels running jobs; set while Run runs.
 	mu    sync.Mutex
 	force context.CancelFunc
+	// settling counts results published but not yet confirmed: their jobs are acked (or
+	// handed back) when the confirmation comes.
+	settling sync.WaitGroup
 }
+
+// settleWait bounds how long a stopping worker waits for its last results to be confirmed. A
+// job whose result is not confirmed by then is not acked and comes back after AckWait.
+const settleWait = 30 * time.Second
 
 // New checks the configuration and prepares the bundle cache.
 func New(cfg Config, deps Deps) (*Worker, error) {
@@ -139,7 +150,7 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, deps: deps, log: deps.Log.With(zap.String("worker", cfg.ID)), now: deps.Now, cache: cache, metrics: m}, nil
+	return &Worker{cfg: cfg, deps: deps, log: deps.Log.With(zap.String("worker", cfg.ID)), now: deps.Now, cache: cache, metrics: m, beats: newHeartbeats()}, nil
 }
 
 // Run pulls jobs until ctx is cancelled, then drains: it fetches nothing more, lets running
@@ -151,40 +162,77 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	w.force = force
 	w.mu.Unlock()
+	// A token in free is a slot with nothing to do. A fetch takes one token per job it may
+	// receive; a job gives its token back when it ends.
 	free := make(chan struct{}, w.cfg.Slots)
 	for range w.cfg.Slots {
 		free <- struct{}{}
 	}
+	beatCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBeats()
+	go w.beats.run(beatCtx, w.cfg.Heartbeat)
 	var running sync.WaitGroup
+	start := func(msg jetstream.Msg) {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			defer func() { free <- struct{}{} }()
+			w.handle(jobCtx, msg)
+		}()
+	}
+	// Long polls run on their own while the worker is idle; each ends with a signal here.
+	polls := make(chan struct{}, len(w.deps.Lanes))
+	outstanding := 0
+	next := 0 // the lane a single-slot idle worker polls next
 	w.log.Info("worker started", zap.Int("slots", w.cfg.Slots))
 	for ctx.Err() == nil {
+		for more := true; more; {
+			select {
+			case <-polls:
+				outstanding--
+			default:
+				more = false
+			}
+		}
 		select {
 		case <-ctx.Done():
 			continue
 		case <-free:
 		}
 		n := 1
-	more:
+	grab:
 		for n < w.cfg.Slots {
 			select {
 			case <-free:
 				n++
 			default:
-				break more
+				break grab
 			}
 		}
-		msgs := w.fetch(ctx, n)
+		msgs := w.fetchNow(n)
 		for range n - len(msgs) {
 			free <- struct{}{}
 		}
 		for _, msg := range msgs {
-			running.Add(1)
-			go func() {
-				defer running.Done()
-				defer func() { free <- struct{}{} }()
-				w.handle(jobCtx, msg)
-			}()
+			start(msg)
 		}
+		if len(msgs) > 0 {
+			continue
+		}
+		// Idle: both lanes are empty. Long-poll them until a job arrives on either.
+		if outstanding == 0 {
+			outstanding, next = w.longPoll(free, polls, start, next)
+		}
+		select {
+		case <-polls:
+			outstanding--
+		case <-ctx.Done():
+		}
+	}
+	// A job delivered to a pull request nobody reads would wait out AckWait: let the long
+	// polls end (within FetchWait) and run what they bring.
+	for ; outstanding > 0; outstanding-- {
+		<-polls
 	}
 	w.log.Info("draining", zap.Duration("grace", w.cfg.DrainGrace))
 	drained := make(chan struct{})
@@ -195,6 +243,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("grace period over: stopping running jobs and returning them to the queue")
 		force()
 		<-drained
+	}
+	settled := make(chan struct{})
+	go func() { w.settling.Wait(); close(settled) }()
+	select {
+	case <-settled:
+	case <-time.After(settleWait):
+		w.log.Warn("results still unconfirmed at exit; their jobs will be redelivered", zap.Duration("waited", settleWait))
 	}
 	w.log.Info("worker stopped")
 	return nil
@@ -210,30 +265,62 @@ func (w *Worker) Force() {
 	}
 }
 
-// fetch takes up to n jobs, one per free slot, higher lanes first. It never prefetches more
-// than it can run: each fetched message's AckWait starts at delivery.
-func (w *Worker) fetch(ctx context.Context, n int) []jetstream.Msg {
+// fetchNow takes up to n jobs that are ready now, one per free slot, higher lanes first. It
+// never prefetches more than it can run: each fetched message's AckWait starts at delivery.
+func (w *Worker) fetchNow(n int) []jetstream.Msg {
 	var out []jetstream.Msg
 	for _, lane := range w.deps.Lanes {
 		if len(out) == n {
-			return out
+			break
 		}
 		out = append(out, w.take(lane, n-len(out), 0)...)
 	}
-	if len(out) > 0 {
-		return out
-	}
-	// Idle: wait briefly on each lane in turn, so a stop or an on-demand job is noticed soon.
-	wait := w.cfg.FetchWait / time.Duration(len(w.deps.Lanes))
-	for _, lane := range w.deps.Lanes {
-		if ctx.Err() != nil {
-			return nil
+	return out
+}
+
+// longPoll starts one pull request for a single job on every lane, each holding a free slot,
+// so an idle worker picks up a job the moment it is published on any lane. A worker with
+// fewer free slots than lanes polls the lanes in turn, starting at next, and returns where to
+// start the next time. It returns how many polls it started; each signals polls when it ends,
+// after starting the job it got, if any.
+func (w *Worker) longPoll(free chan struct{}, polls chan<- struct{}, start func(jetstream.Msg), next int) (int, int) {
+	lanes := w.deps.Lanes
+	// The caller has just given its tokens back, so at least one is free.
+	var tokens int
+	for tokens < len(lanes) {
+		select {
+		case <-free:
+			tokens++
+			continue
+		default:
 		}
-		if out = w.take(lane, n, wait); len(out) > 0 {
-			return out
-		}
+		break
 	}
-	return nil
+	if tokens == 0 {
+		return 0, next
+	}
+	wait := w.cfg.FetchWait
+	picked := lanes
+	if tokens < len(lanes) {
+		picked = make([]jetstream.Consumer, 0, tokens)
+		for i := range tokens {
+			picked = append(picked, lanes[(next+i)%len(lanes)])
+		}
+		next = (next + tokens) % len(lanes)
+		// A lane not polled now waits for its turn: keep turns short.
+		wait = w.cfg.FetchWait / time.Duration(len(lanes))
+	}
+	for _, lane := range picked {
+		go func() {
+			defer func() { polls <- struct{}{} }()
+			if msgs := w.take(lane, 1, wait); len(msgs) == 1 {
+				start(msgs[0])
+				return
+			}
+			free <- struct{}{}
+		}()
+	}
+	return len(picked), next
 }
 
 func (w *Worker) take(lane jetstream.Consumer, n int, wait time.Duration) []jetstream.Msg {
@@ -285,9 +372,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.metrics.queueWait.Observe(max(start.Sub(q.AsTime()), 0).Seconds())
 	}
 
-	stop := w.heartbeat(msg, log)
+	w.beats.add(msg, log)
 	res, err := w.execute(ctx, job)
-	stop()
 
 	last := attempt >= w.cfg.MaxAttempts
 	gaveUp := false
@@ -295,6 +381,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		if ctx.Err() != nil {
 			// Forced stop: not the job's fault; let another worker have it now.
 			log.Warn("job interrupted by shutdown; returned to the queue", zap.Error(err))
+			w.beats.remove(msg)
 			_ = msg.Nak()
 			return
 		}
@@ -302,6 +389,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 			delay := w.cfg.RetryDelay * time.Duration(attempt)
 			log.Warn("infrastructure failure; will retry", zap.Error(err), zap.Duration("delay", delay))
 			w.metrics.retries.Inc()
+			w.beats.remove(msg)
 			_ = msg.NakWithDelay(delay)
 			return
 		}
@@ -323,11 +411,31 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		res.Timings.QueuedMs = max(start.Sub(q.AsTime()), 0).Milliseconds()
 	}
 	data, err := w.encodeResult(res)
-	if err == nil {
-		err = w.deps.Results.PublishResult(ctx, job.GetRunId(), job.GetId(), attempt, data)
-	}
 	if err != nil {
-		// Without a stored result the job must not be acked: it comes back after AckWait.
+		// Cannot happen for a result this worker built; never ack a job without a result.
+		log.Error("encoding the result failed; leaving the job for redelivery", zap.Error(err))
+		w.beats.remove(msg)
+		_ = msg.Nak()
+		return
+	}
+	// The slot is free as soon as the result is queued; the job is settled when the server
+	// confirms the result, and only then.
+	w.settling.Add(1)
+	err = w.deps.Results.PublishResult(ctx, job.GetRunId(), job.GetId(), attempt, data, func(err error) {
+		defer w.settling.Done()
+		w.settle(msg, res, gaveUp, err, log)
+	})
+	if err != nil {
+		w.settling.Done()
+		w.settle(msg, res, gaveUp, err, log)
+	}
+}
+
+// settle acks a job whose result is stored, or hands it back when the result could not be.
+func (w *Worker) settle(msg jetstream.Msg, res *pb.Result, gaveUp bool, err error, log *zap.Logger) {
+	w.beats.remove(msg)
+	if err != nil {
+		// Without a stored result the job must not be acked: it comes back after a Nak.
 		log.Error("publishing the result failed; leaving the job for redelivery", zap.Error(err))
 		w.metrics.publishErrors.Inc()
 		_ = msg.Nak()
@@ -360,30 +468,6 @@ func (w *Worker) execute(ctx context.Context, job *pb.Job) (*pb.Result, error) {
 	}
 	defer release()
 	return w.deps.Executor.Execute(ctx, job, dir)
-}
-
-// heartbeat marks the message in progress until stop is called, so a long job is not
-// redelivered while it runs.
-func (w *Worker) heartbeat(msg jetstream.Msg, log *zap.Logger) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(w.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					log.Warn("heartbeat failed", zap.Error(err))
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }
 
 // resultTextBytes is how much of each of output, stdout and stderr a result keeps. The

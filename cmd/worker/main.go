@@ -152,12 +152,18 @@ func run(ctx context.Context, o options) error {
 	// The coordinator owns the topology; what its consumers enforce is what this worker obeys.
 	cc := topo.OnDemand.CachedInfo().Config
 	log.Info("bound to the job queue", zap.Duration("ack_wait", cc.AckWait), zap.Int("max_deliver", cc.MaxDeliver))
+	results, err := topo.NewResultPublisher(queue.DefaultResultPublisherConfig())
+	if err != nil {
+		return err
+	}
+	// The worker waits for its results before Run returns; this only releases the publisher.
+	defer func() { _ = results.Close(context.Background()) }()
 	w, err := worker.New(worker.Config{
 		ID: o.id, Slots: o.slots, MaxAttempts: cc.MaxDeliver, Heartbeat: cc.AckWait / 3,
 		DrainGrace: o.drainGrace, CacheDir: o.cacheDir, MaxResultBytes: int(nc.MaxPayload()),
 	}, worker.Deps{
 		Lanes:    []jetstream.Consumer{topo.OnDemand, topo.Scheduled},
-		Results:  topo,
+		Results:  results,
 		Bundles:  topo,
 		Executor: worker.NewSandboxExecutor(runner, log.Named("executor")).WithAgents(models.Agents, models.Judge, models.Votes),
 		Log:      log.Named("worker"),

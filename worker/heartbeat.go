@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// heartbeats marks the message of every unsettled job in progress, from one goroutine, so a
+// long job is not redelivered while it runs or while its result is being stored. A job is
+// first marked within one interval of its start, which is enough when the interval is a third
+// of AckWait; a short job costs a map entry rather than a goroutine and a timer.
+type heartbeats struct {
+	mu   sync.Mutex
+	msgs map[jetstream.Msg]*zap.Logger
+}
+
+func newHeartbeats() *heartbeats {
+	return &heartbeats{msgs: make(map[jetstream.Msg]*zap.Logger)}
+}
+
+func (h *heartbeats) add(msg jetstream.Msg, log *zap.Logger) {
+	h.mu.Lock()
+	h.msgs[msg] = log
+	h.mu.Unlock()
+}
+
+// remove stops the heartbeat of a job about to be acked, handed back or terminated.
+func (h *heartbeats) remove(msg jetstream.Msg) {
+	h.mu.Lock()
+	delete(h.msgs, msg)
+	h.mu.Unlock()
+}
+
+// run beats every interval until ctx is done.
+func (h *heartbeats) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var due []jetstream.Msg
+	var logs []*zap.Logger
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		due, logs = due[:0], logs[:0]
+		h.mu.Lock()
+		for m, l := range h.msgs {
+			due = append(due, m)
+			logs = append(logs, l)
+		}
+		h.mu.Unlock()
+		for i, m := range due {
+			if err := m.InProgress(); err != nil {
+				logs[i].Warn("heartbeat failed", zap.Error(err))
+			}
+		}
+	}
+}
