@@ -45,14 +45,29 @@ func TestHostile(t *testing.T) {
 
 	t.Run("fork bomb", func(t *testing.T) {
 		s := acquire(t, r, Spec{Mounts: mounts})
-		res := sh(t, s, ":(){ :|:& };:; wait", func(q *ExecRequest) { q.Timeout = 5 * time.Second })
+		// The bomb's first generation returns at once; the shell then waits five seconds
+		// without forking (read on a FIFO nobody writes), so the bomb has surely met the
+		// limit, and its complaints are on stderr, before the command ends.
+		res := sh(t, s, "mkfifo /tmp/idle && exec 3<>/tmp/idle; :(){ :|:& };:; read -t 5 -u 3; wait", func(q *ExecRequest) { q.Timeout = 20 * time.Second })
 		// The pids limit holds the bomb: either it fizzles out (every fork fails and bash
 		// gives up) or its children keep the exec open until the timeout kills the container.
 		t.Logf("fork bomb: %v", res)
 		switch {
 		case res.TimedOut:
 		case strings.Contains(string(res.Stderr), "Resource temporarily unavailable"):
-			alive(t, s)
+			// The bomb's orphans may hold every pid for a while after its shell has exited;
+			// they give up too, and the sandbox must then serve commands again.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				res := sh(t, s, "echo alive")
+				if res.ExitCode == 0 && string(res.Stdout) == "alive\n" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("sandbox a minute after the attack: %v", res)
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
 		default:
 			t.Fatalf("fork bomb: %v; want the pids limit to stop it", res)
 		}
