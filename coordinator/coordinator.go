@@ -45,6 +45,12 @@ type Config struct {
 	KeepReportCases int
 	// Agents are the default agents prompt cases run against when a run names none.
 	Agents []string
+	// Retention is how long a finished run's record is kept: set it to the results stream's
+	// max age, after which the run's report could not be rebuilt. Bundles no kept run refers
+	// to go with them.
+	Retention time.Duration
+	// SweepEvery is how often retention is applied.
+	SweepEvery time.Duration
 }
 
 func (c *Config) defaults() error {
@@ -65,6 +71,12 @@ func (c *Config) defaults() error {
 	}
 	if c.KeepReportCases <= 0 {
 		c.KeepReportCases = 200_000
+	}
+	if c.Retention <= 0 {
+		c.Retention = queue.DefaultConfig().ResultsMaxAge
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = time.Hour
 	}
 	return nil
 }
@@ -119,6 +131,10 @@ type Coordinator struct {
 	base context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+
+	// sweepMu keeps a retention sweep from deleting a bundle between a submission's upload
+	// (which skips bundles already stored) and the run record that refers to it.
+	sweepMu sync.RWMutex
 
 	mu        sync.Mutex
 	runs      map[string]*run
@@ -193,6 +209,11 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		r.status = st
 		c.launch(r)
 	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.sweepLoop(c.base)
+	}()
 	return nil
 }
 
@@ -210,6 +231,8 @@ func (c *Coordinator) Close(ctx context.Context) error {
 // Submit stores a bundle, plans it, and starts the run. A suite with errors is refused with a
 // *PlanError and starts nothing.
 func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.RunSpec) (*pb.RunStatus, error) {
+	c.sweepMu.RLock()
+	defer c.sweepMu.RUnlock()
 	digest, err := c.topo.PutBundle(ctx, bundle)
 	if err != nil {
 		return nil, fmt.Errorf("store bundle: %w", err)

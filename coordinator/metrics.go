@@ -19,6 +19,7 @@ type metrics struct {
 	published prometheus.Counter
 	results   *prometheus.CounterVec
 	duration  prometheus.Histogram
+	swept     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,9 +46,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "skillfleet_coordinator_run_duration_seconds", Help: "Time from submission to the end of a run.",
 			Buckets: prometheus.ExponentialBucketsRange(1, 24*3600, 16),
 		}),
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skillfleet_coordinator_swept_total", Help: "What retention removed: run records of runs past retention, and bundles no kept run refers to.",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.submitted, m.active, m.runs, m.cases, m.published, m.results, m.duration} {
+		for _, c := range []prometheus.Collector{m.submitted, m.active, m.runs, m.cases, m.published, m.results, m.duration, m.swept} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

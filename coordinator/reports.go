@@ -29,6 +29,24 @@ func (c *reportCache) get(id string) (report.Report, bool) {
 	return r, ok
 }
 
+// drop forgets a run's report.
+func (c *reportCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.byID[id]
+	if !ok {
+		return
+	}
+	c.cases -= len(old.Cases)
+	delete(c.byID, id)
+	for i, o := range c.order {
+		if o == id {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
+}
+
 func (c *reportCache) put(id string, r report.Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

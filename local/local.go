@@ -106,6 +106,7 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	cc := cfg.Coordinator
 	cc.DataDir = filepath.Join(dir, "coordinator")
 	cc.MaxAttempts = cfg.Queue.MaxDeliver
+	cc.Retention = cfg.Queue.ResultsMaxAge
 	if f.Coordinator, err = coordinator.New(cc, coordinator.Deps{Topology: f.Topology, Log: cfg.Log.Named("coordinator"), Registry: reg}); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -140,4 +141,43 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// BundleInfo describes one stored bundle.
+type BundleInfo struct {
+	Digest string
+	Size   uint64
+	// Stored is when it was uploaded; an upload of a bundle already stored does not renew it.
+	Stored time.Time
+}
+
+// ListBundles returns every stored bundle.
+func (t *Topology) ListBundles(ctx context.Context) ([]BundleInfo, error) {
+	infos, err := t.Bundles.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: list bundles: %w", err)
+	}
+	out := make([]BundleInfo, 0, len(infos))
+	for _, in := range infos {
+		if ValidateDigest(in.Name) != nil {
+			continue // not ours
+		}
+		out = append(out, BundleInfo{Digest: in.Name, Size: in.Size, Stored: in.ModTime})
+	}
+	return out, nil
+}
+
+// DeleteBundle removes a stored bundle; one that is gone already is not an error.
+func (t *Topology) DeleteBundle(ctx context.Context, digest string) error {
+	if err := ValidateDigest(digest); err != nil {
+		return err
+	}
+	err := t.Bundles.Delete(ctx, bundleObjectName(digest))
+	if err == nil || errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil
+	}
+	return fmt.Errorf("queue: delete bundle %s: %w", digest, err)
 }

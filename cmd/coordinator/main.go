@@ -117,6 +117,8 @@ func run(ctx context.Context, o options) error {
 	c, err := coordinator.New(coordinator.Config{
 		DataDir: filepath.Join(o.dataDir, "coordinator"), DefaultDeadline: o.deadline,
 		MaxAttempts: qcfg.MaxDeliver, Agents: o.agents,
+		// A run is kept as long as its results: without them its report cannot be rebuilt.
+		Retention: qcfg.ResultsMaxAge,
 	}, coordinator.Deps{Topology: topo, Log: log.Named("coordinator"), Registry: reg})
 	if err != nil {
 		return err

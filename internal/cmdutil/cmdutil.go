@@ -160,7 +160,7 @@ func (q *QueueFlags) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&q.AckWait, "ack-wait", d.AckWait, "how long a job may go without a heartbeat before it is redelivered")
 	fs.IntVar(&q.MaxDeliver, "max-deliver", d.MaxDeliver, "deliveries of a job before it is recorded as errored")
 	fs.IntVar(&q.Replicas, "replicas", max(d.Replicas, 1), "JetStream replicas of streams and buckets (1 or 3 in a cluster)")
-	fs.DurationVar(&q.ResultsAge, "results-max-age", d.ResultsMaxAge, "how long results (and so reports) are kept")
+	fs.DurationVar(&q.ResultsAge, "results-max-age", d.ResultsMaxAge, "how long results, and so runs and their reports, are kept")
 }
 
 // Config returns the queue configuration the flags describe.

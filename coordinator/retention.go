@@ -1,0 +1,80 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// bundleGrace protects a bundle uploaded moments ago whose run record is not written yet.
+const bundleGrace = time.Hour
+
+// Swept counts what one sweep removed.
+type Swept struct {
+	Runs, Bundles int
+}
+
+// sweepLoop sweeps at start and then every SweepEvery until ctx is done.
+func (c *Coordinator) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("retention sweep failed; the next one tries again", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep applies the retention policy once. Results expire from the results stream after the
+// stream's max age, and a run's report cannot be rebuilt without them, so the record of a run
+// that finished longer ago than that goes too (its id then answers 404, never a report of
+// missing results). A bundle goes when no remaining run refers to it and it was uploaded more
+// than an hour ago, so a run being submitted right now keeps its bundle.
+func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
+	c.sweepMu.Lock()
+	defer c.sweepMu.Unlock()
+	var out Swept
+	now := c.now()
+	cutoff := now.Add(-c.cfg.Retention)
+	statuses, err := c.listStored(ctx)
+	if err != nil {
+		return out, err
+	}
+	inUse := make(map[string]bool)
+	for _, st := range statuses {
+		if isFinal(st.GetState()) && st.GetFinishedAt() != nil && st.GetFinishedAt().AsTime().Before(cutoff) {
+			if err := c.topo.Runs.Delete(ctx, st.GetId()); err != nil {
+				return out, err
+			}
+			c.finished.drop(st.GetId())
+			out.Runs++
+			continue
+		}
+		inUse[st.GetSpec().GetBundleDigest()] = true
+	}
+	bundles, err := c.topo.ListBundles(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, b := range bundles {
+		if inUse[b.Digest] || b.Stored.After(now.Add(-bundleGrace)) {
+			continue
+		}
+		if err := c.topo.DeleteBundle(ctx, b.Digest); err != nil {
+			return out, err
+		}
+		out.Bundles++
+	}
+	c.metrics.swept.WithLabelValues("run").Add(float64(out.Runs))
+	c.metrics.swept.WithLabelValues("bundle").Add(float64(out.Bundles))
+	if out.Runs+out.Bundles > 0 {
+		c.log.Info("retention sweep", zap.Int("runs", out.Runs), zap.Int("bundles", out.Bundles), zap.Duration("retention", c.cfg.Retention))
+	}
+	return out, nil
+}
