@@ -81,9 +81,10 @@ func loadCommandCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
 		files = files[:maxCommandCases]
 	}
 	var out []*Case
+	paths := newSkillPaths(s.Dir)
 	for _, name := range files {
 		rel := commandCaseDir + "/" + name
-		path, err := skillFile(s.Dir, rel)
+		path, err := paths.file(rel)
 		if err != nil {
 			diags = append(diags, skill.Diagnostic{Rule: "cases.file", Severity: skill.SeverityError,
 				Message: err.Error(), File: filepath.Join(dir, name)})

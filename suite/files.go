@@ -18,28 +18,68 @@ import (
 // climb out with "..", and symlinks whose target lies outside the skill, so a case cannot make
 // the runner read (or ship) files that are not the skill's.
 func skillFile(dir, rel string) (string, error) {
+	return newSkillPaths(dir).file(rel)
+}
+
+// skillPaths is skillFile for many paths of one skill: the skill directory, and each directory
+// the paths sit in, are resolved once, so a skill with thousands of case files in one directory
+// costs a stat per file rather than a walk of every path's components.
+type skillPaths struct {
+	dir     string
+	realDir string
+	dirErr  error
+	parents map[string]string // a directory in the skill → its resolved path
+}
+
+func newSkillPaths(dir string) *skillPaths {
+	real, err := filepath.EvalSymlinks(dir)
+	return &skillPaths{dir: dir, realDir: real, dirErr: err, parents: make(map[string]string)}
+}
+
+func (sp *skillPaths) file(rel string) (string, error) {
 	if rel == "" {
 		return "", errors.New("path is empty")
 	}
 	if filepath.IsAbs(rel) || !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return "", fmt.Errorf("path %q escapes the skill directory", rel)
 	}
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	real, err := filepath.EvalSymlinks(p)
+	p := filepath.Join(sp.dir, filepath.FromSlash(rel))
+	real, err := sp.resolve(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%q does not exist in the skill directory", rel)
 		}
 		return "", fmt.Errorf("%q: %w", rel, err)
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
+	if sp.dirErr != nil {
+		return "", sp.dirErr
 	}
-	if r, err := filepath.Rel(realDir, real); err != nil || !filepath.IsLocal(r) {
+	if r, err := filepath.Rel(sp.realDir, real); err != nil || !filepath.IsLocal(r) {
 		return "", fmt.Errorf("path %q resolves outside the skill directory", rel)
 	}
 	return p, nil
+}
+
+// resolve is filepath.EvalSymlinks(p) with p's directory resolved once per skill: a p that is
+// not itself a symlink resolves to its directory's resolution plus its name.
+func (sp *skillPaths) resolve(p string) (string, error) {
+	parent, name := filepath.Split(p)
+	rp, ok := sp.parents[parent]
+	if !ok {
+		var err error
+		if rp, err = filepath.EvalSymlinks(parent); err != nil {
+			return "", err
+		}
+		sp.parents[parent] = rp
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(p)
+	}
+	return filepath.Join(rp, name), nil
 }
 
 // readCapped reads a regular file of at most limit bytes.
