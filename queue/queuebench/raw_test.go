@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/queue/queuebench"
@@ -24,15 +25,7 @@ func TestRawMovesEveryMessage(t *testing.T) {
 		t.Errorf("stats = %+v", st)
 	}
 	// The throw-away stream is gone.
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range js.StreamNames(ctx).Name() {
-		if strings.HasPrefix(name, "QUEUEBENCH_") {
-			t.Errorf("stream %s left behind", name)
-		}
-	}
+	noStreamsLeft(t, ctx, nc)
 	if _, err := queuebench.Raw(ctx, nc, 0, 64); err == nil {
 		t.Error("Raw accepted n = 0")
 	}
@@ -65,15 +58,7 @@ func TestRoundTripStoresAResultPerJob(t *testing.T) {
 	if st.Messages != 1000 || st.Elapsed <= 0 || st.MsgsPerSec <= 0 {
 		t.Errorf("stats = %+v", st)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range js.StreamNames(ctx).Name() {
-		if strings.HasPrefix(name, "QUEUEBENCH_") {
-			t.Errorf("stream %s left behind", name)
-		}
-	}
+	noStreamsLeft(t, ctx, nc)
 	if _, err := queuebench.RoundTrip(ctx, nc, 0, 64, 32); err == nil {
 		t.Error("RoundTrip accepted n = 0")
 	}
@@ -93,4 +78,18 @@ func BenchmarkRoundTrip20k(b *testing.B) {
 		total += st.MsgsPerSec
 	}
 	b.ReportMetric(total/float64(b.N), "jobs/s")
+}
+
+// noStreamsLeft fails t if a throw-away benchmark stream is still there.
+func noStreamsLeft(t *testing.T, ctx context.Context, nc *nats.Conn) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range js.StreamNames(ctx).Name() {
+		if strings.HasPrefix(name, "QUEUEBENCH_") {
+			t.Errorf("stream %s left behind", name)
+		}
+	}
 }
