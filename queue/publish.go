@@ -123,12 +123,9 @@ type PublisherConfig struct {
 	RetryWait time.Duration
 }
 
-// JobPublisherConfig tunes a JobPublisher.
-type JobPublisherConfig = PublisherConfig
-
 // DefaultJobPublisherConfig returns defaults that ride out a disconnection or a server restart
 // of about half a minute.
-func DefaultJobPublisherConfig() JobPublisherConfig {
+func DefaultJobPublisherConfig() PublisherConfig {
 	return PublisherConfig{MaxInFlight: 1024, AckTimeout: 10 * time.Second, Retries: 8, RetryWait: 250 * time.Millisecond}
 }
 
@@ -334,7 +331,7 @@ type JobPublisher struct {
 
 // NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
 // JetStream context, so its ack handlers see only its own publishes. Close it when done.
-func (t *Topology) NewJobPublisher(cfg JobPublisherConfig) (*JobPublisher, error) {
+func (t *Topology) NewJobPublisher(cfg PublisherConfig) (*JobPublisher, error) {
 	p, err := newAsyncPublisher(t.JS.Conn(), cfg, "job")
 	if err != nil {
 		return nil, err

@@ -221,7 +221,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		// Idle: both lanes are empty. Long-poll them until a job arrives on either.
 		if outstanding == 0 {
-			outstanding, next = w.longPoll(free, polls, start, next)
+			// Never zero here: the tokens of this round went back to free just above.
+			if outstanding, next = w.longPoll(free, polls, start, next); outstanding == 0 {
+				continue
+			}
 		}
 		select {
 		case <-polls:
@@ -285,16 +288,15 @@ func (w *Worker) fetchNow(n int) []jetstream.Msg {
 // after starting the job it got, if any.
 func (w *Worker) longPoll(free chan struct{}, polls chan<- struct{}, start func(jetstream.Msg), next int) (int, int) {
 	lanes := w.deps.Lanes
-	// The caller has just given its tokens back, so at least one is free.
-	var tokens int
+	tokens := 0
+take:
 	for tokens < len(lanes) {
 		select {
 		case <-free:
 			tokens++
-			continue
 		default:
+			break take
 		}
-		break
 	}
 	if tokens == 0 {
 		return 0, next
