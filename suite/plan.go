@@ -99,22 +99,32 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	if len(agents) == 0 {
 		agents = []string{""}
 	}
+	// Selected first, so the job list is allocated once: a plan can hold 100,000s of jobs.
+	jobs := 0
 	for _, c := range s.Cases {
 		if !matchAny(opts.Filter.Skills, c.Skill.Name) || !matchAny(opts.Filter.Cases, c.Name) {
 			continue
 		}
 		p.Cases = append(p.Cases, c)
-		caseAgents := agents
-		if c.Kind == KindCommand {
-			caseAgents = []string{""}
-		}
-		for _, agent := range caseAgents {
+		jobs += c.Runs * len(caseAgents(c, agents))
+	}
+	p.Jobs = make([]Job, 0, jobs)
+	for _, c := range p.Cases {
+		for _, agent := range caseAgents(c, agents) {
 			for epoch := 1; epoch <= c.Runs; epoch++ {
 				p.Jobs = append(p.Jobs, Job{ID: JobID(c.Skill.Name, c.Name, c.Kind, epoch, agent), Case: c, Epoch: epoch, Agent: agent})
 			}
 		}
 	}
 	return p, nil
+}
+
+// caseAgents is who a case runs against: every agent for a prompt case, none for a command.
+func caseAgents(c *Case, agents []string) []string {
+	if c.Kind == KindCommand {
+		return []string{""}
+	}
+	return agents
 }
 
 // JobID derives a job's stable id from what identifies it. Content is deliberately left out:

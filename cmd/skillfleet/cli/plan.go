@@ -135,6 +135,9 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				return err
 			}
 			doc := planDoc{Jobs: []planJob{}, Diagnostics: s.Diagnostics}
+			if p != nil {
+				doc.Jobs = make([]planJob, 0, len(p.Jobs))
+			}
 			if doc.Diagnostics == nil {
 				doc.Diagnostics = skill.Diagnostics{}
 			}
@@ -148,7 +151,7 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				}
 			}
 			if format == "json" {
-				if err := writeJSON(e.stdout, doc); err != nil {
+				if err := writePlanJSON(e.stdout, doc); err != nil {
 					return err
 				}
 			} else {
