@@ -57,7 +57,9 @@ func TestCleanupSurvivesEveryFailure(t *testing.T) {
 		cmd    string
 		want   step
 		cancel bool // cancel the job's context before Exec and Release
-		expire bool // run past the job's deadline before Exec
+		// cancelInCreate cancels the job's context while its container is being created.
+		cancelInCreate bool
+		expire         bool // run past the job's deadline before Exec
 	}{
 		{name: "create fails", setup: func(f *fakeDocker) { f.failNth["ContainerCreate"] = 1 }, want: failAcquire},
 		{name: "create fails after the engine created it", setup: func(f *fakeDocker) { f.createThenFail = 1 }, want: failAcquire},
@@ -73,6 +75,7 @@ func TestCleanupSurvivesEveryFailure(t *testing.T) {
 		{name: "kill at the deadline fails", setup: func(f *fakeDocker) { f.failNth["ContainerKill"] = 1 }, expire: true, want: okExec},
 		{name: "first remove fails", setup: func(f *fakeDocker) { f.failNth["ContainerRemove"] = 1 }, want: okExec},
 		{name: "job context cancelled", setup: func(f *fakeDocker) {}, cancel: true, want: failExec},
+		{name: "job context cancelled while the container is created", setup: func(f *fakeDocker) {}, cancelInCreate: true, want: failAcquire},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +86,11 @@ func TestCleanupSurvivesEveryFailure(t *testing.T) {
 			r := newFakeRunner(t, f, clk, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			if tc.cancelInCreate {
+				f.mu.Lock()
+				f.duringCreate = cancel
+				f.mu.Unlock()
+			}
 
 			s, err := r.Acquire(ctx, Spec{JobID: "j", Timeout: time.Minute})
 			if tc.want == failAcquire {

@@ -32,12 +32,18 @@ type fakeDocker struct {
 	// createThenFail makes the n-th ContainerCreate create the container and still return an
 	// error, as a timed-out request whose work the engine finished.
 	createThenFail int
-	containers     map[string]*fakeContainer // by id
-	created        []string                  // every id ever created
-	removed        map[string]bool
-	info           system.Info
-	images         map[string]bool
-	execs          map[string]*fakeExec
+	// duringCreate runs inside every ContainerCreate, before the context is looked at: a test
+	// cancels the caller's context there, as a job stopped mid-create does.
+	duringCreate func()
+	// late holds containers whose create request was abandoned by the client but that the
+	// engine goes on to create after the client has looked for them.
+	late       []string
+	containers map[string]*fakeContainer // by id
+	created    []string                  // every id ever created
+	removed    map[string]bool
+	info       system.Info
+	images     map[string]bool
+	execs      map[string]*fakeExec
 	// exec decides what a command does; default: exit 0, no output.
 	exec func(c *fakeContainer, cmd []string) (stdout, stderr string, exit int)
 	last struct {
@@ -112,7 +118,7 @@ func notFound(what string) error { return cerrdefs.ErrNotFound.WithMessage("no s
 func (f *fakeDocker) leaked() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var ids []string
+	ids := append([]string(nil), f.late...)
 	for id := range f.containers {
 		ids = append(ids, id)
 	}
@@ -138,6 +144,17 @@ func (f *fakeDocker) ContainerCreate(ctx context.Context, o client.ContainerCrea
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.last.create = o
+	if f.duringCreate != nil {
+		f.duringCreate()
+	}
+	if ctx.Err() != nil && f.images[o.Config.Image] {
+		// The client gave up, but the engine had the request: the container appears later.
+		f.calls["ContainerCreate"]++
+		id := fmt.Sprintf("%064x", len(f.created)+1)
+		f.created = append(f.created, id)
+		f.late = append(f.late, id)
+		return client.ContainerCreateResult{}, ctx.Err()
+	}
 	if err := f.call(ctx, "ContainerCreate"); err != nil {
 		return client.ContainerCreateResult{}, err
 	}

@@ -70,6 +70,8 @@ type liveContainer struct {
 const (
 	cleanupTimeout = 30 * time.Second
 	killTimeout    = 10 * time.Second
+	// createTimeout bounds a container create, which no caller's cancellation interrupts.
+	createTimeout = time.Minute
 )
 
 // New checks cfg and builds a Runner; it does not talk to Docker (Start does). log may be nil
@@ -270,8 +272,8 @@ type launched struct {
 }
 
 // launch creates and starts one container. Whatever fails, nothing is left behind: a create
-// that errors may still have created the container (a timeout, a cancelled context), so it
-// is removed by name; a start that fails removes the container.
+// that errors may still have created the container (it timed out), so it is removed by name; a
+// create that finishes after ctx ended, or a start that fails, removes the container.
 func (r *Runner) launch(ctx context.Context, tmpl template, jobID, poolKey string, expires time.Time) (*launched, error) {
 	name := "skillfleet-" + randomHex(8)
 	labels := map[string]string{
@@ -286,7 +288,12 @@ func (r *Runner) launch(ctx context.Context, tmpl template, jobID, poolKey strin
 	}
 	cfg, hc := buildContainer(tmpl, labels)
 	tc := r.clock.Now()
-	res, err := r.docker.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
+	// The create is never abandoned: an engine that has the request creates the container
+	// even after the client hangs up, possibly after the clean-up below looked for it by name.
+	// The caller's cancellation is honoured once the create has answered.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	res, err := r.docker.ContainerCreate(cctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
+	cancel()
 	if err != nil {
 		err = fmt.Errorf("sandbox: create container: %w", err)
 		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
@@ -302,6 +309,13 @@ func (r *Runner) launch(ctx context.Context, tmpl template, jobID, poolKey strin
 	r.track(res.ID, name, poolKey != "")
 	for _, w := range res.Warnings {
 		r.log.Debug("container create warning", zap.String("container", shortID(res.ID)), zap.String("warning", w))
+	}
+	if err := ctx.Err(); err != nil {
+		err = fmt.Errorf("sandbox: create container: %w", err)
+		if rmErr := r.remove(ctx, res.ID); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+		return nil, err
 	}
 	ts := r.clock.Now()
 	if _, err := r.docker.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
