@@ -60,11 +60,9 @@ func Connect(cfg ConnectConfig, log *zap.Logger, opts ...nats.Option) (*nats.Con
 	return nc, nil
 }
 
-func (cfg ConnectConfig) options() ([]nats.Option, error) {
-	var opts []nats.Option
-	if cfg.Name != "" {
-		opts = append(opts, nats.Name(cfg.Name))
-	}
+// Validate reports a combination of settings that can never connect, before any connection
+// is tried: the daemons turn it into a usage error.
+func (cfg ConnectConfig) Validate() error {
 	methods := 0
 	for _, set := range []bool{cfg.CredsFile != "", cfg.NKeyFile != "", cfg.Token != "", cfg.User != ""} {
 		if set {
@@ -72,7 +70,24 @@ func (cfg ConnectConfig) options() ([]nats.Option, error) {
 		}
 	}
 	if methods > 1 {
-		return nil, errors.New("queue: set only one of NATS creds file, nkey file, token and user")
+		return errors.New("queue: set only one of NATS creds file, nkey file, token and user")
+	}
+	if cfg.Password != "" && cfg.User == "" {
+		return errors.New("queue: NATS password set without a user")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("queue: set both or neither of the NATS TLS client certificate and key")
+	}
+	return nil
+}
+
+func (cfg ConnectConfig) options() ([]nats.Option, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var opts []nats.Option
+	if cfg.Name != "" {
+		opts = append(opts, nats.Name(cfg.Name))
 	}
 	switch {
 	case cfg.CredsFile != "":
@@ -87,12 +102,6 @@ func (cfg ConnectConfig) options() ([]nats.Option, error) {
 		opts = append(opts, nats.Token(cfg.Token))
 	case cfg.User != "":
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
-	}
-	if cfg.Password != "" && cfg.User == "" {
-		return nil, errors.New("queue: NATS password set without a user")
-	}
-	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return nil, errors.New("queue: set both or neither of the NATS TLS client certificate and key")
 	}
 	if cfg.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLSCA))

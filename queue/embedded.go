@@ -24,6 +24,10 @@ type EmbeddedConfig struct {
 	Port int
 	// ReadyTimeout bounds the wait for the server to accept connections; 0 means 10 s.
 	ReadyTimeout time.Duration
+	// Token, when set, is required of every client, Connect's own included: a server that
+	// listens beyond loopback must not take jobs, results or bundles from anyone who can reach
+	// it.
+	Token string
 }
 
 // Embedded is a nats-server running in this process, for local mode and tests.
@@ -70,6 +74,7 @@ func (e *Embedded) start() (*server.Server, error) {
 		StoreDir:               e.cfg.StoreDir,
 		NoSigs:                 true, // the host process owns its signals
 		DisableJetStreamBanner: true,
+		Authorization:          e.cfg.Token,
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -116,6 +121,9 @@ func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 		nats.ReconnectWait(100*time.Millisecond),
 		nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
 	)
+	if e.cfg.Token != "" {
+		all = append(all, nats.Token(e.cfg.Token))
+	}
 	url := e.ClientURL()
 	if url == "" {
 		// The provider is e, not the server, so that a reconnection reaches the server that

@@ -208,3 +208,38 @@ func TestConnectConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// A token on the embedded server is required of network clients, and Connect brings it along.
+func TestEmbeddedTokenIsRequired(t *testing.T) {
+	e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, Token: "s3cret"}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	for _, tc := range []struct {
+		name, token string
+		ok          bool
+	}{
+		{"no token", "", false},
+		{"wrong token", "guess", false},
+		{"the token", "s3cret", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := queue.Connect(queue.ConnectConfig{URL: e.ClientURL(), Token: tc.token}, testLog(t))
+			if err == nil {
+				nc.Close()
+			}
+			if tc.ok != (err == nil) {
+				t.Fatalf("Connect: %v, want success %v", err, tc.ok)
+			}
+			if !tc.ok && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+				t.Errorf("error %q does not say authorization failed", err)
+			}
+		})
+	}
+	nc, err := e.Connect()
+	if err != nil {
+		t.Fatalf("the server's own Connect: %v", err)
+	}
+	nc.Close()
+}

@@ -83,13 +83,25 @@ func run(ctx context.Context, o options) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	ncfg, err := o.nats.Config("skillfleet-coordinator")
+	if err != nil {
+		return err
+	}
 	var nc *nats.Conn
 	if o.embeddedNATS != "" {
 		host, port, err := cmdutil.SplitHostPort(o.embeddedNATS)
 		if err != nil {
 			return cmdutil.Usage(fmt.Errorf("--embedded-nats: %w", err))
 		}
-		srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: host, Port: port}, log.Named("nats"))
+		if ncfg.CredsFile != "" || ncfg.NKeyFile != "" || ncfg.User != "" || ncfg.TLSCA != "" || ncfg.TLSCert != "" {
+			return cmdutil.Usage(errors.New("--embedded-nats takes a NATS token only (--nats-token-file or $SKILLFLEET_NATS_TOKEN); for other authentication or TLS run a nats-server"))
+		}
+		// Whoever reaches the queue can publish results, so forge a pass: beyond loopback the
+		// embedded server never runs open.
+		if ncfg.Token == "" && !cmdutil.IsLoopback(o.embeddedNATS) {
+			return cmdutil.Usage(errors.New("--embedded-nats listens beyond loopback: set a NATS token (--nats-token-file or $SKILLFLEET_NATS_TOKEN) that workers must present"))
+		}
+		srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: host, Port: port, Token: ncfg.Token}, log.Named("nats"))
 		if err != nil {
 			return err
 		}
@@ -99,7 +111,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	} else {
-		if nc, err = queue.Connect(o.nats.Config("skillfleet-coordinator"), log.Named("nats")); err != nil {
+		if nc, err = queue.Connect(ncfg, log.Named("nats")); err != nil {
 			return err
 		}
 	}

@@ -88,6 +88,10 @@ func run(ctx context.Context, o options) error {
 	if o.id == "" || o.slots < 1 {
 		return cmdutil.Usage(errors.New("--id must be set and --slots at least 1"))
 	}
+	ncfg, err := o.nats.Config("skillfleet-worker-" + o.id)
+	if err != nil {
+		return err
+	}
 	var seccomp string
 	if o.seccomp != "" {
 		b, err := os.ReadFile(o.seccomp)
@@ -136,7 +140,7 @@ func run(ctx context.Context, o options) error {
 		_ = runner.Close(cctx)
 	}()
 
-	nc, err := queue.Connect(o.nats.Config("skillfleet-worker-"+o.id), log.Named("nats"))
+	nc, err := queue.Connect(ncfg, log.Named("nats"))
 	if err != nil {
 		return err
 	}

@@ -131,18 +131,26 @@ func (n *NATSFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&n.TLSKey, "nats-tls-key", "", "client key (PEM) for NATS mutual TLS")
 }
 
-// Config turns the flags into a queue.ConnectConfig; secrets may come from the environment so
-// they stay out of process listings.
-func (n *NATSFlags) Config(name string) queue.ConnectConfig {
-	token, _ := Token(n.Token, n.TokenFile, "SKILLFLEET_NATS_TOKEN")
+// Config turns the flags into a checked queue.ConnectConfig; secrets may come from the
+// environment so they stay out of process listings. Its errors are usage errors: an unreadable
+// token file must stop the daemon, not let it connect without the token.
+func (n *NATSFlags) Config(name string) (queue.ConnectConfig, error) {
+	token, err := Token(n.Token, n.TokenFile, "SKILLFLEET_NATS_TOKEN")
+	if err != nil {
+		return queue.ConnectConfig{}, Usage(fmt.Errorf("NATS token: %w", err))
+	}
 	password := n.Password
 	if password == "" {
 		password = os.Getenv("SKILLFLEET_NATS_PASSWORD")
 	}
-	return queue.ConnectConfig{
+	cfg := queue.ConnectConfig{
 		URL: n.URL, Name: name, CredsFile: n.Creds, NKeyFile: n.NKey, Token: token,
 		User: n.User, Password: password, TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey,
 	}
+	if err := cfg.Validate(); err != nil {
+		return queue.ConnectConfig{}, Usage(err)
+	}
+	return cfg, nil
 }
 
 // QueueFlags tune the JetStream topology the coordinator creates; workers read the settings
