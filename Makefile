@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 SKILLFLEET := $(BIN)/skillfleet
 
-.PHONY: all build demo test sandbox lint fuzz bench generate clean
+.PHONY: all build demo test sandbox lint fuzz bench generate check-generated clean
 
 all: build
 
@@ -33,8 +33,14 @@ fuzz:
 bench: build
 	$(SKILLFLEET) bench --out BENCHMARKS.md
 
+# protoc comes from Debian (protobuf-compiler); the plugin is pinned to the runtime's version.
 generate:
-	$(GO) generate ./proto
+	GOBIN=$(CURDIR)/$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	PATH=$(CURDIR)/$(BIN):$$PATH $(GO) generate ./proto
+
+# check-generated fails when the committed Go code is not what the .proto files generate.
+check-generated: generate
+	git diff --exit-code -- proto/
 
 clean:
 	rm -rf $(BIN)
