@@ -38,7 +38,8 @@ type Config struct {
 	Coordinator coordinator.Config
 	Worker      worker.Config
 	Log         *zap.Logger
-	Registry    *prometheus.Registry
+	// Registry receives the coordinator's and workers' metrics; nil keeps them private.
+	Registry prometheus.Registerer
 }
 
 // Fleet is a running local fleet.
@@ -99,10 +100,7 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	if f.Topology, err = queue.Ensure(ctx, js, cfg.Queue); err != nil {
 		return nil, err
 	}
-	var reg prometheus.Registerer
-	if cfg.Registry != nil {
-		reg = cfg.Registry
-	}
+	reg := cfg.Registry
 	cc := cfg.Coordinator
 	cc.DataDir = filepath.Join(dir, "coordinator")
 	cc.MaxAttempts = cfg.Queue.MaxDeliver
