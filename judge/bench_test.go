@@ -71,7 +71,10 @@ const benchInput = "Select the DEV environment for deployment"
 func BenchmarkJobOverhead(b *testing.B) {
 	srv := benchServer(b)
 	a := agent.NewBuiltIn(benchClient(b, srv, "agent"), nil)
-	j := New(Config{}, benchClient(b, srv, "judge"), nil, nil)
+	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge")})
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	req := agent.Request{Input: benchInput, Catalog: benchCatalog, WorkDir: "/work"}
 	b.ReportAllocs()
@@ -103,7 +106,10 @@ func BenchmarkAgentRun(b *testing.B) {
 // BenchmarkJudgeEvaluate is one uncached verdict (1 model request).
 func BenchmarkJudgeEvaluate(b *testing.B) {
 	srv := benchServer(b)
-	j := New(Config{}, benchClient(b, srv, "judge"), nil, nil)
+	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge")})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if res, _, err := j.Evaluate(context.Background(), criterion, benchInput, "Selected DEV.", 1); err != nil || !res.Passed {
@@ -115,7 +121,10 @@ func BenchmarkJudgeEvaluate(b *testing.B) {
 // BenchmarkJudgeCached is a verdict from the cache (no request).
 func BenchmarkJudgeCached(b *testing.B) {
 	srv := benchServer(b)
-	j := New(Config{}, benchClient(b, srv, "judge"), NewLRU(100), nil)
+	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge"), Cache: NewLRU(100)})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if res, _, err := j.Evaluate(context.Background(), criterion, benchInput, "Selected DEV.", 1); err != nil || !res.Passed {
@@ -140,7 +149,10 @@ func BenchmarkBaselineHTTP(b *testing.B) {
 		return agenttest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: string(body)}
 	})
 	a := agent.NewBuiltIn(benchClient(b, capture, "agent"), nil)
-	j := New(Config{}, benchClient(b, capture, "judge"), nil, nil)
+	j, err := New(Config{}, Deps{Client: benchClient(b, capture, "judge")})
+	if err != nil {
+		b.Fatal(err)
+	}
 	out, _, err := a.Run(context.Background(), instantSandbox{}, agent.Request{Input: benchInput, Catalog: benchCatalog, WorkDir: "/work"})
 	if err != nil {
 		b.Fatal(err)

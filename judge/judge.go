@@ -8,6 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/agent"
@@ -26,6 +27,18 @@ type Config struct {
 	Votes int
 }
 
+// Deps are a judge's collaborators.
+type Deps struct {
+	// Client is the judge model's client; required.
+	Client *agent.Client
+	// Cache keeps decided verdicts; nil means no caching.
+	Cache Cache
+	// Log may be nil (no logging).
+	Log *zap.Logger
+	// Registry gets the judge's metrics; nil keeps them private.
+	Registry prometheus.Registerer
+}
+
 // Judge decides semantic_match assertions. It is safe for concurrent use.
 type Judge struct {
 	model string
@@ -33,20 +46,28 @@ type Judge struct {
 	c     *agent.Client
 	cache Cache
 	log   *zap.Logger
+	m     *metrics
 }
 
-// New makes a judge on a model client; cache may be nil (no caching).
-func New(cfg Config, c *agent.Client, cache Cache, log *zap.Logger) *Judge {
+// New makes a judge on a model client.
+func New(cfg Config, deps Deps) (*Judge, error) {
+	if deps.Client == nil {
+		return nil, errors.New("judge: a model client is required")
+	}
 	if cfg.Model == "" {
-		cfg.Model = c.Model()
+		cfg.Model = deps.Client.Model()
 	}
 	if cfg.Votes <= 0 {
 		cfg.Votes = 1
 	}
-	if log == nil {
-		log = zap.NewNop()
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
 	}
-	return &Judge{model: cfg.Model, votes: min(cfg.Votes, MaxVotes), c: c, cache: cache, log: log}
+	m, err := newMetrics(deps.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Judge{model: cfg.Model, votes: min(cfg.Votes, MaxVotes), c: deps.Client, cache: deps.Cache, log: deps.Log, m: m}, nil
 }
 
 // sampleError is a sample that gave no verdict.
@@ -81,6 +102,7 @@ func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, v
 	key := cacheKey(j.model, votes, criterion, input, output)
 	if j.cache != nil {
 		if v, ok := j.cache.Get(key); ok {
+			j.m.evaluations.WithLabelValues(verdictWord(v.Passed), "cache").Inc()
 			return j.decided(res, v, tag+", cached verdict"), agent.Usage{}, nil
 		}
 	}
@@ -103,10 +125,17 @@ func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, v
 				se = &sampleError{msg: err.Error()}
 			}
 			errs = append(errs, se)
+			if se.schema {
+				j.m.samples.WithLabelValues("off_schema").Inc()
+			} else {
+				j.m.samples.WithLabelValues("no_answer").Inc()
+			}
 		} else if v.Passed {
 			passed = append(passed, v)
+			j.m.samples.WithLabelValues("passed").Inc()
 		} else {
 			failed = append(failed, v)
+			j.m.samples.WithLabelValues("failed").Inc()
 		}
 		if len(passed) >= need || len(failed) >= need {
 			break
@@ -118,6 +147,9 @@ func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, v
 	}
 	if votes > 1 {
 		tag += fmt.Sprintf(", %d votes: %d passed, %d failed, %d errored", votes, len(passed), len(failed), len(errs))
+		if n := len(passed) + len(failed) + len(errs); n > max(len(passed), len(failed), len(errs)) {
+			j.m.split.Inc()
+		}
 	}
 	var v Verdict
 	switch {
@@ -138,22 +170,27 @@ func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, v
 			res.Message = fmt.Sprintf("judge reached no strict majority (%s)", tag)
 		}
 		j.log.Debug("judge errored", zap.String("model", j.model), zap.String("reason", res.Message))
+		j.m.evaluations.WithLabelValues("errored", "model").Inc()
 		return res, usage, nil
 	}
 	if j.cache != nil {
 		j.cache.Put(key, v)
 	}
+	j.m.evaluations.WithLabelValues(verdictWord(v.Passed), "model").Inc()
 	return j.decided(res, v, tag), usage, nil
+}
+
+func verdictWord(passed bool) string {
+	if passed {
+		return "passed"
+	}
+	return "failed"
 }
 
 func (j *Judge) decided(res assert.Result, v Verdict, tag string) assert.Result {
 	res.Passed = v.Passed
 	res.Actual = clip(v.Evidence, maxExcerpt)
-	word := "failed"
-	if v.Passed {
-		word = "passed"
-	}
-	res.Message = fmt.Sprintf("judge (%s): %s — %s", tag, word, res.Actual)
+	res.Message = fmt.Sprintf("judge (%s): %s — %s", tag, verdictWord(v.Passed), res.Actual)
 	return res
 }
 

@@ -20,7 +20,11 @@ func newTestJudge(t *testing.T, srv *agenttest.Server, cfg Config, cache Cache) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(cfg, c, cache, nil)
+	j, err := New(cfg, Deps{Client: c, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
 
 func verdictReply(passed bool, evidence string) agenttest.Reply {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/judge"
 	"github.com/skillfleet/skillfleet/local"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -69,8 +70,8 @@ func (noop) Execute(context.Context, *pb.Job, string) (*pb.Result, error) {
 	return &pb.Result{Verdict: pb.Verdict_VERDICT_PASSED}, nil
 }
 
-// exported builds the coordinator, a worker, a sandbox runner and a model client the way the
-// daemons do and returns what they register.
+// exported builds the coordinator, a worker, a sandbox runner, a model client and a judge the
+// way the daemons do and returns what they register.
 func exported(t *testing.T) described {
 	t.Helper()
 	reg := described{}
@@ -88,7 +89,11 @@ func exported(t *testing.T) described {
 	if _, err := sandbox.New(sandbox.Config{WorkerID: "dashboard-test"}, docker, zap.NewNop(), reg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.NewClient(agent.Endpoint{Name: "e", BaseURL: "http://127.0.0.1:1", Model: "m"}, agent.ClientDeps{Registry: reg}); err != nil {
+	c, err := agent.NewClient(agent.Endpoint{Name: "e", BaseURL: "http://127.0.0.1:1", Model: "m"}, agent.ClientDeps{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := judge.New(judge.Config{}, judge.Deps{Client: c, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	return reg

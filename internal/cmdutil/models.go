@@ -169,7 +169,9 @@ func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *za
 	if err != nil {
 		return out, fmt.Errorf("judge: %w", err)
 	}
-	out.Judge = judge.New(judge.Config{Model: judgeModel, Votes: out.Votes}, jc, judge.NewLRU(10000), log.Named("judge"))
+	if out.Judge, err = judge.New(judge.Config{Model: judgeModel, Votes: out.Votes}, judge.Deps{Client: jc, Cache: judge.NewLRU(10000), Log: log.Named("judge"), Registry: reg}); err != nil {
+		return out, err
+	}
 	return out, nil
 }
 

@@ -76,7 +76,10 @@ func (b *bencher) agentOverhead(ctx context.Context) ([]benchResult, error) {
 		return nil, err
 	}
 	builtin := agent.NewBuiltIn(client, b.log)
-	j := judge.New(judge.Config{Model: "judge-model"}, jc, nil, b.log)
+	j, err := judge.New(judge.Config{Model: "judge-model"}, judge.Deps{Client: jc, Log: b.log})
+	if err != nil {
+		return nil, err
+	}
 	catalog := []agent.SkillRef{{Name: "env-selector", Description: "Selects the environment.", Location: "/skills/env-selector/SKILL.md"}}
 	job := func() error {
 		out, _, err := builtin.Run(ctx, instantTools{}, agent.Request{Input: "Select DEV", Catalog: catalog, WorkDir: "/work"})
