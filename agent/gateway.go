@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -31,6 +32,11 @@ const (
 
 // GatewayConfig is the one upstream a Gateway forwards to.
 type GatewayConfig struct {
+	// Name is the agent's name in the config and Model its configured model: the gateway's
+	// requests are counted in the model metrics under endpoint Name and model Model, never
+	// under the model a CLI names (a sandbox could invent any number of them). Name defaults
+	// to "gateway".
+	Name, Model string
 	// BaseURL is the upstream's OpenAI-compatible base URL, e.g. https://api.openai.com/v1.
 	BaseURL string
 	// APIKey is the real key; it never leaves the worker except towards BaseURL, and it is
@@ -51,6 +57,11 @@ type GatewayDeps struct {
 	HTTP *http.Client
 	// Log gets refusals and upstream failures, never a key or a token (default: no logging).
 	Log *zap.Logger
+	// Registry gets the model metrics of the requests the gateway forwards or refuses (nil:
+	// not registered); it may be shared with Clients.
+	Registry prometheus.Registerer
+	// Now is the clock of request latencies (default: time.Now).
+	Now func() time.Time
 }
 
 // Budget bounds one session.
@@ -77,6 +88,8 @@ type Gateway struct {
 	upstream *url.URL
 	http     *http.Client
 	log      *zap.Logger
+	m        *metrics
+	now      func() time.Time
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -106,7 +119,28 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	if deps.Log == nil {
 		deps.Log = zap.NewNop()
 	}
-	return &Gateway{cfg: cfg, upstream: u, http: deps.HTTP, log: deps.Log, sessions: map[string]*Session{}}, nil
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if cfg.Name == "" {
+		cfg.Name = "gateway"
+	}
+	m, err := newMetrics(deps.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("agent: gateway metrics: %w", err)
+	}
+	return &Gateway{cfg: cfg, upstream: u, http: deps.HTTP, log: deps.Log, m: m, now: deps.Now, sessions: map[string]*Session{}}, nil
+}
+
+// count records one request's outcome: ok or failed upstream, or refused by the gateway.
+func (g *Gateway) count(outcome, class string) {
+	g.m.requests.WithLabelValues(g.cfg.Name, g.cfg.Model, outcome, class).Inc()
+}
+
+// refuse answers a request the gateway does not forward, and counts it.
+func (g *Gateway) refuse(w http.ResponseWriter, status int, code, msg string) {
+	g.count("refused", statusClass(status))
+	gatewayError(w, status, code, msg)
 }
 
 // ListenUnix serves the gateway on dir/gateway.sock until Close and returns the socket's path.
@@ -249,17 +283,17 @@ var forwardedResponseHeaders = []string{"Content-Type", "Retry-After", "X-Reques
 // ServeHTTP serves POST /v1/chat/completions (and /chat/completions) for open sessions.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
-		gatewayError(w, http.StatusNotFound, "not_found", "the gateway serves only POST /v1/chat/completions")
+		g.refuse(w, http.StatusNotFound, "not_found", "the gateway serves only POST /v1/chat/completions")
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		gatewayError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the gateway serves only POST /v1/chat/completions")
+		g.refuse(w, http.StatusMethodNotAllowed, "method_not_allowed", "the gateway serves only POST /v1/chat/completions")
 		return
 	}
 	s := g.lookup(r.Header)
 	if s == nil {
-		gatewayError(w, http.StatusUnauthorized, "invalid_token", "unknown or expired gateway token")
+		g.refuse(w, http.StatusUnauthorized, "invalid_token", "unknown or expired gateway token")
 		return
 	}
 	log := g.log.With(zap.String("job", s.jobID))
@@ -267,7 +301,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	over, used := s.exhausted(), s.usage.Total()
 	s.mu.Unlock()
 	if over {
-		gatewayError(w, http.StatusTooManyRequests, "token_budget_exhausted", fmt.Sprintf(
+		g.refuse(w, http.StatusTooManyRequests, "token_budget_exhausted", fmt.Sprintf(
 			"the job's token budget is exhausted: %d of %d tokens used; no further model requests are allowed for this job",
 			used, s.budget.MaxTokens))
 		return
@@ -276,27 +310,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			gatewayError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body over %d bytes", g.cfg.MaxBodyBytes))
+			g.refuse(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body over %d bytes", g.cfg.MaxBodyBytes))
 			return
 		}
-		gatewayError(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
+		g.refuse(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
 		return
 	}
 	var params struct {
 		Stream bool `json:"stream"`
 	}
 	if err := json.Unmarshal(body, &params); err != nil {
-		gatewayError(w, http.StatusBadRequest, "invalid_json", "the request body is not a JSON object")
+		g.refuse(w, http.StatusBadRequest, "invalid_json", "the request body is not a JSON object")
 		return
 	}
 	if params.Stream {
-		gatewayError(w, http.StatusBadRequest, "stream_unsupported", "streaming is not supported by the gateway; send stream: false")
+		g.refuse(w, http.StatusBadRequest, "stream_unsupported", "streaming is not supported by the gateway; send stream: false")
 		return
 	}
 
 	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, g.upstream.String(), bytes.NewReader(body))
 	if err != nil {
-		gatewayError(w, http.StatusInternalServerError, "gateway_error", "building the upstream request failed")
+		g.refuse(w, http.StatusInternalServerError, "gateway_error", "building the upstream request failed")
 		return
 	}
 	for _, h := range forwardedRequestHeaders {
@@ -310,11 +344,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.cfg.APIKey != "" {
 		up.Header.Set("Authorization", "Bearer "+g.cfg.APIKey)
 	}
+	start := g.now()
 	resp, err := g.http.Do(up)
 	if err != nil {
 		if r.Context().Err() == nil {
 			log.Warn("model gateway: upstream request failed", zap.String("error", g.redact(err.Error())))
 		}
+		g.count("failed", "transport")
 		gatewayError(w, http.StatusBadGateway, "upstream_unreachable", "the model endpoint could not be reached")
 		return
 	}
@@ -322,9 +358,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, err := io.ReadAll(io.LimitReader(resp.Body, g.cfg.MaxResponseBytes+1))
 	if err != nil || int64(len(out)) > g.cfg.MaxResponseBytes {
 		log.Warn("model gateway: upstream answer unreadable or too large", zap.Int("status", resp.StatusCode))
+		g.count("failed", "transport")
 		gatewayError(w, http.StatusBadGateway, "upstream_bad_response", "the model endpoint's answer could not be read")
 		return
 	}
+	g.m.latency.WithLabelValues(g.cfg.Name, g.cfg.Model).Observe(g.now().Sub(start).Seconds())
 	var meter struct {
 		Usage *struct {
 			PromptTokens     int64 `json:"prompt_tokens"`
@@ -341,6 +379,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if resp.StatusCode/100 == 2 && meter.Usage == nil {
 		log.Warn("model gateway: upstream answer without usage; tokens not metered")
+	}
+	if resp.StatusCode/100 == 2 {
+		g.count("ok", "2xx")
+	} else {
+		g.count("failed", statusClass(resp.StatusCode))
+	}
+	if meter.Usage != nil {
+		p, c := max(meter.Usage.PromptTokens, 0), max(meter.Usage.CompletionTokens, 0)
+		g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "prompt").Add(float64(p))
+		g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "completion").Add(float64(c))
+		g.m.cost.WithLabelValues(g.cfg.Name, g.cfg.Model).Add(g.cfg.Price.Cost(p, c))
 	}
 
 	for _, h := range forwardedResponseHeaders {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 )
 
@@ -390,5 +392,62 @@ func TestForwarderCarriesTCPToTheGatewaySocket(t *testing.T) {
 	// The CLI's exit status comes through the forwarder.
 	if _, errOut, code := run("bad-token"); code != 3 || !strings.Contains(errOut, "HTTP 401") {
 		t.Errorf("bad token: exit %d, stderr %q; want 3 and the gateway's 401", code, errOut)
+	}
+}
+
+// The gateway's traffic shows in the model metrics under the agent's configured name and model,
+// whatever model the CLI asks for: forwarded (ok or failed) and refused requests, tokens, cost
+// and latency.
+func TestGatewayMetrics(t *testing.T) {
+	f := newGatewayFixture(t, func(n int, _ agenttest.Request) agenttest.Reply {
+		if n == 1 { // the second request (n counts from 0)
+			return agenttest.Fail(http.StatusInternalServerError)
+		}
+		return agenttest.Text("ok", 10, 5)
+	}, func(c *GatewayConfig) { c.Name, c.Model = "codex", "gpt-x" })
+	unlimited, err := f.g.Open("job-1", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tight, err := f.g.Open("job-2", Budget{MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invented := `{"model":"invented-by-the-sandbox","messages":[{"role":"user","content":"hi"}]}`
+	for i, step := range []struct {
+		s      *Session
+		body   string
+		status int
+	}{
+		{unlimited, invented, 200},
+		{unlimited, chatBody, 500},
+		{tight, chatBody, 200},
+		{tight, chatBody, 429},
+		{unlimited, `{"model":"m","stream":true,"messages":[]}`, 400},
+	} {
+		if r := f.do(t, http.MethodPost, "/v1/chat/completions", step.s.Token(), step.body); r.Status != step.status {
+			t.Fatalf("request %d: %d %s, want %d", i+1, r.Status, r.Body, step.status)
+		}
+	}
+	m := f.g.m
+	for _, c := range []struct {
+		outcome, class string
+		want           float64
+	}{{"ok", "2xx", 2}, {"failed", "5xx", 1}, {"refused", "429", 1}, {"refused", "4xx", 1}} {
+		if got := testutil.ToFloat64(m.requests.WithLabelValues("codex", "gpt-x", c.outcome, c.class)); got != c.want {
+			t.Errorf("requests %s/%s = %v, want %v", c.outcome, c.class, got, c.want)
+		}
+	}
+	if got := testutil.CollectAndCount(m.requests); got != 4 {
+		t.Errorf("%d request series, want 4: the CLI's model names must not become labels", got)
+	}
+	if p, c := testutil.ToFloat64(m.tokens.WithLabelValues("codex", "gpt-x", "prompt")), testutil.ToFloat64(m.tokens.WithLabelValues("codex", "gpt-x", "completion")); p != 20 || c != 10 {
+		t.Errorf("tokens %v prompt, %v completion; want 20 and 10", p, c)
+	}
+	if got := testutil.ToFloat64(m.cost.WithLabelValues("codex", "gpt-x")); got != 40 {
+		t.Errorf("cost %v, want 40 (two answers of 10 prompt and 5 completion tokens)", got)
+	}
+	if got := testutil.CollectAndCount(m.latency); got != 1 {
+		t.Errorf("%d latency series, want 1", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // metrics are the model client's; several Clients (one per endpoint) share them on one registry.
 // Labels are bounded: endpoint and model come from the config, outcome and status are enums.
 type metrics struct {
-	requests *prometheus.CounterVec   // endpoint, model, outcome (ok|retried|failed), status (2xx|4xx|429|5xx|transport|timeout)
+	requests *prometheus.CounterVec   // endpoint, model, outcome (ok|retried|failed|refused), status (2xx|4xx|429|5xx|transport|timeout)
 	tokens   *prometheus.CounterVec   // endpoint, model, kind (prompt|completion)
 	cost     *prometheus.CounterVec   // endpoint, model
 	limit    *prometheus.GaugeVec     // endpoint
@@ -20,7 +20,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skillfleet_model_requests_total",
-			Help: "Attempts of model requests by outcome (ok, retried, failed) and status class.",
+			Help: "Attempts of model requests by outcome (ok, retried, failed; refused: the model gateway turned a sandboxed agent's request away) and status class.",
 		}, []string{"endpoint", "model", "outcome", "status"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skillfleet_model_tokens_total",

@@ -122,7 +122,7 @@ func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *za
 					}
 					out.created = append(out.created, gatewayDir)
 				}
-				spec, err := out.commandAgent(a, defaultBase, gatewayDir, log)
+				spec, err := out.commandAgent(a, defaultBase, gatewayDir, reg, log)
 				if err != nil {
 					return out, fmt.Errorf("agent %s: %w", a.Name, err)
 				}
@@ -177,7 +177,7 @@ func (m *ModelFlags) Build(cfg *config.Suite, reg prometheus.Registerer, log *za
 
 // commandAgent makes a command agent with its own gateway, listening on gatewayDir/NAME/
 // gateway.sock, a directory that the agent's sandboxes get at GatewayMount.
-func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, log *zap.Logger) (worker.AgentSpec, error) {
+func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, reg prometheus.Registerer, log *zap.Logger) (worker.AgentSpec, error) {
 	base, keyEnv := a.BaseURL, a.APIKeyEnv
 	if base == "" {
 		base = defaultBase
@@ -186,9 +186,9 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 		keyEnv = "OPENAI_API_KEY"
 	}
 	gw, err := agent.NewGateway(agent.GatewayConfig{
-		BaseURL: base, APIKey: os.Getenv(keyEnv),
+		Name: a.Name, Model: a.Model, BaseURL: base, APIKey: os.Getenv(keyEnv),
 		Price: agent.Price{PromptPerMTok: a.Price.PromptPerMTok, CompletionPerMTok: a.Price.CompletionPerMTok},
-	}, agent.GatewayDeps{Log: log.Named("gateway").With(zap.String("agent", a.Name))})
+	}, agent.GatewayDeps{Log: log.Named("gateway").With(zap.String("agent", a.Name)), Registry: reg})
 	if err != nil {
 		return worker.AgentSpec{}, err
 	}
