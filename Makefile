@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 SKILLFLEET := $(BIN)/skillfleet
 
-.PHONY: all build demo test sandbox lint fuzz bench generate check-generated clean
+.PHONY: all build demo test sandbox lint fuzz bench generate check-generated image clean
 
 all: build
 
@@ -41,6 +41,14 @@ generate:
 # check-generated fails when the committed Go code is not what the .proto files generate.
 check-generated: generate
 	git diff --exit-code -- proto/
+
+# image builds the daemons' image (deploy/docker/Dockerfile) from static binaries; no registry.
+IMAGE ?= skillfleet/skillfleet:dev
+image:
+	rm -rf $(BIN)/image && mkdir -p $(BIN)/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/image/ ./cmd/...
+	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/
+	docker build -f deploy/docker/Dockerfile -t $(IMAGE) $(BIN)/image
 
 clean:
 	rm -rf $(BIN)

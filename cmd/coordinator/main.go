@@ -80,6 +80,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return cmdutil.Usage(err)
 	}
+	// Uploads are spooled under --data, not /tmp: the coordinator's image has no /tmp, and a
+	// hardened pod's root file system is read-only.
+	qcfg.TempDir = filepath.Join(o.dataDir, "spool")
+	if err := os.MkdirAll(qcfg.TempDir, 0o700); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
