@@ -186,6 +186,8 @@ func TestDaemonRefusals(t *testing.T) {
 		{"worker: certificate without key", "worker", worker("--nats", ns.URL, "--nats-tls-cert", ns.PKI.ClientCert), 2, "both or neither"},
 		{"worker: missing token file", "worker", worker(append(tls, "--nats-token-file", filepath.Join(dir, "absent"))...), 2, "token file"},
 		{"worker: two auth methods", "worker", worker(append(tls, "--nats-token", "t", "--nats-user", "u")...), 2, "only one"},
+		{"worker: unknown --image-missing", "worker", worker(append(tls, "--nats-token-file", goodToken, "--image-missing", "guess")...), 2, "fail, pull or build"},
+		{"worker: image missing and not pullable", "worker", worker(append(tls, "--nats-token-file", goodToken, "--image-missing", "pull", "--image", "skillfleet/absent:0")...), 1, "pull skillfleet/absent:0"},
 		{"coordinator: wrong NATS token", "coordinator", append([]string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c1")}, append(tls, "--nats-token-file", badToken)...), 1, "authorization violation"},
 		{"coordinator: open embedded NATS beyond loopback", "coordinator", []string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c2"), "--embedded-nats", "0.0.0.0:0"}, 2, "beyond loopback"},
 		{"coordinator: embedded NATS with TLS flags", "coordinator", []string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c3"), "--embedded-nats", "127.0.0.1:0", "--nats-tls-ca", ns.PKI.CA}, 2, "token only"},

@@ -48,7 +48,10 @@ type ImageConfig struct {
 	DockerfileDir string        // build context with a Dockerfile (deploy/sandbox); "" skips the Dockerfile build
 	OfflineScript string        // build-offline.sh, for engines without a registry; "" skips it
 	Force         bool          // rebuild even when the image exists
-	PullTimeout   time.Duration // how long the base image pull may take before falling back; default 30s
+	// Pull pulls Name itself when it is missing, before building anything: for an image an
+	// operator pushed to a registry the engine can reach.
+	Pull        bool
+	PullTimeout time.Duration // how long a pull may take before falling back; default 30s
 }
 
 // EnsureImage makes sure the sandbox image exists. If it does (and Force is off) it returns at
@@ -75,10 +78,20 @@ func EnsureImage(ctx context.Context, c ImageClient, cfg ImageConfig, log *zap.L
 			return fmt.Errorf("sandbox: inspect image %s: %w", cfg.Name, err)
 		}
 	}
-	if cfg.DockerfileDir == "" && cfg.OfflineScript == "" {
+	if cfg.DockerfileDir == "" && cfg.OfflineScript == "" && !cfg.Pull {
 		return fmt.Errorf("sandbox: cannot build image %s: neither a Dockerfile dir nor an offline script is configured", cfg.Name)
 	}
 	var errs []error
+	if cfg.Pull && !cfg.Force {
+		err := pull(ctx, c, cfg.Name, cfg.PullTimeout, log)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, err)
+	}
 	if cfg.DockerfileDir != "" {
 		err := buildDockerfile(ctx, c, cfg, log)
 		if err == nil {
@@ -100,7 +113,7 @@ func EnsureImage(ctx context.Context, c ImageClient, cfg ImageConfig, log *zap.L
 		}
 		errs = append(errs, err)
 	}
-	return fmt.Errorf("sandbox: cannot build image %s: %w", cfg.Name, errors.Join(errs...))
+	return fmt.Errorf("sandbox: cannot get image %s: %w", cfg.Name, errors.Join(errs...))
 }
 
 func buildDockerfile(ctx context.Context, c ImageClient, cfg ImageConfig, log *zap.Logger) error {
@@ -152,15 +165,23 @@ func ensureBase(ctx context.Context, c ImageClient, base string, timeout time.Du
 	if _, err := c.ImageInspect(ctx, base); err == nil {
 		return nil
 	}
+	if err := pull(ctx, c, base, timeout, log); err != nil {
+		return fmt.Errorf("sandbox: base image %s is not present and cannot be pulled: %w", base, err)
+	}
+	return nil
+}
+
+// pull pulls ref within timeout.
+func pull(ctx context.Context, c ImageClient, ref string, timeout time.Duration, log *zap.Logger) error {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	log.Info("pulling base image", zap.String("image", base))
-	resp, err := c.ImagePull(pctx, base, client.ImagePullOptions{})
+	log.Info("pulling image", zap.String("image", ref))
+	resp, err := c.ImagePull(pctx, ref, client.ImagePullOptions{})
 	if err == nil {
 		err = resp.Wait(pctx)
 	}
 	if err != nil {
-		return fmt.Errorf("sandbox: base image %s is not present and cannot be pulled: %w", base, err)
+		return fmt.Errorf("sandbox: pull %s: %w", ref, err)
 	}
 	return nil
 }

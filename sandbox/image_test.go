@@ -87,6 +87,7 @@ func (f *fakeImages) ImagePull(_ context.Context, ref string, _ client.ImagePull
 	if f.pullErr != nil {
 		return nil, f.pullErr
 	}
+	f.images[ref] = true
 	return pulled{io.NopCloser(strings.NewReader(""))}, nil
 }
 
@@ -135,6 +136,7 @@ func TestEnsureImage(t *testing.T) {
 		pullErr    error
 		build      []jsonstream.Message
 		force      bool
+		pull       bool
 		script     string // body of the fake offline script; "" = none configured
 		noDir      bool
 		wantErr    string
@@ -157,6 +159,11 @@ func TestEnsureImage(t *testing.T) {
 			script: "echo 'build-offline.sh: must run as root' >&2; exit 1", wantErr: "must run as root", wantPulls: 1},
 		{name: "script succeeds but no image", pullErr: errors.New("no registry"), script: "exit 0", wantErr: "is not there", wantPulls: 1},
 		{name: "nothing configured", noDir: true, wantErr: "neither a Dockerfile dir nor an offline script"},
+		{name: "pull only: the image comes from its registry", pull: true, noDir: true, wantPulls: 1},
+		{name: "pull only: no registry", pull: true, noDir: true, pullErr: errors.New("no such host"), wantErr: "pull x/sb:1: no such host", wantPulls: 1},
+		{name: "pull fails: Dockerfile build", pull: true, pullErr: errors.New("not found"), present: []string{"debian:bookworm-slim"},
+			build: []jsonstream.Message{{Stream: "ok\n"}}, wantBuilds: 1, wantPulls: 1},
+		{name: "pull and image present: nothing to do", pull: true, present: []string{"x/sb:1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +173,7 @@ func TestEnsureImage(t *testing.T) {
 			for _, p := range tc.present {
 				f.images[p] = true
 			}
-			cfg := ImageConfig{Name: "x/sb:1", DockerfileDir: dockerfileDir, Force: tc.force, PullTimeout: time.Second}
+			cfg := ImageConfig{Name: "x/sb:1", DockerfileDir: dockerfileDir, Force: tc.force, Pull: tc.pull, PullTimeout: time.Second}
 			if tc.noDir {
 				cfg.DockerfileDir = ""
 			}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/config"
+	sandboxfiles "github.com/skillfleet/skillfleet/deploy/sandbox"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -41,6 +43,7 @@ type options struct {
 	maxCPUs        float64
 	maxPids        int64
 	seccomp        string
+	imageMissing   string
 	nats           cmdutil.NATSFlags
 	models         cmdutil.ModelFlags
 	agentsConfig   string
@@ -64,6 +67,7 @@ func main() {
 	f.StringVar(&o.metricsAddr, "metrics", "127.0.0.1:9090", "address of /metrics and /healthz; empty disables")
 	f.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "skillfleet-bundles"), "bundle cache; must be a path the Docker engine can bind-mount")
 	f.StringVar(&o.image, "image", sandbox.DefaultImage, "sandbox image")
+	f.StringVar(&o.imageMissing, "image-missing", "fail", "when the sandbox image is not on the engine: fail, pull (--image from its registry) or build (the embedded Dockerfile; the engine must reach Debian's registry)")
 	f.StringVar(&o.runtime, "runtime", "", "container runtime, e.g. runsc (gVisor); empty uses the engine's default")
 	f.BoolVar(&o.requireRuntime, "require-runtime", false, "refuse to start when --runtime is not registered with the engine")
 	f.IntVar(&o.warmPool, "warm-pool", 2, "started containers kept ready per suite, so jobs skip container creation; 0 disables")
@@ -117,11 +121,17 @@ func run(ctx context.Context, o options) error {
 	// Last out: the gateways of command agents serve jobs until the worker has stopped.
 	defer func() { _ = models.Close() }()
 
+	if o.imageMissing != "fail" && o.imageMissing != "pull" && o.imageMissing != "build" {
+		return cmdutil.Usage(fmt.Errorf("--image-missing must be fail, pull or build, not %q", o.imageMissing))
+	}
 	docker, err := sandbox.NewDockerClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer docker.Close()
+	if err := ensureImage(ctx, docker, o, log); err != nil {
+		return err
+	}
 	maxLimits := sandbox.Limits{MemoryBytes: o.maxMemory, NanoCPUs: int64(o.maxCPUs * 1e9), Pids: o.maxPids}
 	runner, err := sandbox.New(sandbox.Config{
 		Image: o.image, Runtime: o.runtime, RequireRuntime: o.requireRuntime, WorkerID: o.id,
@@ -228,4 +238,31 @@ func openTopology(ctx context.Context, js jetstream.JetStream, log *zap.Logger) 
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// ensureImage gets the sandbox image as --image-missing says, for engines that start empty (a
+// Docker-in-Docker sidecar); "fail" leaves it to the runner, which refuses to start without it.
+func ensureImage(ctx context.Context, docker *client.Client, o options, log *zap.Logger) error {
+	cfg := sandbox.ImageConfig{Name: o.image, PullTimeout: 10 * time.Minute}
+	switch o.imageMissing {
+	case "fail":
+		return nil
+	case "pull":
+		cfg.Pull = true
+	case "build":
+		// Under the cache, not /tmp: the worker's image has no /tmp.
+		if err := os.MkdirAll(o.cacheDir, 0o755); err != nil {
+			return fmt.Errorf("--cache: %w", err)
+		}
+		dir, err := os.MkdirTemp(o.cacheDir, ".tmp-sandbox-build-") // the cache removes .tmp- leftovers
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := sandboxfiles.WriteTo(dir); err != nil {
+			return err
+		}
+		cfg.DockerfileDir = dir
+	}
+	return sandbox.EnsureImage(ctx, docker, cfg, log.Named("image"))
 }

@@ -29,8 +29,7 @@ func newSandboxCommand(e *env) *cobra.Command {
 		Long: `Build makes sure the sandbox image exists. It returns at once when it does. Otherwise it
 builds deploy/sandbox/Dockerfile through the Docker engine when the base image
 (debian:bookworm-slim) is present or can be pulled, and else builds the same image from
-Debian packages with debootstrap and docker import (
-	"fmt"needs root; about a minute).`,
+Debian packages with debootstrap and docker import (needs root; about a minute).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := cmdutil.ConsoleLogger("info")
