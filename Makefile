@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 SKILLFLEET := $(BIN)/skillfleet
 
-.PHONY: all build demo test sandbox lint fuzz bench generate check-generated image clean
+.PHONY: all build demo test sandbox lint fuzz bench generate check-generated check-helm image clean
 
 all: build
 
@@ -41,6 +41,13 @@ generate:
 # check-generated fails when the committed Go code is not what the .proto files generate.
 check-generated: generate
 	git diff --exit-code -- proto/
+
+# check-helm lints and renders deploy/helm against its goldens (go test -tags helm).
+HELM_VERSION ?= v3.19.2
+check-helm:
+	test -x $(BIN)/helm || GOBIN=$(CURDIR)/$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	$(GO) vet -tags helm ./deploy/helm
+	HELM=$(CURDIR)/$(BIN)/helm $(GO) test -tags helm -count=1 ./deploy/helm
 
 # image builds the daemons' image (deploy/docker/Dockerfile) from static binaries; no registry.
 IMAGE ?= skillfleet/skillfleet:dev
