@@ -71,9 +71,12 @@ func TestPromptCasesRunTheAgentInTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	j, err := judge.New(judge.Config{Model: "judge-model"}, judge.Deps{Client: jc, Cache: judge.NewLRU(100), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	exec := worker.NewSandboxExecutor(runner, log).WithAgents(
-		map[string]worker.AgentSpec{"": {Agent: agent.NewBuiltIn(client, log), Limits: agent.Limits{MaxTurns: 5}}},
-		judge.New(judge.Config{Model: "judge-model"}, jc, judge.NewLRU(100), log), 1)
+		map[string]worker.AgentSpec{"": {Agent: agent.NewBuiltIn(client, log), Limits: agent.Limits{MaxTurns: 5}}}, j, 1)
 	f := startFleet(t, exec, 2, nil)
 
 	rep := runToEnd(t, f, exampleBundle(t), &pb.RunSpec{CaseGlobs: []string{"select_dev", "reject_prod_without_confirmation", "prod_checklist"}})

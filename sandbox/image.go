@@ -44,10 +44,10 @@ var _ ImageClient = (*client.Client)(nil)
 
 // ImageConfig says which image EnsureImage makes and from what.
 type ImageConfig struct {
-	Name          string        // "" = DefaultImage
-	DockerfileDir string        // build context with a Dockerfile (deploy/sandbox); "" skips the Dockerfile build
-	OfflineScript string        // build-offline.sh, for engines without a registry; "" skips it
-	Force         bool          // rebuild even when the image exists
+	Name          string // "" = DefaultImage
+	DockerfileDir string // build context with a Dockerfile (deploy/sandbox); "" skips the Dockerfile build
+	OfflineScript string // build-offline.sh, for engines without a registry; "" skips it
+	Force         bool   // rebuild even when the image exists
 	// Pull pulls Name itself when it is missing, before building anything: for an image an
 	// operator pushed to a registry the engine can reach.
 	Pull        bool
