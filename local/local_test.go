@@ -78,7 +78,7 @@ func testQueue() queue.Config {
 	return q
 }
 
-func startFleet(t *testing.T, exec worker.Executor, workers int, reg *prometheus.Registry) *Fleet {
+func startFleet(t *testing.T, exec worker.Executor, workers int, reg prometheus.Registerer) *Fleet {
 	t.Helper()
 	f, err := Start(context.Background(), Config{
 		DataDir: t.TempDir(), Workers: workers, Slots: 2, Queue: testQueue(), Executor: exec,
