@@ -81,8 +81,9 @@ type Budget struct {
 // socket with ListenUnix: a sandbox has no network, so the socket's directory is bind-mounted
 // into it and an in-sandbox forwarder (see Command) gives the CLI a TCP base URL.
 //
-// Streaming (stream: true) is refused with 400 "streaming is not supported by the gateway":
-// usage could not be metered from the response body without parsing SSE.
+// Streaming (stream: true) is relayed event by event. The gateway asks the upstream for the
+// usage chunk (stream_options.include_usage) to meter the session, and drops that chunk again
+// when the CLI did not ask for it.
 type Gateway struct {
 	cfg      GatewayConfig
 	upstream *url.URL
@@ -316,15 +317,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
 		return
 	}
-	var params struct {
-		Stream bool `json:"stream"`
-	}
-	if err := json.Unmarshal(body, &params); err != nil {
-		g.refuse(w, http.StatusBadRequest, "invalid_json", "the request body is not a JSON object")
-		return
-	}
-	if params.Stream {
-		g.refuse(w, http.StatusBadRequest, "stream_unsupported", "streaming is not supported by the gateway; send stream: false")
+	body, stream, err := meteredBody(body)
+	if err != nil {
+		g.refuse(w, http.StatusBadRequest, "invalid_json", err.Error())
 		return
 	}
 
@@ -355,6 +350,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if stream.on && resp.StatusCode/100 == 2 {
+		g.relayStream(w, resp, s, stream.clientWantsUsage, start, log)
+		return
+	}
 	out, err := io.ReadAll(io.LimitReader(resp.Body, g.cfg.MaxResponseBytes+1))
 	if err != nil || int64(len(out)) > g.cfg.MaxResponseBytes {
 		log.Warn("model gateway: upstream answer unreadable or too large", zap.Int("status", resp.StatusCode))
@@ -362,43 +361,56 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusBadGateway, "upstream_bad_response", "the model endpoint's answer could not be read")
 		return
 	}
-	g.m.latency.WithLabelValues(g.cfg.Name, g.cfg.Model).Observe(g.now().Sub(start).Seconds())
 	var meter struct {
-		Usage *struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-		} `json:"usage"`
+		Usage *tokenUsage `json:"usage"`
 	}
 	_ = json.Unmarshal(out, &meter)
+	g.settle(s, resp.StatusCode, meter.Usage, start, log)
+	g.copyHeaders(w, resp)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(g.redactBytes(out))
+}
+
+// tokenUsage is the usage object of an answer or of a stream's last chunk.
+type tokenUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+// settle books one forwarded request: the session's usage, which its budget is checked
+// against, and the metrics.
+func (g *Gateway) settle(s *Session, status int, u *tokenUsage, start time.Time, log *zap.Logger) {
+	g.m.latency.WithLabelValues(g.cfg.Name, g.cfg.Model).Observe(g.now().Sub(start).Seconds())
+	var p, c int64
+	if u != nil {
+		p, c = max(u.PromptTokens, 0), max(u.CompletionTokens, 0)
+	}
 	s.mu.Lock()
 	s.requests++
-	if meter.Usage != nil {
-		s.usage.PromptTokens += max(meter.Usage.PromptTokens, 0)
-		s.usage.CompletionTokens += max(meter.Usage.CompletionTokens, 0)
-	}
+	s.usage.PromptTokens += p
+	s.usage.CompletionTokens += c
 	s.mu.Unlock()
-	if resp.StatusCode/100 == 2 && meter.Usage == nil {
+	if status/100 != 2 {
+		g.count("failed", statusClass(status))
+		return
+	}
+	g.count("ok", "2xx")
+	if u == nil {
 		log.Warn("model gateway: upstream answer without usage; tokens not metered")
+		return
 	}
-	if resp.StatusCode/100 == 2 {
-		g.count("ok", "2xx")
-	} else {
-		g.count("failed", statusClass(resp.StatusCode))
-	}
-	if meter.Usage != nil {
-		p, c := max(meter.Usage.PromptTokens, 0), max(meter.Usage.CompletionTokens, 0)
-		g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "prompt").Add(float64(p))
-		g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "completion").Add(float64(c))
-		g.m.cost.WithLabelValues(g.cfg.Name, g.cfg.Model).Add(g.cfg.Price.Cost(p, c))
-	}
+	g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "prompt").Add(float64(p))
+	g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "completion").Add(float64(c))
+	g.m.cost.WithLabelValues(g.cfg.Name, g.cfg.Model).Add(g.cfg.Price.Cost(p, c))
+}
 
+// copyHeaders gives the client the upstream headers it may see, with the key redacted.
+func (g *Gateway) copyHeaders(w http.ResponseWriter, resp *http.Response) {
 	for _, h := range forwardedResponseHeaders {
 		for _, v := range resp.Header.Values(h) {
 			w.Header().Add(h, g.redact(v))
 		}
 	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(g.redactBytes(out))
 }
 
 // redact removes the real key from text an upstream or a transport produced.

@@ -171,7 +171,8 @@ func TestGatewayRefusals(t *testing.T) {
 		{"models", http.MethodGet, "/v1/models", open.Token(), "", 404, "not_found"},
 		{"traversal", http.MethodPost, "/v1/chat/completions/../../admin", open.Token(), chatBody, 404, "not_found"},
 		{"other method", http.MethodGet, "/v1/chat/completions", open.Token(), "", 405, "method_not_allowed"},
-		{"streaming", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":true,"messages":[]}`, 400, "stream_unsupported"},
+		{"stream not a boolean", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":"yes","messages":[]}`, 400, "invalid_json"},
+		{"stream_options not an object", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":true,"stream_options":[1],"messages":[]}`, 400, "invalid_json"},
 		{"not json", http.MethodPost, "/v1/chat/completions", open.Token(), "hello", 400, "invalid_json"},
 		{"too large", http.MethodPost, "/v1/chat/completions", open.Token(), `{"x":"` + strings.Repeat("a", 2000) + `"}`, 413, "request_too_large"},
 	}
@@ -423,7 +424,7 @@ func TestGatewayMetrics(t *testing.T) {
 		{unlimited, chatBody, 500},
 		{tight, chatBody, 200},
 		{tight, chatBody, 429},
-		{unlimited, `{"model":"m","stream":true,"messages":[]}`, 400},
+		{unlimited, `{"model":"m","stream":1,"messages":[]}`, 400},
 	} {
 		if r := f.do(t, http.MethodPost, "/v1/chat/completions", step.s.Token(), step.body); r.Status != step.status {
 			t.Fatalf("request %d: %d %s, want %d", i+1, r.Status, r.Body, step.status)

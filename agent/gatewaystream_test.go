@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// sseUpstream answers every chat completion with a stream of content chunks and, when asked
+// for it, a usage chunk; it records each request body.
+type sseUpstream struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []map[string]any
+}
+
+func newSSEUpstream(t *testing.T, chunks []string, prompt, completion int) *sseUpstream {
+	t.Helper()
+	u := &sseUpstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		u.mu.Lock()
+		u.bodies = append(u.bodies, body)
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, c := range chunks {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", c)
+			w.(http.Flusher).Flush()
+		}
+		if opts, _ := body["stream_options"].(map[string]any); opts["include_usage"] == true {
+			fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", prompt, completion, prompt+completion)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+// streamThrough serves a gateway in front of up and sends one streamed request.
+func streamThrough(t *testing.T, up *sseUpstream, budget Budget, body string, edit func(*GatewayConfig)) (got string, status int, s *Session, g *Gateway) {
+	t.Helper()
+	cfg := GatewayConfig{BaseURL: up.URL + "/v1", APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	g, err := NewGateway(cfg, GatewayDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock, err := g.ListenUnix(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if s, err = g.Open("job", budget); err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), realKey) {
+		t.Errorf("the real key leaked in a streamed answer: %s", b)
+	}
+	return string(b), resp.StatusCode, s, g
+}
+
+func TestGatewayStreams(t *testing.T) {
+	tests := []struct {
+		name        string
+		body        string
+		chunks      []string
+		maxResponse int64
+		wantUsage   bool // the client receives the usage chunk
+		wantDone    bool
+		wantContent string
+	}{
+		{"the CLI did not ask for usage: metered, and the usage chunk is not passed on",
+			`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, []string{"Hel", "lo"}, 0, false, true, "Hel|lo"},
+		{"the CLI asked for usage: it gets the chunk",
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`, []string{"ok"}, 0, true, true, "ok"},
+		{"the key in a chunk is redacted",
+			`{"stream":true,"messages":[]}`, []string{"your key is " + realKey}, 0, false, true, "your key is [redacted]"},
+		{"a stream over the size cap is cut",
+			`{"stream":true,"messages":[]}`, []string{strings.Repeat("a", 300), strings.Repeat("b", 300)}, 700, false, false, strings.Repeat("a", 300)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newSSEUpstream(t, tt.chunks, 10, 5)
+			got, status, s, g := streamThrough(t, up, Budget{}, tt.body, func(c *GatewayConfig) { c.MaxResponseBytes = tt.maxResponse })
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, got)
+			}
+			var content []string
+			sawUsage := false
+			for _, line := range strings.Split(got, "\n") {
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok || data == "[DONE]" {
+					continue
+				}
+				var chunk struct {
+					Choices []struct{ Delta struct{ Content string } }
+					Usage   *tokenUsage
+				}
+				if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+					t.Fatalf("the client got a broken event %q: %v", data, err)
+				}
+				sawUsage = sawUsage || chunk.Usage != nil
+				for _, c := range chunk.Choices {
+					content = append(content, c.Delta.Content)
+				}
+			}
+			if strings.Join(content, "|") != tt.wantContent {
+				t.Errorf("content %q, want %q", strings.Join(content, "|"), tt.wantContent)
+			}
+			if sawUsage != tt.wantUsage {
+				t.Errorf("usage chunk passed on: %v, want %v\n%s", sawUsage, tt.wantUsage, got)
+			}
+			if strings.Contains(got, "data: [DONE]") != tt.wantDone {
+				t.Errorf("[DONE] present: %v, want %v", !tt.wantDone, tt.wantDone)
+			}
+			up.mu.Lock()
+			opts, _ := up.bodies[0]["stream_options"].(map[string]any)
+			up.mu.Unlock()
+			if opts["include_usage"] != true {
+				t.Errorf("the upstream was not asked for usage: %v", up.bodies[0])
+			}
+			// Metered even when the stream was cut: the tokens were spent.
+			if u := s.Usage(); u.PromptTokens != 10 || u.CompletionTokens != 5 {
+				t.Errorf("session usage %+v, want 10 prompt and 5 completion tokens", u)
+			}
+			if n := testutil.ToFloat64(g.m.tokens.WithLabelValues("gateway", "", "completion")); n != 5 {
+				t.Errorf("completion tokens metric %v, want 5", n)
+			}
+		})
+	}
+}
+
+// A streamed answer's tokens count toward the job's budget like any other.
+func TestGatewayStreamCountsTowardTheBudget(t *testing.T) {
+	up := newSSEUpstream(t, []string{"x"}, 10, 5)
+	_, status, s, g := streamThrough(t, up, Budget{MaxTokens: 15}, `{"stream":true,"messages":[]}`, nil)
+	if status != http.StatusOK || !s.BudgetExhausted() {
+		t.Fatalf("status %d, usage %+v: want the 15-token budget spent", status, s.Usage())
+	}
+	// The next request of the session is refused without reaching the upstream.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	g.ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || len(up.bodies) != 1 {
+		t.Errorf("after the budget: %d, upstream asked %d times; want 429 and 1", rec.Code, len(up.bodies))
+	}
+}
