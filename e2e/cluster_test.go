@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/queue"
+)
+
+// natsCluster is three nats-server processes routed into one JetStream cluster.
+type natsCluster struct {
+	urls  []string
+	nodes map[string]*proc // by server name
+}
+
+func startNATSCluster(t *testing.T) *natsCluster {
+	t.Helper()
+	c := &natsCluster{nodes: map[string]*proc{}}
+	var clients, routes []string
+	for range 3 {
+		clients = append(clients, freeAddr(t))
+		routes = append(routes, "nats-route://"+freeAddr(t))
+	}
+	for i := range 3 {
+		dir := t.TempDir()
+		name := fmt.Sprintf("n%d", i+1)
+		conf := fmt.Sprintf(`listen: %q
+server_name: %s
+jetstream { store_dir: %q }
+cluster {
+  name: e2e
+  listen: %q
+  routes: [%s]
+}
+`, clients[i], name, filepath.Join(dir, "js"), strings.TrimPrefix(routes[i], "nats-route://"), strings.Join(quoteAll(routes), ", "))
+		c.nodes[name] = start(t, "nats-server "+name, binary(t, "nats-server"), nil, "-c", writeFile(t, dir, "nats.conf", conf))
+		c.urls = append(c.urls, "nats://"+clients[i])
+	}
+	// Ready when the cluster has a JetStream meta leader to answer.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		nc, err := nats.Connect(strings.Join(c.urls, ","))
+		if err == nil {
+			var js jetstream.JetStream
+			if js, err = jetstream.New(nc); err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, err = js.AccountInfo(ctx)
+				cancel()
+			}
+			nc.Close()
+			if err == nil {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("NATS cluster not ready: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// streamLeader names the node that leads a stream now.
+func (c *natsCluster) streamLeader(t *testing.T, stream string) string {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(c.urls, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := s.CachedInfo()
+	if info.Cluster == nil || info.Cluster.Leader == "" || info.Config.Replicas != 3 {
+		t.Fatalf("stream %s: cluster %+v, replicas %d; want a leader and 3 replicas", stream, info.Cluster, info.Config.Replicas)
+	}
+	return info.Cluster.Leader
+}
+
+// TestNATSClusterNodeLoss runs the example suite on a three-node JetStream cluster with every
+// stream, bucket and object store replicated three times (--replicas 3), and kills the jobs
+// stream's leader with SIGKILL in the middle of the run. The daemons fail over to the other
+// nodes and the run ends with the same report as without the loss: nothing lost, nothing
+// counted twice.
+func TestNATSClusterNodeLoss(t *testing.T) {
+	cluster := startNATSCluster(t)
+	urls := strings.Join(cluster.urls, ",")
+	dir := t.TempDir()
+	api := freeAddr(t)
+	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token\n")
+	coord := start(t, "coordinator", binary(t, "coordinator"), nil, "--http", api, "--token-file", tokenFile,
+		"--data", filepath.Join(dir, "coordinator"), "--nats", urls, "--replicas", "3")
+	waitHTTP(t, coord, "http://"+api+"/readyz")
+	// One slot, so the run lasts long enough to lose a node in its middle.
+	w := start(t, "worker", binary(t, "worker"), nil, "--id", fmt.Sprintf("e2e-cluster-%d", time.Now().UnixNano()%1e6),
+		"--slots", "1", "--warm-pool", "1", "--metrics", "", "--cache", filepath.Join(dir, "bundles"), "--nats", urls)
+	if leader := cluster.streamLeader(t, queue.JobsStream); cluster.nodes[leader] == nil {
+		t.Fatalf("jobs stream led by unknown node %q", leader)
+	}
+
+	type outcome struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", "http://"+api, "--token-file", tokenFile,
+			"--follow", "--format", "json", examples)
+		done <- outcome{code, out, errOut}
+	}()
+
+	// Wait for the run to be under way, then kill the jobs stream's leader.
+	client := coordinator.NewClient("http://"+api, "api-e2e-token", nil)
+	var killed string
+	for deadline := time.Now().Add(2 * time.Minute); killed == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		runs, err := client.List(context.Background())
+		if err != nil || len(runs) == 0 {
+			continue
+		}
+		if n := runs[0].GetDoneJobs(); n >= 3 {
+			if n >= 20 {
+				t.Fatal("the run finished before a node could be lost; the test proves nothing")
+			}
+			killed = cluster.streamLeader(t, queue.JobsStream)
+			if err := cluster.nodes[killed].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("killed %s, the jobs stream's leader, after %d of 20 jobs", killed, n)
+		}
+	}
+	if killed == "" {
+		t.Fatal("the run never got under way")
+	}
+
+	res := <-done
+	if res.code != 1 {
+		t.Fatalf("submit exit %d, want 1 (prompt cases have no agent)\nstdout:\n%s\nstderr:\n%s", res.code, res.out, res.errOut)
+	}
+	var rep summary
+	if err := json.Unmarshal([]byte(res.out), &rep); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.out)
+	}
+	if s := rep.Summary; s.Total != 16 || s.Passed != 11 || s.Errored != 5 || s.Failed+s.TimedOut+s.Skipped != 0 {
+		t.Errorf("summary after losing %s: %+v, want 16 cases: 11 passed, 5 errored", killed, s)
+	}
+	if leader := cluster.streamLeader(t, queue.JobsStream); leader == killed {
+		t.Errorf("the jobs stream is still led by the killed node %s", killed)
+	}
+	if !coord.running() || !w.running() {
+		t.Errorf("a daemon died with the node: coordinator running %v, worker running %v", coord.running(), w.running())
+	}
+}
