@@ -49,11 +49,11 @@ func resultMsg(run, jobID string, attempt int, data []byte) (*nats.Msg, error) {
 	if attempt < 1 {
 		return nil, fmt.Errorf("queue: result attempt must be at least 1, got %d", attempt)
 	}
-	m := nats.NewMsg(ResultSubject(run))
-	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, ResultMsgID(run, jobID, attempt))
-	m.Header.Set(jetstream.ExpectedStreamHeader, ResultsStream)
-	return m, nil
+	return &nats.Msg{Subject: ResultSubject(run), Data: data, Header: nats.Header{
+		// Assigned, not Set: the keys are canonical already, and this runs for every result.
+		jetstream.MsgIDHeader:          {ResultMsgID(run, jobID, attempt)},
+		jetstream.ExpectedStreamHeader: {ResultsStream},
+	}}, nil
 }
 
 const (
@@ -100,12 +100,11 @@ func jobMsg(lane Lane, run, jobID string, data []byte) (*nats.Msg, error) {
 	if err := ValidateJobID(jobID); err != nil {
 		return nil, err
 	}
-	m := nats.NewMsg(JobSubject(lane, run))
-	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, JobMsgID(run, jobID))
-	// A misconfigured account that binds the subject to another stream must not swallow jobs.
-	m.Header.Set(jetstream.ExpectedStreamHeader, JobsStream)
-	return m, nil
+	return &nats.Msg{Subject: JobSubject(lane, run), Data: data, Header: nats.Header{
+		jetstream.MsgIDHeader: {JobMsgID(run, jobID)},
+		// A misconfigured account that binds the subject to another stream must not swallow jobs.
+		jetstream.ExpectedStreamHeader: {JobsStream},
+	}}, nil
 }
 
 // PublisherConfig tunes an asynchronous publisher (JobPublisher, ResultPublisher).

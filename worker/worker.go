@@ -367,7 +367,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("malformed job message")
 		return
 	}
-	log := w.log.With(zap.String("run", job.GetRunId()), zap.String("job", job.GetId()), zap.Int("attempt", attempt))
+	// Lazy: most jobs never log, and encoding the fields up front costs every one of them.
+	log := w.log.WithLazy(zap.String("run", job.GetRunId()), zap.String("job", job.GetId()), zap.Int("attempt", attempt))
 	w.metrics.inFlight.Inc()
 	defer w.metrics.inFlight.Dec()
 	if q := job.GetQueuedAt(); q != nil {

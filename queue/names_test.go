@@ -1,0 +1,61 @@
+package queue
+
+import (
+	"net/textproto"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestValidIDs(t *testing.T) {
+	for _, tc := range []struct {
+		id string
+		ok bool
+	}{
+		{"run-20261122-abc_DEF", true},
+		{"j8ee62990e022185c12f3", true},
+		{strings.Repeat("a", 128), true},
+		{"", false},
+		{strings.Repeat("a", 129), false},
+		{"a.b", false},    // a subject separator
+		{"a*", false},     // a wildcard
+		{"a>", false},     // a wildcard
+		{"a b", false},    // whitespace
+		{"a/b", false},    // a KV separator
+		{"a=b", false},    // not a KV key character
+		{"ünï", false},    // not ASCII
+		{"a\x00b", false}, // a control character
+	} {
+		if err := ValidateRunID(tc.id); (err == nil) != tc.ok {
+			t.Errorf("ValidateRunID(%q) = %v, want ok %v", tc.id, err, tc.ok)
+		}
+		if err := ValidateJobID(tc.id); (err == nil) != tc.ok {
+			t.Errorf("ValidateJobID(%q) = %v, want ok %v", tc.id, err, tc.ok)
+		}
+	}
+}
+
+// jobMsg and resultMsg assign their headers directly: the keys must be canonical for the
+// server and for Header.Get to find them.
+func TestMessageHeadersAreCanonical(t *testing.T) {
+	for _, k := range []string{jetstream.MsgIDHeader, jetstream.ExpectedStreamHeader} {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c != k {
+			t.Errorf("header key %q is not canonical (%q)", k, c)
+		}
+	}
+	jm, err := jobMsg(LaneOnDemand, "run1", "job1", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jm.Header.Get(jetstream.MsgIDHeader) != JobMsgID("run1", "job1") || jm.Header.Get(jetstream.ExpectedStreamHeader) != JobsStream || jm.Subject != JobSubject(LaneOnDemand, "run1") {
+		t.Errorf("job message %+v", jm)
+	}
+	rm, err := resultMsg("run1", "job1", 2, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rm.Header.Get(jetstream.MsgIDHeader) != ResultMsgID("run1", "job1", 2) || rm.Header.Get(jetstream.ExpectedStreamHeader) != ResultsStream || rm.Subject != ResultSubject("run1") {
+		t.Errorf("result message %+v", rm)
+	}
+}
