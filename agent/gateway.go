@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -323,7 +324,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, g.upstream.String(), bytes.NewReader(body))
+	// Not cancelled with the client: an answer is metered in full even when its caller hangs up
+	// early, or a sandboxed program could spend tokens past the budget by disconnecting. The
+	// gateway's HTTP client bounds the request.
+	up, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, g.upstream.String(), bytes.NewReader(body))
 	if err != nil {
 		g.refuse(w, http.StatusInternalServerError, "gateway_error", "building the upstream request failed")
 		return

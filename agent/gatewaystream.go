@@ -56,8 +56,9 @@ const maxEventLine = 1 << 20
 
 // relayStream passes a streamed answer (server-sent events) to the client as it comes, line by
 // line with the key redacted, and meters the usage chunk. A stream over MaxResponseBytes is
-// cut there (the client sees it end without [DONE]), but read on, within as much again, for
-// its usage chunk: the tokens were spent all the same.
+// cut there (the client sees it end without [DONE]), and one whose client has gone is no
+// longer written; either is read on, within twice the cap, for its usage chunk: the tokens
+// are spent all the same.
 func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Session, clientWantsUsage bool, start time.Time, log *zap.Logger) {
 	g.copyHeaders(w, resp)
 	w.WriteHeader(resp.StatusCode)
@@ -114,7 +115,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 			default:
 				skip = false
 				if _, werr := w.Write(g.redactBytes(line)); werr != nil {
-					err = werr
+					cut = true
 				}
 				if flusher != nil && len(bytes.TrimSpace(line)) == 0 {
 					flusher.Flush()

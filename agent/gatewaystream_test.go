@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -177,5 +178,61 @@ func TestGatewayStreamCountsTowardTheBudget(t *testing.T) {
 	g.ServeHTTP(rec, req)
 	if rec.Code != http.StatusTooManyRequests || len(up.bodies) != 1 {
 		t.Errorf("after the budget: %d, upstream asked %d times; want 429 and 1", rec.Code, len(up.bodies))
+	}
+}
+
+// A client that hangs up in the middle of a stream does not escape metering: the gateway reads
+// the upstream's answer to its usage chunk all the same.
+func TestGatewayMetersAStreamItsClientAbandons(t *testing.T) {
+	gone := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"first\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-gone
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":50}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	g, err := NewGateway(GatewayConfig{BaseURL: up.URL + "/v1", APIKey: realKey}, GatewayDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.Open("job", Budget{MaxTokens: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Learn when the gateway has noticed the hang-up, so the upstream answers only after.
+	noticed := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		go func() { <-r.Context().Done(); close(noticed) }()
+		g.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	tr := &http.Transport{}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	// Hang up, then let the upstream finish its answer.
+	_ = resp.Body.Close()
+	tr.CloseIdleConnections()
+	select {
+	case <-noticed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway never noticed the client hang up")
+	}
+	close(gone)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Usage().Total() != 150 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := s.Usage(); u.Total() != 150 || !s.BudgetExhausted() {
+		t.Errorf("usage %+v after the client hung up; want 150 tokens metered and the budget spent", u)
 	}
 }
