@@ -32,7 +32,15 @@ type gatewayFixture struct {
 func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) agenttest.Reply, edit func(*GatewayConfig)) gatewayFixture {
 	t.Helper()
 	up := agenttest.NewFunc(t, answer)
-	cfg := GatewayConfig{BaseURL: up.BaseURL(), APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
+	f := serveGateway(t, up.BaseURL(), edit)
+	f.up = up
+	return f
+}
+
+// serveGateway serves a gateway on a Unix socket in front of the upstream at baseURL.
+func serveGateway(t *testing.T, baseURL string, edit func(*GatewayConfig)) gatewayFixture {
+	t.Helper()
+	cfg := GatewayConfig{BaseURL: baseURL, APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -56,7 +64,7 @@ func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) age
 		return d.DialContext(ctx, "unix", sock)
 	}}
 	t.Cleanup(tr.CloseIdleConnections)
-	return gatewayFixture{g: g, up: up, socket: sock, client: &http.Client{Transport: tr}}
+	return gatewayFixture{g: g, socket: sock, client: &http.Client{Transport: tr}}
 }
 
 func textReply(prompt, completion int64) func(int, agenttest.Request) agenttest.Reply {

@@ -1,14 +1,11 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -51,46 +48,13 @@ func newSSEUpstream(t *testing.T, chunks []string, prompt, completion int) *sseU
 // streamThrough serves a gateway in front of up and sends one streamed request.
 func streamThrough(t *testing.T, up *sseUpstream, budget Budget, body string, edit func(*GatewayConfig)) (got string, status int, s *Session, g *Gateway) {
 	t.Helper()
-	cfg := GatewayConfig{BaseURL: up.URL + "/v1", APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
-	if edit != nil {
-		edit(&cfg)
-	}
-	g, err := NewGateway(cfg, GatewayDeps{})
+	f := serveGateway(t, up.URL+"/v1", edit)
+	s, err := f.g.Open("job", budget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "gw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock, err := g.ListenUnix(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	if s, err = g.Open("job", budget); err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-	req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+s.Token())
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), realKey) {
-		t.Errorf("the real key leaked in a streamed answer: %s", b)
-	}
-	return string(b), resp.StatusCode, s, g
+	r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), body) // do checks the key is absent
+	return r.Body, r.Status, s, f.g
 }
 
 func TestGatewayStreams(t *testing.T) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/queue"
 )
 
@@ -123,51 +121,14 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 		t.Fatalf("jobs stream led by unknown node %q", leader)
 	}
 
-	type outcome struct {
-		code        int
-		out, errOut string
+	done := submitExamples(t, "http://"+api, tokenFile)
+	n := midRun(t, "http://"+api, "api-e2e-token")
+	killed := cluster.streamLeader(t, queue.JobsStream)
+	if err := cluster.nodes[killed].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", "http://"+api, "--token-file", tokenFile,
-			"--follow", "--format", "json", examples)
-		done <- outcome{code, out, errOut}
-	}()
-
-	// Wait for the run to be under way, then kill the jobs stream's leader.
-	client := coordinator.NewClient("http://"+api, "api-e2e-token", nil)
-	var killed string
-	for deadline := time.Now().Add(2 * time.Minute); killed == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		runs, err := client.List(context.Background())
-		if err != nil || len(runs) == 0 {
-			continue
-		}
-		if n := runs[0].GetDoneJobs(); n >= 3 {
-			if n >= 20 {
-				t.Fatal("the run finished before a node could be lost; the test proves nothing")
-			}
-			killed = cluster.streamLeader(t, queue.JobsStream)
-			if err := cluster.nodes[killed].cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("killed %s, the jobs stream's leader, after %d of 20 jobs", killed, n)
-		}
-	}
-	if killed == "" {
-		t.Fatal("the run never got under way")
-	}
-
-	res := <-done
-	if res.code != 1 {
-		t.Fatalf("submit exit %d, want 1 (prompt cases have no agent)\nstdout:\n%s\nstderr:\n%s", res.code, res.out, res.errOut)
-	}
-	var rep summary
-	if err := json.Unmarshal([]byte(res.out), &rep); err != nil {
-		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.out)
-	}
-	if s := rep.Summary; s.Total != 16 || s.Passed != 11 || s.Errored != 5 || s.Failed+s.TimedOut+s.Skipped != 0 {
-		t.Errorf("summary after losing %s: %+v, want 16 cases: 11 passed, 5 errored", killed, s)
-	}
+	t.Logf("killed %s, the jobs stream's leader, after %d of %d jobs", killed, n, exampleJobs)
+	checkExampleReport(t, <-done, "losing "+killed)
 	if leader := cluster.streamLeader(t, queue.JobsStream); leader == killed {
 		t.Errorf("the jobs stream is still led by the killed node %s", killed)
 	}
