@@ -92,6 +92,9 @@ func run(ctx context.Context, o options) error {
 	if o.id == "" || o.slots < 1 {
 		return cmdutil.Usage(errors.New("--id must be set and --slots at least 1"))
 	}
+	if o.imageMissing != "fail" && o.imageMissing != "pull" && o.imageMissing != "build" {
+		return cmdutil.Usage(fmt.Errorf("--image-missing must be fail, pull or build, not %q", o.imageMissing))
+	}
 	ncfg, err := o.nats.Config("skillfleet-worker-" + o.id)
 	if err != nil {
 		return err
@@ -121,9 +124,6 @@ func run(ctx context.Context, o options) error {
 	// Last out: the gateways of command agents serve jobs until the worker has stopped.
 	defer func() { _ = models.Close() }()
 
-	if o.imageMissing != "fail" && o.imageMissing != "pull" && o.imageMissing != "build" {
-		return cmdutil.Usage(fmt.Errorf("--image-missing must be fail, pull or build, not %q", o.imageMissing))
-	}
 	docker, err := sandbox.NewDockerClient(ctx)
 	if err != nil {
 		return err
