@@ -354,7 +354,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if stream.on && resp.StatusCode/100 == 2 {
+	// An upstream that answers a stream request with one JSON body is metered like any other.
+	if stream.on && resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		g.relayStream(w, resp, s, stream.clientWantsUsage, start, log)
 		return
 	}

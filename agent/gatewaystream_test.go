@@ -200,3 +200,18 @@ func TestGatewayMetersAStreamItsClientAbandons(t *testing.T) {
 		t.Errorf("usage %+v after the client hung up; want 150 tokens metered and the budget spent", u)
 	}
 }
+
+// An upstream that ignores stream: true and answers with one JSON body is metered from it.
+func TestGatewayMetersANonStreamedAnswerToAStreamRequest(t *testing.T) {
+	f := newGatewayFixture(t, textReply(7, 3), nil) // agenttest answers JSON whatever is asked
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), `{"stream":true,"messages":[]}`); r.Status != http.StatusOK || !strings.Contains(r.Body, `"usage"`) {
+		t.Fatalf("got %d %s", r.Status, r.Body)
+	}
+	if u := s.Usage(); u.PromptTokens != 7 || u.CompletionTokens != 3 {
+		t.Errorf("usage %+v, want 7 prompt and 3 completion tokens", u)
+	}
+}
