@@ -1,4 +1,4 @@
-package prometheus_test
+package monitoring_test
 
 import (
 	"os"
@@ -23,13 +23,13 @@ type ruleFile struct {
 }
 
 func TestAlertRulesMatchExportedMetrics(t *testing.T) {
-	data, err := os.ReadFile("alerts.yaml")
+	data, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f ruleFile
 	if err := yaml.Unmarshal(data, &f); err != nil {
-		t.Fatalf("alerts.yaml: %v", err)
+		t.Fatalf("%s: %v", alertsFile, err)
 	}
 	metrics := metricstest.Exported(t)
 	seen := map[string]bool{}
