@@ -73,25 +73,27 @@ type Budget struct {
 	MaxTokens int64
 }
 
-// Gateway is the model gateway: an OpenAI-compatible Chat Completions endpoint for agent CLIs
-// running inside sandboxes. A CLI authenticates with a per-job token (Open); the gateway swaps
-// it for the real key, forwards only chat completions to the one configured upstream, meters
-// the tokens into the job's session and enforces its budget.
+// Gateway is the model gateway: an OpenAI-compatible endpoint (Chat Completions and the
+// Responses API) for agent CLIs running inside sandboxes. A CLI authenticates with a per-job
+// token (Open); the gateway swaps it for the real key, forwards only those two calls to the
+// one configured upstream, meters the tokens into the job's session and enforces its budget.
 //
 // It is an http.Handler (tokens of all open sessions are accepted), normally served on a Unix
 // socket with ListenUnix: a sandbox has no network, so the socket's directory is bind-mounted
 // into it and an in-sandbox forwarder (see Command) gives the CLI a TCP base URL.
 //
-// Streaming (stream: true) is relayed event by event. The gateway asks the upstream for the
-// usage chunk (stream_options.include_usage) to meter the session, and drops that chunk again
-// when the CLI did not ask for it.
+// Streaming (stream: true) is relayed event by event. For Chat Completions the gateway asks
+// the upstream for the usage chunk (stream_options.include_usage) to meter the session, and
+// drops that chunk again when the CLI did not ask for it; a Responses stream carries its usage
+// in response.completed.
 type Gateway struct {
-	cfg      GatewayConfig
-	upstream *url.URL
-	http     *http.Client
-	log      *zap.Logger
-	m        *metrics
-	now      func() time.Time
+	cfg GatewayConfig
+	// endpoints maps a served path to its upstream URL.
+	endpoints map[string]string
+	http      *http.Client
+	log       *zap.Logger
+	m         *metrics
+	now       func() time.Time
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -104,8 +106,13 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("agent: gateway: base URL must be an absolute http(s) URL")
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/chat/completions"
 	u.RawQuery, u.Fragment, u.User = "", "", nil
+	base := strings.TrimSuffix(u.Path, "/")
+	endpoints := map[string]string{}
+	for path, up := range gatewayPaths {
+		u.Path = base + up
+		endpoints[path] = u.String()
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultGatewayMaxBodyBytes
 	}
@@ -131,7 +138,17 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: gateway metrics: %w", err)
 	}
-	return &Gateway{cfg: cfg, upstream: u, http: deps.HTTP, log: deps.Log, m: m, now: deps.Now, sessions: map[string]*Session{}}, nil
+	return &Gateway{cfg: cfg, endpoints: endpoints, http: deps.HTTP, log: deps.Log, m: m, now: deps.Now, sessions: map[string]*Session{}}, nil
+}
+
+// gatewayPaths are what the gateway serves (the client's path, with or without /v1) and where
+// each goes under the upstream's base URL: Chat Completions, and the Responses API that some
+// agent CLIs (Codex) speak. Nothing else is forwarded.
+var gatewayPaths = map[string]string{
+	"/v1/chat/completions": "/chat/completions",
+	"/chat/completions":    "/chat/completions",
+	"/v1/responses":        "/responses",
+	"/responses":           "/responses",
 }
 
 // count records one request's outcome: ok or failed upstream, or refused by the gateway.
@@ -282,15 +299,18 @@ var forwardedResponseHeaders = []string{"Content-Type", "Retry-After", "X-Reques
 	"X-Ratelimit-Limit-Requests", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Requests",
 	"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Requests", "X-Ratelimit-Reset-Tokens"}
 
-// ServeHTTP serves POST /v1/chat/completions (and /chat/completions) for open sessions.
+// ServeHTTP serves POST /v1/chat/completions and /v1/responses (with or without /v1) for open
+// sessions.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
-		g.refuse(w, http.StatusNotFound, "not_found", "the gateway serves only POST /v1/chat/completions")
+	target, ok := g.endpoints[r.URL.Path]
+	if !ok {
+		g.refuse(w, http.StatusNotFound, "not_found", "the gateway serves only POST /v1/chat/completions and /v1/responses")
 		return
 	}
+	responsesAPI := strings.HasSuffix(r.URL.Path, "/responses")
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.refuse(w, http.StatusMethodNotAllowed, "method_not_allowed", "the gateway serves only POST /v1/chat/completions")
+		g.refuse(w, http.StatusMethodNotAllowed, "method_not_allowed", "the gateway serves only POST /v1/chat/completions and /v1/responses")
 		return
 	}
 	s := g.lookup(r.Header)
@@ -318,7 +338,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
 		return
 	}
-	body, stream, err := meteredBody(body)
+	body, stream, err := meteredBody(body, responsesAPI)
 	if err != nil {
 		g.refuse(w, http.StatusBadRequest, "invalid_json", err.Error())
 		return
@@ -327,7 +347,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Not cancelled with the client: an answer is metered in full even when its caller hangs up
 	// early, or a sandboxed program could spend tokens past the budget by disconnecting. The
 	// gateway's HTTP client bounds the request.
-	up, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, g.upstream.String(), bytes.NewReader(body))
+	up, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		g.refuse(w, http.StatusInternalServerError, "gateway_error", "building the upstream request failed")
 		return
@@ -376,10 +396,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(g.redactBytes(out))
 }
 
-// tokenUsage is the usage object of an answer or of a stream's last chunk.
+// tokenUsage is the usage object of an answer or of a stream's last chunk, in Chat
+// Completions' words or the Responses API's.
 type tokenUsage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+}
+
+// counts returns the prompt and completion tokens, whichever API reported them.
+func (u *tokenUsage) counts() (prompt, completion int64) {
+	return max(u.PromptTokens, 0) + max(u.InputTokens, 0), max(u.CompletionTokens, 0) + max(u.OutputTokens, 0)
 }
 
 // settle books one forwarded request: the session's usage, which its budget is checked
@@ -388,7 +416,7 @@ func (g *Gateway) settle(s *Session, status int, u *tokenUsage, start time.Time,
 	g.m.latency.WithLabelValues(g.cfg.Name, g.cfg.Model).Observe(g.now().Sub(start).Seconds())
 	var p, c int64
 	if u != nil {
-		p, c = max(u.PromptTokens, 0), max(u.CompletionTokens, 0)
+		p, c = u.counts()
 	}
 	s.mu.Lock()
 	s.requests++

@@ -18,10 +18,11 @@ type streamRequest struct {
 	clientWantsUsage bool
 }
 
-// meteredBody checks a chat completion request and, for a streamed one, makes the upstream end
-// the stream with a usage chunk: without it a streamed answer could not be metered and the
-// job's token budget would not hold. Other fields pass through unchanged.
-func meteredBody(body []byte) ([]byte, streamRequest, error) {
+// meteredBody checks a request and, for a streamed Chat Completion, makes the upstream end the
+// stream with a usage chunk: without it a streamed answer could not be metered and the job's
+// token budget would not hold. (A Responses API stream always ends with its usage, in
+// response.completed.) Other fields pass through unchanged.
+func meteredBody(body []byte, responsesAPI bool) ([]byte, streamRequest, error) {
 	var params map[string]json.RawMessage
 	if err := json.Unmarshal(body, &params); err != nil || params == nil {
 		return nil, streamRequest{}, errors.New("the request body is not a JSON object")
@@ -30,7 +31,7 @@ func meteredBody(body []byte) ([]byte, streamRequest, error) {
 	if raw, ok := params["stream"]; ok && json.Unmarshal(raw, &sr.on) != nil {
 		return nil, streamRequest{}, errors.New(`"stream" must be a boolean`)
 	}
-	if !sr.on {
+	if !sr.on || responsesAPI {
 		return body, sr, nil
 	}
 	opts := map[string]json.RawMessage{}
@@ -100,10 +101,20 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 				var chunk struct {
 					Usage   *tokenUsage       `json:"usage"`
 					Choices []json.RawMessage `json:"choices"`
+					// Responses API events: response.completed (or .incomplete, .failed)
+					// carries the response with its usage.
+					Response *struct {
+						Usage *tokenUsage `json:"usage"`
+					} `json:"response"`
 				}
-				if json.Unmarshal(bytes.TrimSpace(data), &chunk) == nil && chunk.Usage != nil {
-					usage = chunk.Usage
-					drop = !clientWantsUsage && len(chunk.Choices) == 0
+				if json.Unmarshal(bytes.TrimSpace(data), &chunk) == nil {
+					switch {
+					case chunk.Usage != nil:
+						usage = chunk.Usage
+						drop = !clientWantsUsage && len(chunk.Choices) == 0
+					case chunk.Response != nil && chunk.Response.Usage != nil:
+						usage = chunk.Response.Usage
+					}
 				}
 			}
 			switch {

@@ -215,3 +215,52 @@ func TestGatewayMetersANonStreamedAnswerToAStreamRequest(t *testing.T) {
 		t.Errorf("usage %+v, want 7 prompt and 3 completion tokens", u)
 	}
 }
+
+// The Responses API (what Codex speaks) goes to the upstream's /responses and is metered from
+// its usage, plain or streamed (response.completed carries it); its body is passed unchanged.
+func TestGatewayResponsesAPI(t *testing.T) {
+	tests := []struct {
+		name, body string
+		sse        bool
+	}{
+		{"plain", `{"model":"m","input":"hi"}`, false},
+		{"streamed", `{"model":"m","input":"hi","stream":true}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gotPath, gotBody, gotAuth string
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				gotPath, gotBody, gotAuth = r.URL.Path, string(b), r.Header.Get("Authorization")
+				if !tt.sse {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, `{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"ok"}]}],"usage":{"input_tokens":12,"output_tokens":4,"total_tokens":16}}`)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\",\"usage\":null}}\n\n")
+				fmt.Fprint(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"ok\"}\n\n")
+				fmt.Fprint(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":12,\"output_tokens\":4,\"total_tokens\":16}}}\n\n")
+			}))
+			t.Cleanup(up.Close)
+			f := serveGateway(t, up.URL+"/v1", nil)
+			s, err := f.g.Open("job", Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := f.do(t, http.MethodPost, "/v1/responses", s.Token(), tt.body)
+			if r.Status != http.StatusOK {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			if gotPath != "/v1/responses" || gotBody != tt.body || gotAuth != "Bearer "+realKey {
+				t.Errorf("upstream got %s %q (auth %q); want /v1/responses, the body unchanged, the real key", gotPath, gotBody, gotAuth)
+			}
+			if tt.sse && !strings.Contains(r.Body, "event: response.completed") {
+				t.Errorf("the client did not get the whole stream:\n%s", r.Body)
+			}
+			if u := s.Usage(); u.PromptTokens != 12 || u.CompletionTokens != 4 {
+				t.Errorf("usage %+v, want 12 input and 4 output tokens", u)
+			}
+		})
+	}
+}
