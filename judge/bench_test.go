@@ -62,6 +62,15 @@ func benchClient(b *testing.B, srv *agenttest.Server, name string) *agent.Client
 	return c
 }
 
+// benchJudge is a judge on srv; cache may be nil.
+func benchJudge(b *testing.B, srv *agenttest.Server, cache Cache) *Judge {
+	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge"), Cache: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return j
+}
+
 const benchInput = "Select the DEV environment for deployment"
 
 // BenchmarkJobOverhead is one prompt case end to end against a model that answers instantly:
@@ -71,10 +80,7 @@ const benchInput = "Select the DEV environment for deployment"
 func BenchmarkJobOverhead(b *testing.B) {
 	srv := benchServer(b)
 	a := agent.NewBuiltIn(benchClient(b, srv, "agent"), nil)
-	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	j := benchJudge(b, srv, nil)
 	ctx := context.Background()
 	req := agent.Request{Input: benchInput, Catalog: benchCatalog, WorkDir: "/work"}
 	b.ReportAllocs()
@@ -106,10 +112,7 @@ func BenchmarkAgentRun(b *testing.B) {
 // BenchmarkJudgeEvaluate is one uncached verdict (1 model request).
 func BenchmarkJudgeEvaluate(b *testing.B) {
 	srv := benchServer(b)
-	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	j := benchJudge(b, srv, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		if res, _, err := j.Evaluate(context.Background(), criterion, benchInput, "Selected DEV.", 1); err != nil || !res.Passed {
@@ -121,10 +124,7 @@ func BenchmarkJudgeEvaluate(b *testing.B) {
 // BenchmarkJudgeCached is a verdict from the cache (no request).
 func BenchmarkJudgeCached(b *testing.B) {
 	srv := benchServer(b)
-	j, err := New(Config{}, Deps{Client: benchClient(b, srv, "judge"), Cache: NewLRU(100)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	j := benchJudge(b, srv, NewLRU(100))
 	b.ReportAllocs()
 	for b.Loop() {
 		if res, _, err := j.Evaluate(context.Background(), criterion, benchInput, "Selected DEV.", 1); err != nil || !res.Passed {
@@ -149,10 +149,7 @@ func BenchmarkBaselineHTTP(b *testing.B) {
 		return agenttest.Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: string(body)}
 	})
 	a := agent.NewBuiltIn(benchClient(b, capture, "agent"), nil)
-	j, err := New(Config{}, Deps{Client: benchClient(b, capture, "judge")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	j := benchJudge(b, capture, nil)
 	out, _, err := a.Run(context.Background(), instantSandbox{}, agent.Request{Input: benchInput, Catalog: benchCatalog, WorkDir: "/work"})
 	if err != nil {
 		b.Fatal(err)
