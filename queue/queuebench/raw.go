@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 // Stats is the outcome of one measurement.
 type Stats struct {
-	// Messages moved and the size of each.
+	// Messages moved and their mean payload size in bytes.
 	Messages, Size int
 	// Elapsed runs from the first publish to the server's confirmation of the last ack.
 	Elapsed time.Duration
@@ -33,24 +35,63 @@ const (
 	maxPending = 4096
 )
 
-// Raw moves n messages of size bytes through a throw-away work-queue stream on file storage
-// (like the jobs stream): one goroutine publishes with PublishAsync, another pulls batches of
-// fetchBatch with a durable pull consumer and acks each message; they run concurrently. The
-// stream is deleted afterwards.
+// Raw moves n messages of size bytes on one subject through a throw-away work-queue stream, as
+// RawMsgs does.
 func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 	if n < 1 || size < 0 {
 		return Stats{}, fmt.Errorf("queuebench: want n >= 1 and size >= 0, got %d and %d", n, size)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending))
+	subject := "queuebench." + nuid.Next()
+	payload := make([]byte, size)
+	msgs := make([]*nats.Msg, n)
+	for i := range msgs {
+		msgs[i] = &nats.Msg{Subject: subject, Data: payload}
+	}
+	return RawMsgs(ctx, nc, msgs)
+}
+
+// RawMsgs moves msgs, headers included, through a throw-away work-queue stream on file storage
+// (like the jobs stream) that takes their subjects: one goroutine publishes them in order with
+// PublishMsgAsync, another pulls batches of fetchBatch with a durable pull consumer and acks
+// each message; they run concurrently. The stream is deleted afterwards. A message's
+// Nats-Expected-Stream header, if any, names the throw-away stream instead, so the server makes
+// the same check. The server must hold no other stream on those subjects, and message ids, if
+// the messages carry them, must be distinct: a deduplicated message never arrives.
+func RawMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (Stats, error) {
+	n := len(msgs)
+	if n < 1 {
+		return Stats{}, errors.New("queuebench: no messages to move")
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending),
+		// A message the server refuses never arrives: stop rather than wait for it.
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
+			cancel(fmt.Errorf("queuebench: store message: %w", err))
+		}))
 	if err != nil {
 		return Stats{}, err
 	}
 	defer js.CleanupPublisher()
-	id := nuid.Next()
-	name, subject := "QUEUEBENCH_"+id, "queuebench."+id
+	name := "QUEUEBENCH_" + nuid.Next()
+	subjects := make(map[string]bool)
+	payload := 0
+	out := make([]*nats.Msg, n)
+	for i, m := range msgs {
+		subjects[m.Subject] = true
+		payload += len(m.Data)
+		c := &nats.Msg{Subject: m.Subject, Data: m.Data}
+		if len(m.Header) > 0 {
+			c.Header = maps.Clone(m.Header)
+			if _, ok := c.Header[jetstream.ExpectedStreamHeader]; ok {
+				c.Header[jetstream.ExpectedStreamHeader] = []string{name}
+			}
+		}
+		out[i] = c
+	}
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:      name,
-		Subjects:  []string{subject},
+		Subjects:  slices.Sorted(maps.Keys(subjects)),
 		Retention: jetstream.WorkQueuePolicy,
 		Storage:   jetstream.FileStorage,
 	})
@@ -71,22 +112,19 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 		return Stats{}, fmt.Errorf("queuebench: create consumer: %w", err)
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	payload := make([]byte, size)
+	// The first failure cancels ctx with its cause; the other goroutine then stops too.
 	var (
-		wg              sync.WaitGroup
-		pubErr, recvErr error
-		pubElapsed      time.Duration
+		wg         sync.WaitGroup
+		got        int
+		pubElapsed time.Duration
 	)
 	start := time.Now()
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for i := 0; i < n; i++ {
-			if _, err := js.PublishAsync(subject, payload); err != nil {
-				pubErr = fmt.Errorf("queuebench: publish %d: %w", i, err)
-				cancel()
+		for i, m := range out {
+			if _, err := js.PublishMsgAsync(m); err != nil {
+				cancel(fmt.Errorf("queuebench: publish %d: %w", i, err))
 				return
 			}
 		}
@@ -94,40 +132,32 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 		case <-js.PublishAsyncComplete():
 			pubElapsed = time.Since(start)
 		case <-ctx.Done():
-			pubErr = fmt.Errorf("queuebench: wait for publish acks: %w", ctx.Err())
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		for got := 0; got < n; {
+		for got < n && ctx.Err() == nil {
 			batch, err := cons.Fetch(min(fetchBatch, n-got), jetstream.FetchMaxWait(5*time.Second))
 			if err != nil {
-				recvErr = fmt.Errorf("queuebench: fetch: %w", err)
-				cancel()
+				cancel(fmt.Errorf("queuebench: fetch: %w", err))
 				return
 			}
 			for m := range batch.Messages() {
 				if err := m.Ack(); err != nil {
-					recvErr = fmt.Errorf("queuebench: ack: %w", err)
-					cancel()
+					cancel(fmt.Errorf("queuebench: ack: %w", err))
 					return
 				}
 				got++
 			}
 			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-				recvErr = fmt.Errorf("queuebench: fetch: %w", err)
-				cancel()
-				return
-			}
-			if ctx.Err() != nil {
-				recvErr = fmt.Errorf("queuebench: after %d of %d messages: %w", got, n, ctx.Err())
+				cancel(fmt.Errorf("queuebench: fetch: %w", err))
 				return
 			}
 		}
 	}()
 	wg.Wait()
-	if err := errors.Join(pubErr, recvErr); err != nil {
-		return Stats{}, err
+	if got < n {
+		return Stats{}, fmt.Errorf("queuebench: %d of %d messages moved: %w", got, n, context.Cause(ctx))
 	}
 	// Acks are fire-and-forget; a flush makes the server have read the last one.
 	if err := nc.FlushTimeout(30 * time.Second); err != nil {
@@ -136,7 +166,7 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 	elapsed := time.Since(start)
 	return Stats{
 		Messages:       n,
-		Size:           size,
+		Size:           payload / n,
 		Elapsed:        elapsed,
 		PublishElapsed: pubElapsed,
 		MsgsPerSec:     float64(n) / elapsed.Seconds(),

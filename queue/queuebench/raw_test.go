@@ -2,13 +2,16 @@ package queuebench_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuebench"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -91,5 +94,44 @@ func noStreamsLeft(t *testing.T, ctx context.Context, nc *nats.Conn) {
 		if strings.HasPrefix(name, "QUEUEBENCH_") {
 			t.Errorf("stream %s left behind", name)
 		}
+	}
+}
+
+func TestRawMsgsMovesMessagesAsTheyAre(t *testing.T) {
+	// A server without skillfleet's streams: the messages keep the jobs' own subjects.
+	srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir()}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var msgs []*nats.Msg
+	for i := range 500 {
+		m := nats.NewMsg(queue.JobSubject(queue.Lanes()[i%2], "r1"))
+		m.Data = []byte(strings.Repeat("j", 10+i%7))
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("r1.j%d", i))
+		// Publishing this as it is would fail: no stream of that name exists here.
+		m.Header.Set(jetstream.ExpectedStreamHeader, queue.JobsStream)
+		msgs = append(msgs, m)
+	}
+	st, err := queuebench.RawMsgs(ctx, nc, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages != 500 || st.Size != 12 || st.MsgsPerSec <= 0 {
+		t.Errorf("stats = %+v, want 500 messages of 12 bytes on average", st)
+	}
+	if got := msgs[0].Header.Get(jetstream.ExpectedStreamHeader); got != queue.JobsStream {
+		t.Errorf("the caller's message was changed: expected stream %q", got)
+	}
+	noStreamsLeft(t, ctx, nc)
+	if _, err := queuebench.RawMsgs(ctx, nc, nil); err == nil {
+		t.Error("RawMsgs accepted no messages")
 	}
 }
