@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	skillworker "github.com/skillfleet/skillfleet/worker"
 )
 
 // docker runs the docker CLI and returns its trimmed output, failing the test on an error.
@@ -99,11 +101,28 @@ func TestContainerizedFleet(t *testing.T) {
 	api := "http://" + strings.Split(hostPort, "\n")[0]
 	waitHTTP(t, nil, api+"/readyz")
 
-	cache := filepath.Join(t.TempDir(), "bundles")
-	if err := os.MkdirAll(cache, 0o777); err != nil {
+	// The node path that worker pods on one engine share (Helm's host mode), with the
+	// directories of a pod that is gone and of one that runs (this process holds its lock).
+	shared := filepath.Join(t.TempDir(), "shared")
+	live, err := skillworker.ClaimDir(shared, "live-pod", skillworker.ClaimOptions{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(cache, 0o777); err != nil { // the worker's user is 65532
+	defer live.Release()
+	gone := filepath.Join(shared, "gone-pod")
+	if err := os.MkdirAll(filepath.Join(gone, "bundles"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gone, ".lock"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// The worker's user is 65532: it may lock and remove what is there, as on a node.
+	for _, p := range []string{shared, gone, filepath.Join(gone, "bundles"), live.Dir} {
+		if err := os.Chmod(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(live.Dir, ".lock"), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	sock := dockerSocket(t)
@@ -112,14 +131,25 @@ func TestContainerizedFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	worker := run("worker-"+id, "-v", sock+":/var/run/docker.sock", "--group-add", fmt.Sprint(st.Gid),
-		"-v", cache+":"+cache, "-e", "SKILLFLEET_NATS_TOKEN="+natsToken,
+		"-v", shared+":"+shared, "-e", "SKILLFLEET_NATS_TOKEN="+natsToken,
 		image, "worker", "--nats", "nats://coordinator:4222", "--id", "ctr-"+id, "--slots", "2", "--warm-pool", "1",
-		"--cache", cache, "--metrics", "0.0.0.0:9090", "--drain-grace", "30s")
+		"--shared-dir", shared, "--metrics", "0.0.0.0:9090", "--drain-grace", "30s")
 
 	code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", api, "--token", apiToken,
 		"--follow", "--skill", "env-selector", "--case", "selects-dev", "--case", "config-*", examples)
 	if code != 0 || !strings.Contains(out, "3 cases: 3 passed") {
 		t.Fatalf("submit exit %d, want 0 with 3 passed\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// The worker ran the jobs from its own directory, pruned the gone pod's and left the
+	// running pod's alone: the lock held out here counts inside the container.
+	if ents, err := os.ReadDir(filepath.Join(shared, "ctr-"+id, "bundles")); err != nil || len(ents) == 0 {
+		t.Errorf("the worker's bundle cache under the shared directory is empty (%v)", err)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("the gone pod's directory is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(live.Dir, ".lock")); err != nil {
+		t.Errorf("the running pod's directory was touched: %v", err)
 	}
 
 	for _, name := range []string{worker, coordinator} {

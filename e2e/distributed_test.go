@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	skillworker "github.com/skillfleet/skillfleet/worker"
 )
 
 const examples = "../examples/skills"
@@ -174,6 +176,16 @@ func TestDaemonRefusals(t *testing.T) {
 		return append([]string{"--id", "e2e-refused", "--metrics", "", "--warm-pool", "0", "--cache", cache}, args...)
 	}
 	tls := ns.clientFlags()
+	// A worker with this id is running on the shared directory: this process holds its lock.
+	shared := filepath.Join(dir, "shared")
+	held, err := skillworker.ClaimDir(shared, "e2e-taken", skillworker.ClaimOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	onShared := func(id string) []string {
+		return append([]string{"--id", id, "--metrics", "", "--warm-pool", "0", "--shared-dir", shared, "--nats-token-file", goodToken}, tls...)
+	}
 	tests := []struct {
 		name, bin string
 		args      []string
@@ -188,6 +200,9 @@ func TestDaemonRefusals(t *testing.T) {
 		{"worker: two auth methods", "worker", worker(append(tls, "--nats-token", "t", "--nats-user", "u")...), 2, "only one"},
 		{"worker: unknown --image-missing", "worker", worker(append(tls, "--nats-token-file", goodToken, "--image-missing", "guess")...), 2, "fail, pull or build"},
 		{"worker: image missing and not pullable", "worker", worker(append(tls, "--nats-token-file", goodToken, "--image-missing", "pull", "--image", "skillfleet/absent:0")...), 1, "pull skillfleet/absent:0"},
+		{"worker: --shared-dir with --cache", "worker", worker(append(tls, "--nats-token-file", goodToken, "--shared-dir", shared)...), 2, "replaces --cache"},
+		{"worker: id taken on the shared directory", "worker", onShared("e2e-taken"), 1, "held by another running worker with id e2e-taken"},
+		{"worker: id that cannot name a directory", "worker", onShared(".hidden"), 2, "single path element"},
 		{"coordinator: wrong NATS token", "coordinator", append([]string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c1")}, append(tls, "--nats-token-file", badToken)...), 1, "authorization violation"},
 		{"coordinator: open embedded NATS beyond loopback", "coordinator", []string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c2"), "--embedded-nats", "0.0.0.0:0"}, 2, "beyond loopback"},
 		{"coordinator: embedded NATS with TLS flags", "coordinator", []string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c3"), "--embedded-nats", "127.0.0.1:0", "--nats-tls-ca", ns.PKI.CA}, 2, "token only"},

@@ -30,10 +30,13 @@ import (
 )
 
 type options struct {
-	id             string
-	slots          int
-	metricsAddr    string
-	cacheDir       string
+	id          string
+	slots       int
+	metricsAddr string
+	cacheDir    string
+	sharedDir   string
+	// dirsGiven is whether --cache or --gateway-dir was on the command line.
+	dirsGiven      bool
 	image          string
 	runtime        string
 	requireRuntime bool
@@ -59,13 +62,17 @@ func main() {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.dirsGiven = cmd.Flags().Changed("cache") || cmd.Flags().Changed("gateway-dir")
+			return run(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.id, "id", host, "worker id: stable across restarts, so stray containers of a crashed worker are recognised")
 	f.IntVar(&o.slots, "slots", 2, "jobs run at once")
 	f.StringVar(&o.metricsAddr, "metrics", "127.0.0.1:9090", "address of /metrics and /healthz; empty disables")
 	f.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "skillfleet-bundles"), "bundle cache; must be a path the Docker engine can bind-mount")
+	f.StringVar(&o.sharedDir, "shared-dir", "", "a directory the workers using one Docker engine share (a node path): this worker keeps its bundle cache and gateway sockets in DIR/<id>, locked while it runs, and removes the directories of workers that are gone; replaces --cache and --gateway-dir")
 	f.StringVar(&o.image, "image", sandbox.DefaultImage, "sandbox image")
 	f.StringVar(&o.imageMissing, "image-missing", "fail", "when the sandbox image is not on the engine: fail, pull (--image from its registry) or build (the embedded Dockerfile; the engine must reach Debian's registry)")
 	f.StringVar(&o.runtime, "runtime", "", "container runtime, e.g. runsc (gVisor); empty uses the engine's default")
@@ -106,6 +113,22 @@ func run(ctx context.Context, o options) error {
 			return cmdutil.Usage(fmt.Errorf("--seccomp-profile: %w", err))
 		}
 		seccomp = string(b)
+	}
+	if o.sharedDir != "" {
+		if o.dirsGiven {
+			return cmdutil.Usage(errors.New("--shared-dir replaces --cache and --gateway-dir: give one or the others"))
+		}
+		claim, err := worker.ClaimDir(o.sharedDir, o.id, worker.ClaimOptions{}, log.Named("shared-dir"))
+		if errors.Is(err, worker.ErrBadID) {
+			return cmdutil.Usage(fmt.Errorf("--id with --shared-dir: %w", err))
+		}
+		if err != nil {
+			return err
+		}
+		// Deferred first, so released last: the gateways' sockets live in the directory.
+		defer func() { _ = claim.Release() }()
+		o.cacheDir = filepath.Join(claim.Dir, "bundles")
+		o.models.GatewayDir = filepath.Join(claim.Dir, "gateways")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -249,20 +249,26 @@ func checkPod(t *testing.T, d manifest, flags map[string][]string) {
 		t.Fatalf("%s has no worker container", d.Metadata.Name)
 	default:
 		cache, _ := worker.arg("--cache")
+		shared, _ := worker.arg("--shared-dir")
 		grace, _ := worker.arg("--drain-grace")
 		if g := strings.TrimSuffix(grace, "s"); g == "" || pod.TerminationGracePeriodSeconds <= atoi(t, g) {
 			t.Errorf("worker: terminationGracePeriodSeconds %d does not outlast --drain-grace=%s", pod.TerminationGracePeriodSeconds, grace)
 		}
 		// The engine bind-mounts bundles by the worker's path: it must see the same files there.
 		root := worker.mount("cache")
-		if root == "" || !strings.HasPrefix(cache, root+"/") {
-			t.Fatalf("worker: --cache=%s is not on the cache volume (mounted at %q)", cache, root)
-		}
 		if engine != nil {
+			if root == "" || !strings.HasPrefix(cache, root+"/") || shared != "" {
+				t.Fatalf("worker: --cache=%s is not on the cache volume (mounted at %q), or --shared-dir=%q is set for a pod's own engine", cache, root, shared)
+			}
 			if got := engine.mount("cache"); got != root {
 				t.Errorf("the engine mounts the cache at %q, the worker at %q: bundles would not be found", got, root)
 			}
 		} else {
+			// The node's engine, shared with the node's other worker pods: each worker keeps
+			// its directory under the node path and prunes those of gone pods.
+			if root == "" || shared != root || cache != "" {
+				t.Fatalf("host engine: want --shared-dir on the cache volume (mounted at %q) and no --cache; got --shared-dir=%q --cache=%q", root, shared, cache)
+			}
 			for _, v := range pod.Volumes {
 				if v.Name == "cache" && (v.HostPath == nil || v.HostPath.Path != root) {
 					t.Errorf("host engine: the cache volume must be the node path %s itself", root)
