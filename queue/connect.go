@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,6 +29,10 @@ type ConnectConfig struct {
 	TLSCA   string
 	TLSCert string
 	TLSKey  string
+
+	// InboxPrefix, when set, replaces "_INBOX" in the subjects replies come back on, so that
+	// NATS permissions can let each role subscribe to its own replies only.
+	InboxPrefix string
 }
 
 // Connect connects to NATS for a long-running process: it reconnects forever (2 s apart with up
@@ -78,6 +83,9 @@ func (cfg ConnectConfig) Validate() error {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("queue: set both or neither of the NATS TLS client certificate and key")
 	}
+	if p := cfg.InboxPrefix; p != "" && (strings.ContainsAny(p, "*> \t") || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..")) {
+		return fmt.Errorf("queue: NATS inbox prefix %q must be a subject without wildcards, spaces or empty tokens", p)
+	}
 	return nil
 }
 
@@ -102,6 +110,9 @@ func (cfg ConnectConfig) options() ([]nats.Option, error) {
 		opts = append(opts, nats.Token(cfg.Token))
 	case cfg.User != "":
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
+	if cfg.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
 	}
 	if cfg.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLSCA))

@@ -193,6 +193,8 @@ func TestConnectConfigErrors(t *testing.T) {
 		{"two auth methods", queue.ConnectConfig{Token: "t", User: "u"}, "only one"},
 		{"password without user", queue.ConnectConfig{Password: "p"}, "without a user"},
 		{"cert without key", queue.ConnectConfig{TLSCert: "c.pem"}, "both or neither"},
+		{"wildcard inbox prefix", queue.ConnectConfig{InboxPrefix: "_INBOX.*"}, "inbox prefix"},
+		{"inbox prefix ending in a dot", queue.ConnectConfig{InboxPrefix: "_INBOX_w."}, "inbox prefix"},
 		{"missing nkey file", queue.ConnectConfig{NKeyFile: "/nonexistent/seed.nk"}, "nkey file"},
 		{"nothing listening", queue.ConnectConfig{URL: "nats://127.0.0.1:1"}, "connect to NATS at nats://127.0.0.1:1"},
 	} {

@@ -114,7 +114,7 @@ func IsLoopback(addr string) bool {
 
 // NATSFlags are the connection flags of every process that talks to NATS.
 type NATSFlags struct {
-	URL, Creds, NKey, Token, TokenFile, User, Password, TLSCA, TLSCert, TLSKey string
+	URL, Creds, NKey, Token, TokenFile, User, Password, TLSCA, TLSCert, TLSKey, InboxPrefix string
 }
 
 // Register adds the flags to fs.
@@ -129,6 +129,7 @@ func (n *NATSFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "PEM file of CAs that sign the NATS server's certificate")
 	fs.StringVar(&n.TLSCert, "nats-tls-cert", "", "client certificate (PEM) for NATS mutual TLS")
 	fs.StringVar(&n.TLSKey, "nats-tls-key", "", "client key (PEM) for NATS mutual TLS")
+	fs.StringVar(&n.InboxPrefix, "nats-inbox-prefix", "", "prefix of the subjects replies come back on (default _INBOX); one per role lets NATS permissions keep each role's replies private (see deploy/nats/permissions.conf)")
 }
 
 // Config turns the flags into a checked queue.ConnectConfig; secrets may come from the
@@ -146,6 +147,7 @@ func (n *NATSFlags) Config(name string) (queue.ConnectConfig, error) {
 	cfg := queue.ConnectConfig{
 		URL: n.URL, Name: name, CredsFile: n.Creds, NKeyFile: n.NKey, Token: token,
 		User: n.User, Password: password, TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey,
+		InboxPrefix: n.InboxPrefix,
 	}
 	if err := cfg.Validate(); err != nil {
 		return queue.ConnectConfig{}, Usage(err)
