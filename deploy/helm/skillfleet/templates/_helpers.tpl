@@ -28,21 +28,29 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.coordinator.apiToken.existingSecret | default (printf "%s-api-token" (include "skillfleet.fullname" .)) -}}
 {{- end -}}
 
-{{/* The NATS flags both daemons take; secrets are files, never arguments. */}}
+{{/* The NATS flags a daemon takes; secrets are files, never arguments. Called with
+(dict "root" $ "role" "coordinator"|"worker"): a role's own creds replace the shared token or
+creds, so NATS permissions can give each role only what it needs. */}}
 {{- define "skillfleet.natsArgs" -}}
-{{- if and .Values.nats.token.existingSecret .Values.nats.creds.existingSecret }}
+{{- $n := .root.Values.nats }}
+{{- $r := index $n.roles .role }}
+{{- if and $n.token.existingSecret $n.creds.existingSecret }}
 {{- fail "nats: set token.existingSecret or creds.existingSecret, not both" }}
 {{- end }}
-- --nats={{ .Values.nats.url }}
-{{- if .Values.nats.token.existingSecret }}
-- --nats-token-file=/etc/skillfleet/nats-token/{{ .Values.nats.token.key }}
+- --nats={{ $n.url }}
+{{- if $r.credsSecret }}
+- --nats-creds=/etc/skillfleet/nats-role-creds/{{ $n.creds.key }}
+{{- else if $n.token.existingSecret }}
+- --nats-token-file=/etc/skillfleet/nats-token/{{ $n.token.key }}
+{{- else if $n.creds.existingSecret }}
+- --nats-creds=/etc/skillfleet/nats-creds/{{ $n.creds.key }}
 {{- end }}
-{{- if .Values.nats.creds.existingSecret }}
-- --nats-creds=/etc/skillfleet/nats-creds/{{ .Values.nats.creds.key }}
+{{- with $r.inboxPrefix }}
+- --nats-inbox-prefix={{ . }}
 {{- end }}
-{{- if .Values.nats.tls.existingSecret }}
+{{- if $n.tls.existingSecret }}
 - --nats-tls-ca=/etc/skillfleet/nats-tls/ca.crt
-{{- if .Values.nats.tls.clientCert }}
+{{- if $n.tls.clientCert }}
 - --nats-tls-cert=/etc/skillfleet/nats-tls/tls.crt
 - --nats-tls-key=/etc/skillfleet/nats-tls/tls.key
 {{- end }}
@@ -50,29 +58,36 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "skillfleet.natsMounts" -}}
-{{- if .Values.nats.token.existingSecret }}
+{{- $n := .root.Values.nats }}
+{{- $r := index $n.roles .role }}
+{{- if $r.credsSecret }}
+- {name: nats-role-creds, mountPath: /etc/skillfleet/nats-role-creds, readOnly: true}
+{{- else if $n.token.existingSecret }}
 - {name: nats-token, mountPath: /etc/skillfleet/nats-token, readOnly: true}
-{{- end }}
-{{- if .Values.nats.creds.existingSecret }}
+{{- else if $n.creds.existingSecret }}
 - {name: nats-creds, mountPath: /etc/skillfleet/nats-creds, readOnly: true}
 {{- end }}
-{{- if .Values.nats.tls.existingSecret }}
+{{- if $n.tls.existingSecret }}
 - {name: nats-tls, mountPath: /etc/skillfleet/nats-tls, readOnly: true}
 {{- end }}
 {{- end -}}
 
 {{- define "skillfleet.natsVolumes" -}}
-{{- if .Values.nats.token.existingSecret }}
+{{- $n := .root.Values.nats }}
+{{- $r := index $n.roles .role }}
+{{- if $r.credsSecret }}
+- name: nats-role-creds
+  secret: {secretName: {{ $r.credsSecret }}}
+{{- else if $n.token.existingSecret }}
 - name: nats-token
-  secret: {secretName: {{ .Values.nats.token.existingSecret }}}
-{{- end }}
-{{- if .Values.nats.creds.existingSecret }}
+  secret: {secretName: {{ $n.token.existingSecret }}}
+{{- else if $n.creds.existingSecret }}
 - name: nats-creds
-  secret: {secretName: {{ .Values.nats.creds.existingSecret }}}
+  secret: {secretName: {{ $n.creds.existingSecret }}}
 {{- end }}
-{{- if .Values.nats.tls.existingSecret }}
+{{- if $n.tls.existingSecret }}
 - name: nats-tls
-  secret: {secretName: {{ .Values.nats.tls.existingSecret }}}
+  secret: {secretName: {{ $n.tls.existingSecret }}}
 {{- end }}
 {{- end -}}
 
