@@ -3,11 +3,13 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/system"
+	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 )
@@ -91,19 +93,52 @@ func TestStartChecks(t *testing.T) {
 	}
 }
 
-// The real engine has no runsc: requiring it fails closed and names what is registered.
+// Requiring a runtime the real engine does not have fails closed and names what it has.
 func TestRequiredRuntimeDocker(t *testing.T) {
 	c := realDocker(t)
-	r, err := New(Config{WorkerID: "test-runtime-" + randomHex(3), Runtime: "runsc", RequireRuntime: true}, c, zaptest.NewLogger(t), nil)
+	r, err := New(Config{WorkerID: "test-runtime-" + randomHex(3), Runtime: "skillfleet-absent", RequireRuntime: true}, c, zaptest.NewLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = r.Start(ctx)
-	const want = `sandbox: runtime "runsc" is required but not registered with the Docker engine (registered: `
+	const want = `sandbox: runtime "skillfleet-absent" is required but not registered with the Docker engine (registered: `
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "runc") {
 		t.Fatalf("Start = %v; want %q...runc...)", err, want)
 	}
 	t.Log(err)
+}
+
+// TestGVisorDocker runs sandboxes under gVisor (runsc) on the real engine: the container is
+// gVisor's, and commands, exit codes, the work directory, the wall-clock kill and removal work
+// there as under runc. .ci/run registers runsc with the engine and sets
+// SKILLFLEET_TEST_RUNSC=required, so CI never skips this.
+func TestGVisorDocker(t *testing.T) {
+	c := realDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	info, err := c.Info(ctx, client.InfoOptions{})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := info.Info.Runtimes["runsc"]; !ok {
+		if os.Getenv("SKILLFLEET_TEST_RUNSC") == "required" {
+			t.Fatal("runsc is not registered with the Docker engine, and SKILLFLEET_TEST_RUNSC=required")
+		}
+		t.Skip("runsc (gVisor) is not registered with the Docker engine; .ci/run registers it")
+	}
+	r, _ := newRealRunner(t, c, func(cfg *Config) { cfg.Runtime, cfg.RequireRuntime = "runsc", true })
+	s := acquire(t, r, Spec{JobID: "gvisor", Timeout: time.Minute})
+	// gVisor's own kernel answers, not the host's.
+	if res := sh(t, s, "dmesg | head -1"); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "gVisor") {
+		t.Fatalf("dmesg: exit %d, stdout %q, stderr %q: not a gVisor sandbox", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if res := sh(t, s, "echo data > /work/f && cat /work/f && id -u && exit 3"); res.ExitCode != 3 || string(res.Stdout) != "data\n10001\n" {
+		t.Errorf("work dir and exit code: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	res := sh(t, s, "sleep 60", func(r *ExecRequest) { r.Timeout = 2 * time.Second })
+	if !res.TimedOut {
+		t.Errorf("a command past its timeout was not killed: %+v", res)
+	}
 }
