@@ -33,6 +33,12 @@ func fakeExec137(c *fakeContainer, cmd []string) (string, string, int) {
 	case "oom":
 		c.oom = true
 		return "", "", 137
+	case "die":
+		// A runtime other than runc (gVisor) reports a sandbox that died under a command so.
+		c.running = false
+		return "", "waiting on pid 3: urpc method \"containerManager.WaitPID\" failed: EOF\n", 128
+	case "false":
+		return "", "", 1
 	case "cat":
 		if c.oom {
 			return "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n", "", 0
@@ -240,6 +246,26 @@ func TestExecStates(t *testing.T) {
 	res, err = s.Exec(ctx, ExecRequest{Cmd: []string{"echo"}})
 	if err != nil || res.ExitCode != 0 || res.OOMKilled {
 		t.Fatalf("Exec after oom = %+v, %v; want a normal run", res, err)
+	}
+	// An ordinary failure costs no look at the container.
+	inspects := f.count("ContainerInspect")
+	res, err = s.Exec(ctx, ExecRequest{Cmd: []string{"false"}})
+	if err != nil || res.ExitCode != 1 || res.SandboxExited || f.count("ContainerInspect") != inspects {
+		t.Fatalf("false = %+v, %v, %d inspects; want exit 1 and no inspect", res, err, f.count("ContainerInspect")-inspects)
+	}
+	_ = r.Release(ctx, s)
+
+	// A sandbox that died under a command with an exit code other than runc's: noticed.
+	s, err = r.Acquire(ctx, Spec{JobID: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Exec(ctx, ExecRequest{Cmd: []string{"die"}})
+	if err != nil || !res.SandboxExited || res.ExitCode != 128 {
+		t.Fatalf("die = %+v, %v; want exit 128 and SandboxExited", res, err)
+	}
+	if _, err := s.Exec(ctx, ExecRequest{Cmd: []string{"echo"}}); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Exec after the sandbox died = %v; want ErrNotRunning", err)
 	}
 	_ = r.Release(ctx, s)
 	if err := r.Close(ctx); err != nil {
