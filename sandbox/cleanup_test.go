@@ -39,6 +39,8 @@ func fakeExec137(c *fakeContainer, cmd []string) (string, string, int) {
 		return "", "waiting on pid 3: urpc method \"containerManager.WaitPID\" failed: EOF\n", 128
 	case "false":
 		return "", "", 1
+	case "sigpipe":
+		return "", "", 141
 	case "cat":
 		if c.oom {
 			return "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n", "", 0
@@ -247,11 +249,16 @@ func TestExecStates(t *testing.T) {
 	if err != nil || res.ExitCode != 0 || res.OOMKilled {
 		t.Fatalf("Exec after oom = %+v, %v; want a normal run", res, err)
 	}
-	// An ordinary failure costs no look at the container.
-	inspects := f.count("ContainerInspect")
+	// An ordinary failure costs no look at the container; a signal death one look, no probe.
+	inspects, execs := f.count("ContainerInspect"), f.count("ExecCreate")
 	res, err = s.Exec(ctx, ExecRequest{Cmd: []string{"false"}})
 	if err != nil || res.ExitCode != 1 || res.SandboxExited || f.count("ContainerInspect") != inspects {
 		t.Fatalf("false = %+v, %v, %d inspects; want exit 1 and no inspect", res, err, f.count("ContainerInspect")-inspects)
+	}
+	res, err = s.Exec(ctx, ExecRequest{Cmd: []string{"sigpipe"}})
+	if err != nil || res.ExitCode != 141 || res.SandboxExited || f.count("ContainerInspect") != inspects+1 || f.count("ExecCreate") != execs+2 {
+		t.Fatalf("sigpipe = %+v, %v, %d inspects, %d execs; want exit 141, one inspect and no probe exec",
+			res, err, f.count("ContainerInspect")-inspects, f.count("ExecCreate")-execs)
 	}
 	_ = r.Release(ctx, s)
 

@@ -314,11 +314,18 @@ func (s *Sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 // that we did not send is the memory limit (the cgroup's oom_kill count went up) or a stopped
 // container (its init was killed from inside, which takes every process with it). Exit 126 is
 // also what the engine reports when it could not start the command, e.g. in a container that
-// is going down. Any other exit from 128 up is a signal or the runtime's own failure (gVisor
-// reports a sandbox that died under a command as 128). A probe command tells a live container
-// from a dying one. Ordinary failures (1 to 127 but 126) cost nothing extra.
+// is going down, and 128 what a runtime reports when the command's sandbox died under it
+// (gVisor). A probe command tells a live container from a dying one. Other signal deaths
+// (SIGPIPE's 141 is common in pipelines) get a look at the container's state only, without the
+// probe's cost; ordinary failures (1 to 127 but 126) cost nothing extra.
 func (s *Sandbox) diagnose(ctx context.Context, res *ExecResult) {
-	if res.ExitCode != 126 && res.ExitCode < 128 {
+	switch c := res.ExitCode; {
+	case c == 126 || c == 128 || c == 137:
+		// The full diagnosis, below.
+	case c > 128:
+		s.checkStopped(ctx, res)
+		return
+	default:
 		return
 	}
 	if s.checkStopped(ctx, res) {
