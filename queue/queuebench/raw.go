@@ -56,7 +56,7 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 // each message; they run concurrently. The stream is deleted afterwards. A message's
 // Nats-Expected-Stream header, if any, names the throw-away stream instead, so the server makes
 // the same check. The server must hold no other stream on those subjects, and message ids, if
-// the messages carry them, must be distinct: a deduplicated message never arrives.
+// the messages carry them, must be distinct: a duplicate is an error.
 func RawMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (Stats, error) {
 	n := len(msgs)
 	if n < 1 {
@@ -68,6 +68,12 @@ func RawMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (Stats, error
 		// A message the server refuses never arrives: stop rather than wait for it.
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
 			cancel(fmt.Errorf("queuebench: store message: %w", err))
+		}),
+		// Nor does one the server took for a duplicate.
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
+			if ack.Duplicate {
+				cancel(fmt.Errorf("queuebench: message id %q stored twice", m.Header.Get(jetstream.MsgIDHeader)))
+			}
 		}))
 	if err != nil {
 		return Stats{}, err

@@ -134,4 +134,10 @@ func TestRawMsgsMovesMessagesAsTheyAre(t *testing.T) {
 	if _, err := queuebench.RawMsgs(ctx, nc, nil); err == nil {
 		t.Error("RawMsgs accepted no messages")
 	}
+	// A message id twice: the second is never delivered, so RawMsgs must say so, not wait.
+	dup := []*nats.Msg{msgs[0], msgs[2], msgs[0]}
+	if _, err := queuebench.RawMsgs(ctx, nc, dup); err == nil || !strings.Contains(err.Error(), `message id "r1.j0" stored twice`) {
+		t.Errorf("RawMsgs with a duplicate message id = %v", err)
+	}
+	noStreamsLeft(t, ctx, nc)
 }
