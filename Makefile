@@ -5,14 +5,18 @@ GO       ?= go
 BIN      := bin
 SKILLFLEET := $(BIN)/skillfleet
 
-.PHONY: all build demo test sandbox lint fuzz bench generate check-generated check-helm image clean
+.PHONY: all build deps demo test sandbox lint fuzz bench generate check-generated check-helm image clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-sandbox: build
+# deps installs the Debian packages the image build and the tests need (.ci/deps).
+deps:
+	.ci/deps
+
+sandbox: build deps
 	$(SKILLFLEET) sandbox build
 
 demo: sandbox
