@@ -67,6 +67,29 @@ func (c *Catalog) Root(s *Skill) string {
 	return ""
 }
 
+// EmptyRoots reports, as discovery.empty errors, the roots in which no SKILL.md was found.
+// Roots that could not be read are left to discovery.root. A command given a mistyped path
+// must fail rather than report "0 skills, 0 errors".
+func (c *Catalog) EmptyRoots(ds Diagnostics) Diagnostics {
+	found := make([]bool, len(c.roots))
+	for _, i := range c.rootOf {
+		found[i] = true
+	}
+	unreadable := map[string]bool{}
+	for _, d := range ds {
+		if d.Rule == RuleDiscoveryRoot {
+			unreadable[d.File] = true
+		}
+	}
+	var out Diagnostics
+	for i, root := range c.roots {
+		if !found[i] && !unreadable[root] {
+			out = append(out, errorAt(RuleDiscoveryEmpty, root, 0, "no skill found: no "+FileName+" in this directory or below it"))
+		}
+	}
+	return out
+}
+
 // NewCatalog builds a catalog of already-parsed skills as if they had been found, in order, in
 // a single root. It applies the same duplicate-name rule as Discover.
 func NewCatalog(skills ...*Skill) (*Catalog, Diagnostics) {

@@ -48,6 +48,7 @@ const (
 	RuleRequiresInvalidVersion   = "requires.invalidVersion"
 	RuleRequiresSelf             = "requires.self"
 	RuleDiscoveryRoot            = "discovery.root"
+	RuleDiscoveryEmpty           = "discovery.empty"
 	RuleDiscoveryShadowed        = "discovery.shadowed"
 	RuleDiscoveryDuplicateName   = "discovery.duplicateName"
 	RuleDiscoverySymlinkLoop     = "discovery.symlinkLoop"
@@ -113,6 +114,7 @@ func Rules() []RuleInfo {
 		{RuleRequiresInvalidVersion, e, "resolve", "a version is not SemVer (a warning for a metadata.version nobody constrains)"},
 		{RuleRequiresSelf, e, "resolve", "a skill requires itself"},
 		{RuleDiscoveryRoot, e, "discover", "a root does not exist or is not a directory"},
+		{RuleDiscoveryEmpty, e, "discover", "a path given to validate, lint or deps holds no skill at any depth"},
 		{RuleDiscoveryShadowed, i, "discover", "a later root's skill is hidden by an earlier root's skill of the same name"},
 		{RuleDiscoveryDuplicateName, e, "discover", "two skills of one name inside one root"},
 		{RuleDiscoverySymlinkLoop, w, "discover", "a symlinked directory leads back to one of its ancestors"},

@@ -122,8 +122,9 @@ func ruleCases() []ruleCase {
 		// discovery
 		{name: "discovery-duplicate", fires: []string{RuleDiscoveryDuplicateName}, quiet: []string{RuleDiscoveryShadowed}},
 		{name: "discovery-shadowed", roots: []string{"first", "second"}, fires: []string{RuleDiscoveryShadowed}, quiet: []string{RuleDiscoveryDuplicateName}},
-		{name: "discovery-layout", quiet: []string{RuleDiscoveryDuplicateName, RuleDiscoveryUnreadable, RuleDiscoveryRoot}},
-		{name: "discovery-root-missing", roots: []string{"does-not-exist"}, fires: []string{RuleDiscoveryRoot}},
+		{name: "discovery-layout", quiet: []string{RuleDiscoveryDuplicateName, RuleDiscoveryUnreadable, RuleDiscoveryRoot, RuleDiscoveryEmpty}},
+		{name: "discovery-root-missing", roots: []string{"does-not-exist"}, fires: []string{RuleDiscoveryRoot}, quiet: []string{RuleDiscoveryEmpty}},
+		{name: "discovery-empty", setup: setupEmptyRoot, fires: []string{RuleDiscoveryEmpty}},
 		{name: "discovery-symlinks", setup: setupSymlinks, fires: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot}},
 		{name: "discovery-symlinks-inside", setup: setupSymlinksInside, quiet: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot, RuleDiscoveryDuplicateName}},
 		{name: "discovery-unreadable", roots: []string{"../discovery-layout"}, readDir: failReadDir("deep"), fires: []string{RuleDiscoveryUnreadable}},
@@ -148,6 +149,7 @@ func ruleCases() []ruleCase {
 // runPipeline runs everything the CLI runs on roots and returns the sorted diagnostics.
 func runPipeline(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) Diagnostics {
 	cat, ds := discover(roots, opts, readDir)
+	ds = append(ds, cat.EmptyRoots(ds)...)
 	for _, s := range cat.All() {
 		ds = append(ds, Validate(s, opts)...)
 		ds = append(ds, Lint(s)...)
@@ -349,4 +351,16 @@ func TestUnreadableDirectoryReal(t *testing.T) {
 	if len(cat.Skills()) != 1 || !slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Rule == RuleDiscoveryUnreadable }) {
 		t.Errorf("want 1 skill and discovery.unreadable, got %d skills, %v", len(cat.Skills()), ds)
 	}
+}
+
+// setupEmptyRoot makes a root with files but no SKILL.md at any depth.
+func setupEmptyRoot(t *testing.T, tmp string) []string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(tmp, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "docs", "README.md"), []byte("no skill here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{tmp}
 }

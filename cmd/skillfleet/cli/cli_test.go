@@ -54,6 +54,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"deps", good}, ExitOK},
 		{[]string{"deps", broken}, ExitErrors},
 		{[]string{"deps", "--check-circular", good}, ExitOK},
+		{[]string{"deps", "--check-circular", "testdata/self"}, ExitErrors}, // requires itself
+		{[]string{"deps", "--check-circular", "testdata/noskills"}, ExitErrors},
+		{[]string{"validate", "testdata/noskills"}, ExitErrors}, // no skill at all is not "0 errors"
+		{[]string{"lint", "testdata/noskills"}, ExitErrors},
+		{[]string{"deps", "testdata/noskills"}, ExitErrors},
 		{[]string{"deps", "--graph", "png", good}, ExitUsage},
 		{[]string{"deps", "--graph", "dot", "--format", "json", good}, ExitUsage},
 		{[]string{"deps", good, broken}, ExitUsage},

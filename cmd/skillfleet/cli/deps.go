@@ -51,8 +51,16 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			g, rds := skill.Resolve(t.catalog, opts)
 			var ds skill.Diagnostics
 			if checkCircular {
+				// A path that holds no skill (or none at all) fails here too, or a mistyped
+				// path would pass the check.
+				for _, d := range t.diags {
+					if d.Rule == skill.RuleDiscoveryRoot || d.Rule == skill.RuleDiscoveryEmpty {
+						ds = append(ds, d)
+					}
+				}
 				for _, d := range rds {
-					if d.Rule == skill.RuleRequiresCycle {
+					// A skill that requires itself is the shortest cycle there is.
+					if d.Rule == skill.RuleRequiresCycle || d.Rule == skill.RuleRequiresSelf {
 						ds = append(ds, d)
 					}
 				}

@@ -60,6 +60,7 @@ func loadTarget(path string, opts skill.Options, siblings bool) *target {
 	dir, single := skillDir(path)
 	if !single {
 		cat, ds := skill.Discover([]string{path}, opts)
+		ds = append(ds, cat.EmptyRoots(ds)...)
 		return &target{catalog: cat, skills: cat.All(), diags: ds}
 	}
 	roots := []string{dir}
