@@ -19,8 +19,20 @@ deps:
 sandbox: build deps
 	$(SKILLFLEET) sandbox build
 
+# MODEL (with OPENAI_BASE_URL, and OPENAI_API_KEY where the endpoint needs one) names the model
+# the example suite's prompt cases run against, and judges them unless JUDGE_MODEL is set.
+# Without it, demo runs the cases that need no model and says how to run the others.
+MODEL       ?=
+JUDGE_MODEL ?= $(MODEL)
+
 demo: sandbox
-	$(SKILLFLEET) test --workers 4 examples/skills
+ifeq ($(strip $(MODEL)),)
+	$(SKILLFLEET) test --workers 4 --kind command examples/skills
+	@echo "demo: the prompt cases need a model and were not run; run them too with: make demo MODEL=<model> OPENAI_BASE_URL=<endpoint> [OPENAI_API_KEY=<key>]"
+else
+	OPENAI_BASE_URL="$(OPENAI_BASE_URL)" OPENAI_API_KEY="$(OPENAI_API_KEY)" \
+		$(SKILLFLEET) test --workers 4 --model "$(MODEL)" --judge-model "$(JUDGE_MODEL)" examples/skills
+endif
 
 test: sandbox
 	$(GO) vet ./...

@@ -84,7 +84,7 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 // priority (on-demand or scheduled) and deadline (a Go duration).
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	spec := &pb.RunSpec{Name: q.Get("name"), SkillGlobs: q["skill"], CaseGlobs: q["case"], Agents: q["agent"]}
+	spec := &pb.RunSpec{Name: q.Get("name"), SkillGlobs: q["skill"], CaseGlobs: q["case"], CaseKinds: q["kind"], Agents: q["agent"]}
 	switch q.Get("priority") {
 	case "", "on-demand", "ondemand":
 		spec.Priority = pb.Priority_PRIORITY_ON_DEMAND
@@ -127,7 +127,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	if proto.Size(limits) > 0 {
 		spec.Limits = limits // workers clamp them to their operator's maxima
 	}
-	if err := (suite.Filter{Skills: spec.SkillGlobs, Cases: spec.CaseGlobs}).Validate(); err != nil {
+	if err := (suite.Filter{Skills: spec.SkillGlobs, Cases: spec.CaseGlobs, Kinds: suite.Kinds(spec.CaseKinds)}).Validate(); err != nil {
 		writeError(w, http.StatusBadRequest, err, nil)
 		return
 	}

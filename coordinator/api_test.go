@@ -840,7 +840,7 @@ func TestClientRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	c := a.client()
 	st, err := c.Submit(ctx, bytes.NewReader(bundleOf(t, examples)), coordinator.SubmitOptions{
-		Name: "ci", Skills: []string{"env-*"}, Cases: []string{"select_dev", "default_is_dev"}, Agents: []string{"client"},
+		Name: "ci", Skills: []string{"env-*"}, Cases: []string{"select_dev", "default_is_dev", "selects-dev"}, Kinds: []string{"prompt"}, Agents: []string{"client"},
 		Scheduled: true, Deadline: 90 * time.Minute,
 	})
 	if err != nil {
@@ -849,7 +849,8 @@ func TestClientRoundTrip(t *testing.T) {
 	spec := st.GetSpec()
 	if st.GetId() == "" || st.GetTotalJobs() != 6 || spec.GetName() != "ci" || spec.GetPriority() != pb.Priority_PRIORITY_SCHEDULED ||
 		spec.GetDeadlineMs() != (90*time.Minute).Milliseconds() || strings.Join(spec.GetSkillGlobs(), ",") != "env-*" ||
-		strings.Join(spec.GetCaseGlobs(), ",") != "select_dev,default_is_dev" || strings.Join(spec.GetAgents(), ",") != "client" {
+		strings.Join(spec.GetCaseGlobs(), ",") != "select_dev,default_is_dev,selects-dev" || strings.Join(spec.GetCaseKinds(), ",") != "prompt" ||
+		strings.Join(spec.GetAgents(), ",") != "client" {
 		t.Fatalf("submitted %v", st)
 	}
 	id := st.GetId()

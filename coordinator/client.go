@@ -53,9 +53,11 @@ func (e *APIError) Error() string {
 
 // SubmitOptions are a run's options.
 type SubmitOptions struct {
-	Name      string
-	Skills    []string
-	Cases     []string
+	Name   string
+	Skills []string
+	Cases  []string
+	// Kinds keeps only cases of these kinds ("prompt", "command"); empty keeps all.
+	Kinds     []string
 	Agents    []string
 	Scheduled bool
 	Deadline  time.Duration
@@ -71,7 +73,7 @@ func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) 
 	if o.Name != "" {
 		q.Set("name", o.Name)
 	}
-	q["skill"], q["case"], q["agent"] = o.Skills, o.Cases, o.Agents
+	q["skill"], q["case"], q["kind"], q["agent"] = o.Skills, o.Cases, o.Kinds, o.Agents
 	if o.Scheduled {
 		q.Set("priority", "scheduled")
 	}

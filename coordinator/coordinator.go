@@ -278,7 +278,7 @@ func (c *Coordinator) prepare(ctx context.Context, spec *pb.RunSpec) (*run, erro
 		agents = c.cfg.Agents
 	}
 	plan, err := s.Plan(suite.PlanOptions{
-		Filter: suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs()},
+		Filter: suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs(), Kinds: suite.Kinds(spec.GetCaseKinds())},
 		Agents: agents,
 	})
 	if err != nil {

@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/skillfleet/skillfleet/skill"
 )
 
-// Filter selects skills and cases by glob (path.Match syntax); empty patterns match everything.
+// Filter selects skills and cases by glob (path.Match syntax) and cases by kind; empty
+// patterns match everything.
 type Filter struct {
 	Skills []string
 	Cases  []string
+	// Kinds keeps only cases of these kinds; empty keeps every kind.
+	Kinds []Kind
 }
 
 // Validate reports a malformed pattern, a usage error rather than a finding.
@@ -24,7 +28,26 @@ func (f Filter) Validate() error {
 			return fmt.Errorf("bad pattern %q: %w", p, err)
 		}
 	}
+	for _, k := range f.Kinds {
+		if k != KindPrompt && k != KindCommand {
+			return fmt.Errorf("unknown case kind %q (want %s or %s)", k, KindPrompt, KindCommand)
+		}
+	}
 	return nil
+}
+
+// Kinds converts kind names (as a run spec or a flag carries them) to Kinds; Validate checks them.
+func Kinds(names []string) []Kind {
+	kinds := make([]Kind, len(names))
+	for i, n := range names {
+		kinds[i] = Kind(n)
+	}
+	return kinds
+}
+
+// keeps reports whether c passes the filter.
+func (f Filter) keeps(c *Case) bool {
+	return matchAny(f.Skills, c.Skill.Name) && matchAny(f.Cases, c.Name) && (len(f.Kinds) == 0 || slices.Contains(f.Kinds, c.Kind))
 }
 
 func matchAny(patterns []string, name string) bool {
@@ -102,7 +125,7 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	// Selected first, so the job list is allocated once: a plan can hold 100,000s of jobs.
 	jobs := 0
 	for _, c := range s.Cases {
-		if !matchAny(opts.Filter.Skills, c.Skill.Name) || !matchAny(opts.Filter.Cases, c.Name) {
+		if !opts.Filter.keeps(c) {
 			continue
 		}
 		p.Cases = append(p.Cases, c)

@@ -32,6 +32,7 @@ type planJob struct {
 // suiteFlags are the selection flags plan, test and submit share.
 type suiteFlags struct {
 	skills, cases, agents []string
+	kinds                 []string
 	force                 bool
 	config                string
 	maxTokens             int64
@@ -43,6 +44,7 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
 	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit); 0: no budget")
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
+	cmd.Flags().StringArrayVar(&f.kinds, "kind", nil, "only cases of this kind: prompt or command (repeatable)")
 }
 
 // prepare loads, validates and plans the suite and reads its configuration, for test and
@@ -95,7 +97,7 @@ func (f *suiteFlags) suiteConfig(e *env, roots []string) (*config.Suite, *pb.Lim
 }
 
 func (f *suiteFlags) options() suite.PlanOptions {
-	return suite.PlanOptions{Filter: suite.Filter{Skills: f.skills, Cases: f.cases}, Agents: f.agents}
+	return suite.PlanOptions{Filter: suite.Filter{Skills: f.skills, Cases: f.cases, Kinds: suite.Kinds(f.kinds)}, Agents: f.agents}
 }
 
 // loadAndPlan loads a suite and plans it; a bad glob is a usage error.

@@ -109,7 +109,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
-				Name: name, Skills: f.skills, Cases: f.cases, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
+				Name: name, Skills: f.skills, Cases: f.cases, Kinds: f.kinds, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
 				Limits: limits, MaxTokens: f.maxTokens,
 			})
 			if err != nil {

@@ -141,7 +141,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	st, err := fleet.Coordinator.Submit(ctx, bundle, &pb.RunSpec{
-		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, Agents: o.flags.agents, Limits: o.limits,
+		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
 		MaxTokens: o.flags.maxTokens,
 	})
 	if err != nil {

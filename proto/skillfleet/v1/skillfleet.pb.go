@@ -1273,7 +1273,10 @@ type RunSpec struct {
 	Limits *Limits `protobuf:"bytes,10,opt,name=limits,proto3" json:"limits,omitempty"`
 	// Model tokens the whole run may spend (agents and judge); 0 means no budget. When the
 	// results show it spent, the run stops: queued jobs are removed and unfinished cases skipped.
-	MaxTokens     int64 `protobuf:"varint,11,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxTokens int64 `protobuf:"varint,11,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// Case kinds to run ("prompt", "command"); empty runs every kind. An older coordinator
+	// ignores it and runs every kind, which is never a false pass: it only runs more.
+	CaseKinds     []string `protobuf:"bytes,12,rep,name=case_kinds,json=caseKinds,proto3" json:"case_kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1383,6 +1386,13 @@ func (x *RunSpec) GetMaxTokens() int64 {
 		return x.MaxTokens
 	}
 	return 0
+}
+
+func (x *RunSpec) GetCaseKinds() []string {
+	if x != nil {
+		return x.CaseKinds
+	}
+	return nil
 }
 
 // Counts tallies cases (not jobs) by verdict.
@@ -1804,7 +1814,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\x89\x03\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xa8\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -1822,7 +1832,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x06limits\x18\n" +
 	" \x01(\v2\x15.skillfleet.v1.LimitsR\x06limits\x12\x1d\n" +
 	"\n" +
-	"max_tokens\x18\v \x01(\x03R\tmaxTokens\"\x9f\x01\n" +
+	"max_tokens\x18\v \x01(\x03R\tmaxTokens\x12\x1d\n" +
+	"\n" +
+	"case_kinds\x18\f \x03(\tR\tcaseKinds\"\x9f\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
