@@ -323,10 +323,14 @@ func (s *Session) reserve(p *preparedRequest, maxOutput int64) (reservation, int
 	defer s.mu.Unlock()
 	r := reservation{prompt: p.promptEstimate, output: p.maxOutput}
 	if s.budget.MaxTokens <= 0 {
+		// Nothing to fit, but a figure to meter an answer without usage at; the request's
+		// own max output (if any) is sent unchanged.
+		send := r.output
 		if r.output == 0 {
-			return reservation{prompt: r.prompt, output: maxOutput}, 0, nil
+			r.output = maxOutput
 		}
-		return r, r.output, nil
+		s.reserved += r.total()
+		return r, send, nil
 	}
 	used := s.usage.Total()
 	left := s.budget.MaxTokens - used - s.reserved

@@ -149,6 +149,9 @@ func TestGatewayBudgetHoldsUnderConcurrency(t *testing.T) {
 			if s.Usage().Total() != reported {
 				t.Errorf("metered %d tokens, the upstream reported %d", s.Usage().Total(), reported)
 			}
+			if r := reservedOf(s); r != 0 {
+				t.Errorf("%d tokens still reserved after every request ended", r)
+			}
 			if maxIn > DefaultGatewayMaxInFlight {
 				t.Errorf("the upstream held %d requests of one job at once, over the cap of %d", maxIn, DefaultGatewayMaxInFlight)
 			}
@@ -157,4 +160,11 @@ func TestGatewayBudgetHoldsUnderConcurrency(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reservedOf is what a session's requests in flight hold.
+func reservedOf(s *Session) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reserved
 }

@@ -162,6 +162,9 @@ func TestGatewayRebuildsRequests(t *testing.T) {
 			if got := up.received(); len(got) != 1 || got[0] != tt.want {
 				t.Errorf("upstream got %q\nwant %s", got, tt.want)
 			}
+			if r := reservedOf(s); r != 0 {
+				t.Errorf("%d tokens still reserved after the answer", r)
+			}
 		})
 	}
 }
