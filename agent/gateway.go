@@ -114,6 +114,9 @@ type Gateway struct {
 	m         *metrics
 	now       func() time.Time
 
+	// onWait, when set (by tests), is called when a request starts waiting for a slot.
+	onWait func()
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	servers  []*http.Server
@@ -412,9 +415,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A slot before the body: waiting requests hold no body in memory.
 	select {
 	case s.slots <- struct{}{}:
-	case <-r.Context().Done():
-		g.count("refused", "client_gone")
-		return
+	default:
+		if g.onWait != nil {
+			g.onWait()
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-r.Context().Done():
+			g.count("refused", "client_gone")
+			return
+		}
 	}
 	defer func() { <-s.slots }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +168,49 @@ func reservedOf(s *Session) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reserved
+}
+
+// A job's requests beyond MaxInFlight wait for a slot instead of reaching the upstream, and go
+// on when one frees up.
+func TestGatewayCapsAJobsRequestsInFlight(t *testing.T) {
+	arrived, release := make(chan struct{}, 8), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, chatAnswer)
+	}))
+	t.Cleanup(up.Close)
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before up.Close, which waits for the held requests
+	f := serveGateway(t, up.URL+"/v1", func(c *GatewayConfig) { c.MaxInFlight = 2 })
+	waiting := make(chan struct{}, 8)
+	f.g.onWait = func() { waiting <- struct{}{} }
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	statuses := make([]int, 3)
+	for i := range statuses {
+		wg.Go(func() { statuses[i] = f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), chatBody).Status })
+	}
+	// Two reach the upstream and one waits, in whatever order; a third arrival means no cap.
+	arrivals, waits := 0, 0
+	for arrivals < 2 || waits < 1 {
+		select {
+		case <-arrived:
+			if arrivals++; arrivals > 2 {
+				t.Fatal("a third request of the job reached the upstream while two were in flight (MaxInFlight 2)")
+			}
+		case <-waiting:
+			waits++
+		}
+	}
+	open() // the waiting one gets a slot, and the upstream answers everything now
+	wg.Wait()
+	if len(arrived) != 1 || !slices.Equal(statuses, []int{200, 200, 200}) {
+		t.Errorf("after the release: %d more arrivals, statuses %v; want 1 and all 200", len(arrived), statuses)
+	}
 }
