@@ -62,6 +62,11 @@ type GatewayConfig struct {
 	// budget leaves more (0 = 4096). It is also what an answer without usage to a request
 	// without a max output is metered at.
 	MaxOutputTokens int64
+	// MaxTokensField is the Chat Completions field that carries that max output:
+	// "max_completion_tokens" (the default; OpenAI's reasoning models refuse max_tokens) or
+	// "max_tokens" (Ollama, LM Studio and llama.cpp servers before February 2026 know only
+	// that one, and ignore the other). A client's own max output keeps its field.
+	MaxTokensField string
 }
 
 // GatewayDeps are a Gateway's collaborators; zero fields get working defaults.
@@ -149,6 +154,13 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	}
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultGatewayMaxOutputTokens
+	}
+	switch cfg.MaxTokensField {
+	case "":
+		cfg.MaxTokensField = "max_completion_tokens"
+	case "max_completion_tokens", "max_tokens":
+	default:
+		return nil, fmt.Errorf("agent: gateway: max tokens field %q: want max_completion_tokens or max_tokens", cfg.MaxTokensField)
 	}
 	if deps.HTTP == nil {
 		deps.HTTP = &http.Client{Timeout: 10 * time.Minute}
@@ -313,7 +325,11 @@ func (s *Session) Close() {
 
 // reservation is what one forwarded request holds against its session's budget until its
 // answer is metered, and what an answer without usage is metered at.
-type reservation struct{ prompt, output int64 }
+type reservation struct {
+	prompt, output int64
+	// bounded: output was sent upstream as the request's max output.
+	bounded bool
+}
 
 func (r reservation) total() int64 { return r.prompt + r.output }
 
@@ -332,6 +348,7 @@ func (s *Session) reserve(p *preparedRequest, maxOutput int64) (reservation, int
 		if r.output == 0 {
 			r.output = maxOutput
 		}
+		r.bounded = send > 0
 		s.reserved += r.total()
 		return r, send, nil
 	}
@@ -352,6 +369,7 @@ func (s *Session) reserve(p *preparedRequest, maxOutput int64) (reservation, int
 		}
 		return reservation{}, 0, ref
 	}
+	r.bounded = true
 	s.reserved += r.total()
 	return r, r.output, nil
 }
@@ -437,7 +455,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
 		return
 	}
-	req, ref := parseRequest(body, responsesAPI)
+	req, ref := parseRequest(body, responsesAPI, g.cfg.MaxTokensField)
 	if ref != nil {
 		log.Info("model gateway: request refused", zap.String("reason", ref.msg))
 		g.refuse(w, ref.status, ref.code, ref.msg)
@@ -593,6 +611,12 @@ func (g *Gateway) settle(s *Session, status int, u *tokenUsage, res reservation,
 	}
 	if metered {
 		g.count("ok", "2xx")
+		if res.bounded && c > res.output {
+			// The budget still holds the real figure, but reservations no longer bound what
+			// requests in flight together can spend: the upstream ignores the max output field.
+			log.Warn("model gateway: the answer's output exceeds the max output asked for; does the upstream ignore the field? (see MaxTokensField)",
+				zap.Int64("completion_tokens", c), zap.Int64("max_output", res.output))
+		}
 	} else {
 		log.Warn("model gateway: upstream answer without usage; refused and metered at its reservation", zap.Int64("tokens", p+c))
 		g.count("failed", "no_usage")

@@ -110,13 +110,14 @@ func badRequest(format string, args ...any) *refusal {
 	return &refusal{status: http.StatusBadRequest, code: "invalid_request", msg: "model gateway: " + fmt.Sprintf(format, args...)}
 }
 
-// parseRequest checks a request body against its endpoint's allow-list.
-func parseRequest(body []byte, responsesAPI bool) (*preparedRequest, *refusal) {
+// parseRequest checks a request body against its endpoint's allow-list. chatMaxField is where
+// a Chat Completion's max output goes when the client named none (GatewayConfig.MaxTokensField).
+func parseRequest(body []byte, responsesAPI bool, chatMaxField string) (*preparedRequest, *refusal) {
 	var params map[string]json.RawMessage
 	if err := json.Unmarshal(body, &params); err != nil || params == nil {
 		return nil, &refusal{status: http.StatusBadRequest, code: "invalid_json", msg: "the request body is not a JSON object"}
 	}
-	allowed, required, maxField := chatFields, "messages", "max_completion_tokens"
+	allowed, required, maxField := chatFields, "messages", chatMaxField
 	if responsesAPI {
 		allowed, required, maxField = responsesFields, "input", "max_output_tokens"
 	}
@@ -149,9 +150,9 @@ func parseRequest(body []byte, responsesAPI bool) (*preparedRequest, *refusal) {
 	if raw, ok := params["stream"]; ok {
 		_ = json.Unmarshal(raw, &p.stream.on)
 	}
-	// The client's own max output, under the field it used; the gateway's goes under the
-	// endpoint's current name.
-	for _, f := range []string{maxField, "max_tokens"} {
+	// The client's own max output (the smaller, if it named two), under the field it used;
+	// one the gateway sets goes under maxField.
+	for _, f := range []string{"max_completion_tokens", "max_tokens", "max_output_tokens"} {
 		if raw, ok := params[f]; ok {
 			var n int64
 			_ = json.Unmarshal(raw, &n)

@@ -121,37 +121,44 @@ func TestGatewayRebuildsRequests(t *testing.T) {
 	tests := []struct {
 		name, path, body string
 		budget           int64
+		maxField         string // GatewayConfig.MaxTokensField
 		want             string
 	}{
 		{"chat: the model is forced", "/v1/chat/completions",
-			`{"model":"gpt-invented","messages":[{"role":"user","content":"hi"}],"temperature":0.2,"seed":7,"stop":null}`, 0,
+			`{"model":"gpt-invented","messages":[{"role":"user","content":"hi"}],"temperature":0.2,"seed":7,"stop":null}`, 0, "",
 			`{"messages":[{"role":"user","content":"hi"}],"model":"gw-model","seed":7,"temperature":0.2}`},
 		{"chat: function tools, n 1, store false pass", "/v1/chat/completions",
-			`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto","n":1,"store":false,"max_tokens":9}`, 0,
+			`{"messages":[],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto","n":1,"store":false,"max_tokens":9}`, 0, "",
 			`{"max_tokens":9,"messages":[],"model":"gw-model","tool_choice":"auto","tools":[{"type":"function","function":{"name":"f"}}]}`},
 		{"chat: a stream asks for usage", "/v1/chat/completions",
-			`{"messages":[],"stream":true}`, 0,
+			`{"messages":[],"stream":true}`, 0, "",
 			`{"messages":[],"model":"gw-model","stream":true,"stream_options":{"include_usage":true}}`},
 		{"chat: under a budget the max output is what is left, bounded", "/v1/chat/completions",
-			`{"messages":[]}`, 100,
+			`{"messages":[]}`, 100, "",
 			`{"max_completion_tokens":96,"messages":[],"model":"gw-model"}`},
 		{"chat: under a large budget the max output is the configured bound", "/v1/chat/completions",
-			`{"messages":[]}`, 1_000_000,
+			`{"messages":[]}`, 1_000_000, "",
 			`{"max_completion_tokens":4096,"messages":[],"model":"gw-model"}`},
 		{"chat: two maxes become the smaller one", "/v1/chat/completions",
-			`{"messages":[],"max_tokens":50,"max_completion_tokens":30}`, 100,
+			`{"messages":[],"max_tokens":50,"max_completion_tokens":30}`, 100, "",
 			`{"max_completion_tokens":30,"messages":[],"model":"gw-model"}`},
 		{"responses: store false is forced, background false dropped", "/v1/responses",
-			`{"model":"gpt-5-codex","input":"hi","instructions":"be brief","background":false,"include":["reasoning.encrypted_content"],"tools":[{"type":"function","name":"shell"}]}`, 0,
+			`{"model":"gpt-5-codex","input":"hi","instructions":"be brief","background":false,"include":["reasoning.encrypted_content"],"tools":[{"type":"function","name":"shell"}]}`, 0, "",
 			`{"include":["reasoning.encrypted_content"],"input":"hi","instructions":"be brief","model":"gw-model","store":false,"tools":[{"type":"function","name":"shell"}]}`},
+		{"chat: the max output field is configurable", "/v1/chat/completions",
+			`{"messages":[]}`, 100, "max_tokens",
+			`{"max_tokens":96,"messages":[],"model":"gw-model"}`},
+		{"chat: the client's max output keeps its field", "/v1/chat/completions",
+			`{"messages":[],"max_completion_tokens":20}`, 100, "max_tokens",
+			`{"max_completion_tokens":20,"messages":[],"model":"gw-model"}`},
 		{"responses: under a budget max_output_tokens is set", "/v1/responses",
-			`{"input":"hi"}`, 100,
+			`{"input":"hi"}`, 100, "",
 			`{"input":"hi","max_output_tokens":96,"model":"gw-model","store":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newRecordingUpstream(t, "application/json", usageAnswers)
-			f := serveGateway(t, up.URL+"/v1", nil)
+			f := serveGateway(t, up.URL+"/v1", func(c *GatewayConfig) { c.MaxTokensField = tt.maxField })
 			s, err := f.g.Open("job", Budget{MaxTokens: tt.budget})
 			if err != nil {
 				t.Fatal(err)
@@ -214,5 +221,18 @@ func TestGatewayRefusesAnswersWithoutUsage(t *testing.T) {
 				t.Errorf("metered %+v, want the reservation of %d tokens", s.Usage(), want)
 			}
 		})
+	}
+}
+
+// A gateway needs the model it forces, and a max tokens field an upstream knows.
+func TestNewGatewayRejectsBadForwardingConfigs(t *testing.T) {
+	for name, cfg := range map[string]GatewayConfig{
+		"no model":         {BaseURL: "http://up/v1"},
+		"bad max field":    {BaseURL: "http://up/v1", Model: "m", MaxTokensField: "max_output_tokens"},
+		"misspelled field": {BaseURL: "http://up/v1", Model: "m", MaxTokensField: "max_token"},
+	} {
+		if _, err := NewGateway(cfg, GatewayDeps{}); err == nil {
+			t.Errorf("%s: NewGateway accepted %+v", name, cfg)
+		}
 	}
 }
