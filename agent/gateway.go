@@ -27,6 +27,12 @@ import (
 const (
 	DefaultGatewayMaxBodyBytes     = 8 << 20
 	DefaultGatewayMaxResponseBytes = 32 << 20
+	// DefaultGatewayMaxInFlight is how many requests of one job the gateway forwards at once.
+	DefaultGatewayMaxInFlight = 4
+	// DefaultGatewayMaxOutputTokens bounds the output the gateway asks for when a budgeted
+	// request names none: low enough for any model's output limit (a larger max is an error
+	// upstream for many models and local servers), high enough for an agent's turn.
+	DefaultGatewayMaxOutputTokens = 4096
 	// GatewaySocketName is the gateway's socket file in the directory given to ListenUnix.
 	GatewaySocketName = "gateway.sock"
 )
@@ -49,6 +55,18 @@ type GatewayConfig struct {
 	MaxBodyBytes int64
 	// MaxResponseBytes caps an upstream answer (0 = 32 MiB; larger gets 502).
 	MaxResponseBytes int64
+	// MaxInFlight is how many requests of one session are forwarded at once (0 = 4); more
+	// wait for a slot (until their client gives up).
+	MaxInFlight int
+	// MaxOutputTokens is the max output set on a budgeted request that names none, when the
+	// budget leaves more (0 = 4096). It is also what an answer without usage to a request
+	// without a max output is metered at.
+	MaxOutputTokens int64
+	// MaxTokensField is the Chat Completions field that carries that max output:
+	// "max_completion_tokens" (the default; OpenAI's reasoning models refuse max_tokens) or
+	// "max_tokens" (Ollama, LM Studio and llama.cpp servers before February 2026 know only
+	// that one, and ignore the other). A client's own max output keeps its field.
+	MaxTokensField string
 }
 
 // GatewayDeps are a Gateway's collaborators; zero fields get working defaults.
@@ -67,9 +85,12 @@ type GatewayDeps struct {
 
 // Budget bounds one session.
 type Budget struct {
-	// MaxTokens is prompt plus completion tokens; once the metered total reaches it, further
-	// requests get 429. 0 = unlimited. Requests already in flight when it is reached still
-	// complete, so a session can end slightly above its budget.
+	// MaxTokens is prompt plus completion tokens; 0 = unlimited. Each request reserves its
+	// prompt estimate plus its max output before it is forwarded (a request naming no max
+	// output gets what the budget leaves, bounded by MaxOutputTokens); a request whose
+	// reservation does not fit gets 429, so requests in flight together cannot overspend.
+	// The answer's metered usage replaces the reservation; the budget holds to the extent
+	// the prompt estimate does (see bytesPerToken).
 	MaxTokens int64
 }
 
@@ -77,6 +98,9 @@ type Budget struct {
 // Responses API) for agent CLIs running inside sandboxes. A CLI authenticates with a per-job
 // token (Open); the gateway swaps it for the real key, forwards only those two calls to the
 // one configured upstream, meters the tokens into the job's session and enforces its budget.
+// A request is parsed and rebuilt from an allow-list of fields (see gatewayrequest.go), sent
+// to the configured model, and forwarded only when its token reservation fits the budget;
+// at most MaxInFlight requests of a job are forwarded at once.
 //
 // It is an http.Handler (tokens of all open sessions are accepted), normally served on a Unix
 // socket with ListenUnix: a sandbox has no network, so the socket's directory is bind-mounted
@@ -95,6 +119,9 @@ type Gateway struct {
 	m         *metrics
 	now       func() time.Time
 
+	// onWait, when set (by tests), is called when a request starts waiting for a slot.
+	onWait func()
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	servers  []*http.Server
@@ -105,6 +132,9 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("agent: gateway: base URL must be an absolute http(s) URL")
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("agent: gateway: a model is required: the gateway sends every request to the configured model")
 	}
 	u.RawQuery, u.Fragment, u.User = "", "", nil
 	base := strings.TrimSuffix(u.Path, "/")
@@ -118,6 +148,19 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	}
 	if cfg.MaxResponseBytes <= 0 {
 		cfg.MaxResponseBytes = DefaultGatewayMaxResponseBytes
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultGatewayMaxInFlight
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = DefaultGatewayMaxOutputTokens
+	}
+	switch cfg.MaxTokensField {
+	case "":
+		cfg.MaxTokensField = "max_completion_tokens"
+	case "max_completion_tokens", "max_tokens":
+	default:
+		return nil, fmt.Errorf("agent: gateway: max tokens field %q: want max_completion_tokens or max_tokens", cfg.MaxTokensField)
 	}
 	if deps.HTTP == nil {
 		deps.HTTP = &http.Client{Timeout: 10 * time.Minute}
@@ -215,9 +258,16 @@ type Session struct {
 	jobID  string
 	budget Budget
 
+	// slots holds a token per request in flight (MaxInFlight).
+	slots chan struct{}
+
 	mu       sync.Mutex
 	usage    Usage
 	requests int
+	// reserved is what the requests in flight hold against the budget.
+	reserved int64
+	// refused: a request was turned away because the budget could not cover it.
+	refused bool
 }
 
 // Open starts a session for a job with a fresh random token. jobID is only for logs.
@@ -226,7 +276,7 @@ func (g *Gateway) Open(jobID string, budget Budget) (*Session, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("agent: gateway token: %w", err)
 	}
-	s := &Session{g: g, token: hex.EncodeToString(b), jobID: jobID, budget: budget}
+	s := &Session{g: g, token: hex.EncodeToString(b), jobID: jobID, budget: budget, slots: make(chan struct{}, g.cfg.MaxInFlight)}
 	g.mu.Lock()
 	g.sessions[s.token] = s
 	g.mu.Unlock()
@@ -252,11 +302,12 @@ func (s *Session) Requests() int {
 	return s.requests
 }
 
-// BudgetExhausted says the session reached its token budget (further requests get 429).
+// BudgetExhausted says the session reached its token budget, or a request was refused because
+// what the budget left could not cover it (further requests get 429).
 func (s *Session) BudgetExhausted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.exhausted()
+	return s.exhausted() || s.refused
 }
 
 func (s *Session) exhausted() bool {
@@ -270,6 +321,57 @@ func (s *Session) Close() {
 		delete(s.g.sessions, s.token)
 	}
 	s.g.mu.Unlock()
+}
+
+// reservation is what one forwarded request holds against its session's budget until its
+// answer is metered, and what an answer without usage is metered at.
+type reservation struct {
+	prompt, output int64
+	// bounded: output was sent upstream as the request's max output.
+	bounded bool
+}
+
+func (r reservation) total() int64 { return r.prompt + r.output }
+
+// reserve books a request's tokens before it is forwarded and returns the max output to send
+// (0: leave the request's as it is). A budgeted request naming no max output gets what the
+// budget leaves after its prompt estimate, bounded by maxOutput; one whose reservation does not
+// fit is refused with 429.
+func (s *Session) reserve(p *preparedRequest, maxOutput int64) (reservation, int64, *refusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := reservation{prompt: p.promptEstimate, output: p.maxOutput}
+	if s.budget.MaxTokens <= 0 {
+		// Nothing to fit, but a figure to meter an answer without usage at; the request's
+		// own max output (if any) is sent unchanged.
+		send := r.output
+		if r.output == 0 {
+			r.output = maxOutput
+		}
+		r.bounded = send > 0
+		s.reserved += r.total()
+		return r, send, nil
+	}
+	used := s.usage.Total()
+	left := s.budget.MaxTokens - used - s.reserved
+	if r.output == 0 {
+		r.output = min(maxOutput, left-r.prompt)
+	}
+	if r.output < 1 || r.total() > left {
+		ref := &refusal{status: http.StatusTooManyRequests, code: "token_budget_exhausted", msg: fmt.Sprintf(
+			"the job's token budget cannot cover this request: it needs about %d prompt tokens plus at least 1 output token (%d asked for), and %d of %d tokens are left (%d used, %d reserved by requests in flight)",
+			r.prompt, p.maxOutput, max(left, 0), s.budget.MaxTokens, used, s.reserved)}
+		if s.reserved > 0 {
+			// Requests in flight may settle below their reservations: a retry may fit.
+			ref.code = "token_budget_reserved"
+		} else {
+			s.refused = true
+		}
+		return reservation{}, 0, ref
+	}
+	r.bounded = true
+	s.reserved += r.total()
+	return r, r.output, nil
 }
 
 // lookup finds the open session of a bearer token, comparing in constant time.
@@ -328,6 +430,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			used, s.budget.MaxTokens))
 		return
 	}
+	// A slot before the body: waiting requests hold no body in memory.
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		if g.onWait != nil {
+			g.onWait()
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-r.Context().Done():
+			g.count("refused", "client_gone")
+			return
+		}
+	}
+	defer func() { <-s.slots }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -338,9 +455,32 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
 		return
 	}
-	body, stream, err := meteredBody(body, responsesAPI)
+	req, ref := parseRequest(body, responsesAPI, g.cfg.MaxTokensField)
+	if ref != nil {
+		log.Info("model gateway: request refused", zap.String("reason", ref.msg))
+		g.refuse(w, ref.status, ref.code, ref.msg)
+		return
+	}
+	if req.model != "" && req.model != g.cfg.Model {
+		log.Debug("model gateway: the request's model replaced by the configured one", zap.String("asked", req.model), zap.String("model", g.cfg.Model))
+	}
+	res, maxOutput, ref := s.reserve(req, g.cfg.MaxOutputTokens)
+	if ref != nil {
+		if ref.code == "token_budget_reserved" {
+			w.Header().Set("Retry-After", "1")
+		}
+		g.refuse(w, ref.status, ref.code, ref.msg)
+		return
+	}
+	settled := false
+	defer func() {
+		if !settled {
+			s.unreserve(res)
+		}
+	}()
+	body, err = req.build(g.cfg.Model, maxOutput)
 	if err != nil {
-		g.refuse(w, http.StatusBadRequest, "invalid_json", err.Error())
+		g.refuse(w, http.StatusInternalServerError, "gateway_error", "building the upstream request failed")
 		return
 	}
 
@@ -369,19 +509,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() == nil {
 			log.Warn("model gateway: upstream request failed", zap.String("error", g.redact(err.Error())))
 		}
+		var op *net.OpError
+		if !errors.As(err, &op) || op.Op != "dial" {
+			// The request may have reached the upstream, which may have spent the tokens.
+			settled = true
+			s.book(res, true)
+		}
 		g.count("failed", "transport")
 		gatewayError(w, http.StatusBadGateway, "upstream_unreachable", "the model endpoint could not be reached")
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
 	// An upstream that answers a stream request with one JSON body is metered like any other.
-	if stream.on && resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		g.relayStream(w, resp, s, stream.clientWantsUsage, start, log)
+	settled = true
+	if req.stream.on && resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		g.relayStream(w, resp, s, req, res, start, log)
 		return
 	}
 	out, err := io.ReadAll(io.LimitReader(resp.Body, g.cfg.MaxResponseBytes+1))
 	if err != nil || int64(len(out)) > g.cfg.MaxResponseBytes {
 		log.Warn("model gateway: upstream answer unreadable or too large", zap.Int("status", resp.StatusCode))
+		s.book(res, resp.StatusCode/100 == 2)
 		g.count("failed", "transport")
 		gatewayError(w, http.StatusBadGateway, "upstream_bad_response", "the model endpoint's answer could not be read")
 		return
@@ -390,7 +538,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Usage *tokenUsage `json:"usage"`
 	}
 	_ = json.Unmarshal(out, &meter)
-	g.settle(s, resp.StatusCode, meter.Usage, start, log)
+	if !g.settle(s, resp.StatusCode, meter.Usage, res, start, log) {
+		gatewayError(w, http.StatusBadGateway, "upstream_no_usage",
+			"the model endpoint's answer reported no token usage, so it cannot be metered; it was refused and metered at the request's reservation")
+		return
+	}
 	g.copyHeaders(w, resp)
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(g.redactBytes(out))
@@ -410,31 +562,69 @@ func (u *tokenUsage) counts() (prompt, completion int64) {
 	return max(u.PromptTokens, 0) + max(u.InputTokens, 0), max(u.CompletionTokens, 0) + max(u.OutputTokens, 0)
 }
 
+// unreserve gives back the reservation of a request that was not forwarded.
+func (s *Session) unreserve(r reservation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved -= r.total()
+}
+
+// book ends a forwarded request's reservation without usage: metered at the reservation when
+// the upstream may have spent it, at zero when not.
+func (s *Session) book(r reservation, spent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved -= r.total()
+	s.requests++
+	if spent {
+		s.usage.PromptTokens += r.prompt
+		s.usage.CompletionTokens += r.output
+	}
+}
+
 // settle books one forwarded request: the session's usage, which its budget is checked
-// against, and the metrics.
-func (g *Gateway) settle(s *Session, status int, u *tokenUsage, start time.Time, log *zap.Logger) {
+// against, and the metrics. A successful answer without usage (or with zero tokens, which no
+// real answer has) is metered at its reservation, never at zero, so that an upstream that
+// does not report cannot make the budget leak; settle then reports false and the answer
+// must not be passed on as a success. An error answer is metered at its usage if it has
+// one, else at zero: providers do not bill refused requests.
+func (g *Gateway) settle(s *Session, status int, u *tokenUsage, res reservation, start time.Time, log *zap.Logger) bool {
 	g.m.latency.WithLabelValues(g.cfg.Name, g.cfg.Model).Observe(g.now().Sub(start).Seconds())
 	var p, c int64
 	if u != nil {
 		p, c = u.counts()
 	}
+	ok := status/100 == 2
+	metered := p+c > 0
+	if ok && !metered {
+		p, c = res.prompt, res.output
+	}
 	s.mu.Lock()
+	s.reserved -= res.total()
 	s.requests++
 	s.usage.PromptTokens += p
 	s.usage.CompletionTokens += c
 	s.mu.Unlock()
-	if status/100 != 2 {
+	if !ok {
 		g.count("failed", statusClass(status))
-		return
+		return true
 	}
-	g.count("ok", "2xx")
-	if u == nil {
-		log.Warn("model gateway: upstream answer without usage; tokens not metered")
-		return
+	if metered {
+		g.count("ok", "2xx")
+		if res.bounded && c > res.output {
+			// The budget still holds the real figure, but reservations no longer bound what
+			// requests in flight together can spend: the upstream ignores the max output field.
+			log.Warn("model gateway: the answer's output exceeds the max output asked for; does the upstream ignore the field? (see MaxTokensField)",
+				zap.Int64("completion_tokens", c), zap.Int64("max_output", res.output))
+		}
+	} else {
+		log.Warn("model gateway: upstream answer without usage; refused and metered at its reservation", zap.Int64("tokens", p+c))
+		g.count("failed", "no_usage")
 	}
 	g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "prompt").Add(float64(p))
 	g.m.tokens.WithLabelValues(g.cfg.Name, g.cfg.Model, "completion").Add(float64(c))
 	g.m.cost.WithLabelValues(g.cfg.Name, g.cfg.Model).Add(g.cfg.Price.Cost(p, c))
+	return metered
 }
 
 // copyHeaders gives the client the upstream headers it may see, with the key redacted.

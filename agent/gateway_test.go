@@ -40,7 +40,7 @@ func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) age
 // serveGateway serves a gateway on a Unix socket in front of the upstream at baseURL.
 func serveGateway(t *testing.T, baseURL string, edit func(*GatewayConfig)) gatewayFixture {
 	t.Helper()
-	cfg := GatewayConfig{BaseURL: baseURL, APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
+	cfg := GatewayConfig{Model: "gw-model", BaseURL: baseURL, APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -144,8 +144,10 @@ func TestGatewaySwapsTheTokenForTheKey(t *testing.T) {
 		if strings.Contains(fmt.Sprint(r.Header), s.Token()) {
 			t.Errorf("the job token reached the upstream: %v", r.Header)
 		}
-		if string(r.Body) != chatBody {
-			t.Errorf("upstream body %q, want the client's", r.Body)
+		// Rebuilt: the configured model, the fields in order; nothing else added (no budget,
+		// so no max output).
+		if want := `{"messages":[{"role":"user","content":"hi"}],"model":"gw-model"}`; string(r.Body) != want {
+			t.Errorf("upstream body %s, want %s", r.Body, want)
 		}
 	}
 	if u := s.Usage(); u.PromptTokens != 20 || u.CompletionTokens != 10 || u.Cost != 20+20 || s.Requests() != 2 {
@@ -179,8 +181,8 @@ func TestGatewayRefusals(t *testing.T) {
 		{"models", http.MethodGet, "/v1/models", open.Token(), "", 404, "not_found"},
 		{"traversal", http.MethodPost, "/v1/chat/completions/../../admin", open.Token(), chatBody, 404, "not_found"},
 		{"other method", http.MethodGet, "/v1/chat/completions", open.Token(), "", 405, "method_not_allowed"},
-		{"stream not a boolean", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":"yes","messages":[]}`, 400, "invalid_json"},
-		{"stream_options not an object", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":true,"stream_options":[1],"messages":[]}`, 400, "invalid_json"},
+		{"stream not a boolean", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":"yes","messages":[]}`, 400, "invalid_request"},
+		{"stream_options not an object", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":true,"stream_options":[1],"messages":[]}`, 400, "invalid_request"},
 		{"not json", http.MethodPost, "/v1/chat/completions", open.Token(), "hello", 400, "invalid_json"},
 		{"too large", http.MethodPost, "/v1/chat/completions", open.Token(), `{"x":"` + strings.Repeat("a", 2000) + `"}`, 413, "request_too_large"},
 	}
@@ -208,25 +210,32 @@ func TestGatewayRefusals(t *testing.T) {
 
 func TestGatewayEnforcesTheBudget(t *testing.T) {
 	f := newGatewayFixture(t, textReply(10, 5), nil)
-	s, err := f.g.Open("job", Budget{MaxTokens: 20})
+	// chatBody is 58 bytes, a prompt estimate of 15 tokens; each answer reports 15 tokens.
+	s, err := f.g.Open("job", Budget{MaxTokens: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := f.g.Open("other", Budget{MaxTokens: 20})
+	other, err := f.g.Open("other", Budget{MaxTokens: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []int{200, 200, 429, 429} {
+	for i, want := range []int{200, 200, 200, 429, 429} {
 		r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), chatBody)
 		if r.Status != want {
 			t.Fatalf("request %d: %d %s, want %d", i+1, r.Status, r.Body, want)
 		}
-		if want == 429 && !strings.Contains(r.Body, "token budget is exhausted: 30 of 20 tokens used") {
+		if want == 429 && !strings.Contains(r.Body, "5 of 50 tokens are left (45 used, 0 reserved by requests in flight)") {
 			t.Errorf("429 does not explain the budget: %s", r.Body)
 		}
 	}
-	if f.up.Count() != 2 || s.Usage().Total() != 30 || !s.BudgetExhausted() {
-		t.Errorf("upstream %d requests, usage %+v: want 2 and 30 tokens, exhausted", f.up.Count(), s.Usage())
+	// What each forwarded request could spend at most: what the budget left after its prompt.
+	for i, want := range []float64{35, 20, 5} {
+		if got := f.up.Requests()[i].Params()["max_completion_tokens"]; got != want {
+			t.Errorf("request %d: max_completion_tokens %v, want %v", i+1, got, want)
+		}
+	}
+	if f.up.Count() != 3 || s.Usage().Total() != 45 || !s.BudgetExhausted() {
+		t.Errorf("upstream %d requests, usage %+v: want 3 and 45 tokens, exhausted", f.up.Count(), s.Usage())
 	}
 	if r := f.do(t, http.MethodPost, "/v1/chat/completions", other.Token(), chatBody); r.Status != 200 {
 		t.Errorf("another session's budget is separate: got %d", r.Status)
@@ -418,7 +427,7 @@ func TestGatewayMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tight, err := f.g.Open("job-2", Budget{MaxTokens: 1})
+	tight, err := f.g.Open("job-2", Budget{MaxTokens: 25}) // one request of 15 tokens fits
 	if err != nil {
 		t.Fatal(err)
 	}

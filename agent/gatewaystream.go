@@ -5,51 +5,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// streamRequest is what meteredBody found out about a request.
+// streamRequest is what parseRequest found out about a streamed request.
 type streamRequest struct {
 	on bool
 	// clientWantsUsage: the CLI asked for the usage chunk itself, so it is passed on.
 	clientWantsUsage bool
-}
-
-// meteredBody checks a request and, for a streamed Chat Completion, makes the upstream end the
-// stream with a usage chunk: without it a streamed answer could not be metered and the job's
-// token budget would not hold. (A Responses API stream always ends with its usage, in
-// response.completed.) Other fields pass through unchanged.
-func meteredBody(body []byte, responsesAPI bool) ([]byte, streamRequest, error) {
-	var params map[string]json.RawMessage
-	if err := json.Unmarshal(body, &params); err != nil || params == nil {
-		return nil, streamRequest{}, errors.New("the request body is not a JSON object")
-	}
-	var sr streamRequest
-	if raw, ok := params["stream"]; ok && json.Unmarshal(raw, &sr.on) != nil {
-		return nil, streamRequest{}, errors.New(`"stream" must be a boolean`)
-	}
-	if !sr.on || responsesAPI {
-		return body, sr, nil
-	}
-	opts := map[string]json.RawMessage{}
-	if raw, ok := params["stream_options"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &opts); err != nil {
-			return nil, streamRequest{}, errors.New(`"stream_options" must be an object`)
-		}
-		if iu, ok := opts["include_usage"]; ok && json.Unmarshal(iu, &sr.clientWantsUsage) != nil {
-			return nil, streamRequest{}, errors.New(`"stream_options.include_usage" must be a boolean`)
-		}
-	}
-	opts["include_usage"] = json.RawMessage("true")
-	var err error
-	if params["stream_options"], err = json.Marshal(opts); err != nil {
-		return nil, streamRequest{}, err
-	}
-	body, err = json.Marshal(params)
-	return body, sr, err
 }
 
 // maxEventLine bounds one line of a streamed answer; a chunk is a few hundred bytes.
@@ -60,7 +27,11 @@ const maxEventLine = 1 << 20
 // cut there (the client sees it end without [DONE]), and one whose client has gone is no
 // longer written; either is read on, within twice the cap, for its usage chunk: the tokens
 // are spent all the same.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Session, clientWantsUsage bool, start time.Time, log *zap.Logger) {
+//
+// A Chat Completions stream's final "data: [DONE]" is held back until the stream has shown
+// its usage: a stream that ends without usage is metered at its reservation and ends with an
+// error event instead, so that the CLI does not take an unmetered answer for a complete one.
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Session, req *preparedRequest, res reservation, start time.Time, log *zap.Logger) {
 	g.copyHeaders(w, resp)
 	w.WriteHeader(resp.StatusCode)
 	flusher, _ := w.(http.Flusher)
@@ -70,6 +41,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 		total int64
 		skip  bool // the blank line that ends a dropped event goes too
 		cut   bool // over the cap: nothing more reaches the client
+		done  bool // the upstream sent [DONE], held back
 	)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -97,7 +69,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 				cut = true
 			}
 			drop := false
-			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data, isData := bytes.CutPrefix(line, []byte("data:"))
+			if isData && string(bytes.TrimSpace(data)) == "[DONE]" {
+				done, drop = true, true
+			} else if isData {
 				var chunk struct {
 					Usage   *tokenUsage       `json:"usage"`
 					Choices []json.RawMessage `json:"choices"`
@@ -111,7 +86,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 					switch {
 					case chunk.Usage != nil:
 						usage = chunk.Usage
-						drop = !clientWantsUsage && len(chunk.Choices) == 0
+						drop = !req.stream.clientWantsUsage && len(chunk.Choices) == 0
 					case chunk.Response != nil && chunk.Response.Usage != nil:
 						usage = chunk.Response.Usage
 					}
@@ -137,8 +112,26 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 			break
 		}
 	}
+	metered := g.settle(s, resp.StatusCode, usage, res, start, log)
+	switch {
+	case cut:
+	case !metered:
+		_, _ = w.Write(streamError(req.responsesAPI))
+	case done:
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
 	if flusher != nil {
 		flusher.Flush()
 	}
-	g.settle(s, resp.StatusCode, usage, start, log)
+}
+
+// streamError is the event that ends a stream without usage, in the endpoint's error form.
+func streamError(responsesAPI bool) []byte {
+	const msg = "the model endpoint's stream reported no token usage, so it cannot be metered; it was refused and metered at the request's reservation"
+	if responsesAPI {
+		b, _ := json.Marshal(map[string]any{"type": "error", "code": "upstream_no_usage", "message": msg, "param": nil})
+		return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "gateway_error", "code": "upstream_no_usage", "param": nil}})
+	return append(append([]byte("data: "), b...), "\n\n"...)
 }

@@ -121,7 +121,7 @@ func TestGatewayStreams(t *testing.T) {
 			if u := s.Usage(); u.PromptTokens != 10 || u.CompletionTokens != 5 {
 				t.Errorf("session usage %+v, want 10 prompt and 5 completion tokens", u)
 			}
-			if n := testutil.ToFloat64(g.m.tokens.WithLabelValues("gateway", "", "completion")); n != 5 {
+			if n := testutil.ToFloat64(g.m.tokens.WithLabelValues("gateway", "gw-model", "completion")); n != 5 {
 				t.Errorf("completion tokens metric %v, want 5", n)
 			}
 		})
@@ -157,7 +157,7 @@ func TestGatewayMetersAStreamItsClientAbandons(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":50}}\n\ndata: [DONE]\n\n")
 	}))
 	t.Cleanup(up.Close)
-	g, err := NewGateway(GatewayConfig{BaseURL: up.URL + "/v1", APIKey: realKey}, GatewayDeps{})
+	g, err := NewGateway(GatewayConfig{Model: "gw-model", BaseURL: up.URL + "/v1", APIKey: realKey}, GatewayDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +217,15 @@ func TestGatewayMetersANonStreamedAnswerToAStreamRequest(t *testing.T) {
 }
 
 // The Responses API (what Codex speaks) goes to the upstream's /responses and is metered from
-// its usage, plain or streamed (response.completed carries it); its body is passed unchanged.
+// its usage, plain or streamed (response.completed carries it); its body is rebuilt with the
+// configured model and store: false.
 func TestGatewayResponsesAPI(t *testing.T) {
 	tests := []struct {
-		name, body string
-		sse        bool
+		name, body, upstreamBody string
+		sse                      bool
 	}{
-		{"plain", `{"model":"m","input":"hi"}`, false},
-		{"streamed", `{"model":"m","input":"hi","stream":true}`, true},
+		{"plain", `{"model":"m","input":"hi"}`, `{"input":"hi","model":"gw-model","store":false}`, false},
+		{"streamed", `{"model":"m","input":"hi","stream":true}`, `{"input":"hi","model":"gw-model","store":false,"stream":true}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,8 +253,8 @@ func TestGatewayResponsesAPI(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			if gotPath != "/v1/responses" || gotBody != tt.body || gotAuth != "Bearer "+realKey {
-				t.Errorf("upstream got %s %q (auth %q); want /v1/responses, the body unchanged, the real key", gotPath, gotBody, gotAuth)
+			if gotPath != "/v1/responses" || gotBody != tt.upstreamBody || gotAuth != "Bearer "+realKey {
+				t.Errorf("upstream got %s %s (auth %q); want /v1/responses, %s, the real key", gotPath, gotBody, gotAuth, tt.upstreamBody)
 			}
 			if tt.sse && !strings.Contains(r.Body, "event: response.completed") {
 				t.Errorf("the client did not get the whole stream:\n%s", r.Body)
