@@ -311,9 +311,13 @@ func isFalse(why string) fieldCheck {
 	}
 }
 
-// functionTools accepts tools the agent runs itself (type "function") and refuses hosted ones
-// (web_search, file_search, mcp, code_interpreter, computer_use, image_generation, ...): they
-// run on the provider's side, where the sandbox's network policy does not reach.
+// clientTools are the tool types the agent runs itself, inside the sandbox: functions, custom
+// (free-form) tools such as Codex's apply_patch, and local_shell. Every other type is a hosted
+// tool (web_search, file_search, mcp, code_interpreter, computer_use, image_generation, ...)
+// that runs on the provider's side, where the sandbox's network policy does not reach.
+var clientTools = []string{"function", "custom", "local_shell"}
+
+// functionTools accepts the tools the agent runs itself and refuses hosted ones.
 func functionTools(name string, raw json.RawMessage) error {
 	var tools []map[string]json.RawMessage
 	if json.Unmarshal(raw, &tools) != nil {
@@ -322,15 +326,15 @@ func functionTools(name string, raw json.RawMessage) error {
 	for i, t := range tools {
 		var typ string
 		_ = json.Unmarshal(t["type"], &typ)
-		if typ != "function" {
-			return fmt.Errorf("%s[%d] has type %q: only \"function\" tools are forwarded; hosted tools run outside the sandbox", name, i, typ)
+		if !slices.Contains(clientTools, typ) {
+			return fmt.Errorf("%s[%d] has type %q: only tools the agent runs itself (%s) are forwarded; hosted tools run outside the sandbox", name, i, typ, strings.Join(clientTools, ", "))
 		}
 	}
 	return nil
 }
 
-// functionToolChoice accepts "none", "auto", "required" and a named function; a choice naming
-// a hosted tool is refused like the tool.
+// functionToolChoice accepts "none", "auto", "required" and a named tool the agent runs
+// itself; a choice naming a hosted tool is refused like the tool.
 func functionToolChoice(name string, raw json.RawMessage) error {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -342,8 +346,8 @@ func functionToolChoice(name string, raw json.RawMessage) error {
 	var c struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(raw, &c) != nil || c.Type != "function" {
-		return fmt.Errorf("%q of type %q: only function tools are forwarded", name, c.Type)
+	if json.Unmarshal(raw, &c) != nil || !slices.Contains(clientTools, c.Type) {
+		return fmt.Errorf("%q of type %q: only tools the agent runs itself are forwarded", name, c.Type)
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func TestGatewayRefusesFieldsAndHostedTools(t *testing.T) {
 		{"model not a string", "/v1/chat/completions", `{"messages":[],"model":1}`, `"model" must be a string`},
 		{"hosted tool choice", "/v1/responses", `{"input":"hi","tool_choice":{"type":"web_search_preview"}}`, `"tool_choice" of type "web_search_preview"`},
 	}
-	for _, typ := range []string{"web_search", "web_search_preview", "file_search", "mcp", "code_interpreter", "computer_use_preview", "image_generation", "local_shell", "custom", ""} {
+	for _, typ := range []string{"web_search", "web_search_preview", "file_search", "mcp", "code_interpreter", "computer_use_preview", "image_generation", ""} {
 		tool := fmt.Sprintf(`{"type":%q,"server_url":"https://mcp.example.com"}`, typ)
 		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 			body := `{"messages":[],"tools":[{"type":"function","function":{"name":"f"}},` + tool + `]}`
@@ -85,7 +85,7 @@ func TestGatewayRefusesFieldsAndHostedTools(t *testing.T) {
 				body = `{"input":"hi","tools":[{"type":"function","name":"f"},` + tool + `]}`
 			}
 			tests = append(tests, struct{ name, path, body, wantInMessage string }{
-				"hosted tool " + typ + " on " + path, path, body, fmt.Sprintf(`tools[1] has type %q: only "function" tools are forwarded`, typ)})
+				"hosted tool " + typ + " on " + path, path, body, fmt.Sprintf(`tools[1] has type %q: only tools the agent runs itself`, typ)})
 		}
 	}
 	up := newRecordingUpstream(t, "application/json", usageAnswers)
@@ -234,5 +234,25 @@ func TestNewGatewayRejectsBadForwardingConfigs(t *testing.T) {
 		if _, err := NewGateway(cfg, GatewayDeps{}); err == nil {
 			t.Errorf("%s: NewGateway accepted %+v", name, cfg)
 		}
+	}
+}
+
+// Tools the agent runs itself in the sandbox (functions, custom tools such as Codex's
+// apply_patch, local_shell) are forwarded: refusing them would break the CLIs, and nothing of
+// them runs on the provider's side.
+func TestGatewayForwardsClientTools(t *testing.T) {
+	up := newRecordingUpstream(t, "application/json", usageAnswers)
+	f := serveGateway(t, up.URL+"/v1", nil)
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"input":"hi","tools":[{"type":"function","name":"f"},{"type":"custom","name":"apply_patch"},{"type":"local_shell"}],"tool_choice":{"type":"custom","name":"apply_patch"}}`
+	if r := f.do(t, http.MethodPost, "/v1/responses", s.Token(), body); r.Status != http.StatusOK {
+		t.Fatalf("got %d %s, want 200", r.Status, r.Body)
+	}
+	got := up.received()
+	if len(got) != 1 || !strings.Contains(got[0], `"apply_patch"`) || !strings.Contains(got[0], `"local_shell"`) {
+		t.Fatalf("the upstream received %q, want the request with its three tools", got)
 	}
 }
