@@ -255,7 +255,7 @@ func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
 			return err
 		}
 	}
-	if err := c.pub.Wait(ctx); err != nil {
+	if err := c.pub.Wait(ctx, r.id); err != nil {
 		return err
 	}
 	c.metrics.published.Add(float64(len(idx)))
