@@ -38,6 +38,11 @@ type run struct {
 	// coordinator shutdown).
 	finished chan struct{}
 
+	// principal submitted the run, and reserved of its jobs count against the principal's
+	// limit until the run ends (none for a run resumed after a restart).
+	principal string
+	reserved  int
+
 	mu     sync.Mutex
 	status *pb.RunStatus
 }
