@@ -157,6 +157,15 @@ func TestSubmitAdmission(t *testing.T) {
 	if b, err := topo.ListBundles(context.Background()); err != nil || len(b) != 1 || b[0].Digest != st.GetSpec().GetBundleDigest() {
 		t.Errorf("bundles after an admitted submission: %v (%v)", b, err)
 	}
+	// The extracted upload went into the bundle cache, and nothing else stayed behind.
+	entries, err := os.ReadDir(filepath.Join(dataDir, "bundles"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "sha256-" + strings.TrimPrefix(st.GetSpec().GetBundleDigest(), "sha256:")
+	if len(entries) != 1 || entries[0].Name() != want {
+		t.Errorf("bundle cache after an admitted submission: %v, want only %s", entries, want)
+	}
 }
 
 // TestSubmitJobsPerPrincipal: the jobs of one caller's unfinished runs are capped; a finished
