@@ -30,6 +30,12 @@ func (c *Coordinator) checkSpec(spec *pb.RunSpec) error {
 		// In hours: a deadline of years overflows a Duration.
 		return &PlanError{Err: fmt.Errorf("the deadline of %dh exceeds this coordinator's maximum of %s (--max-deadline)", ms/int64(time.Hour/time.Millisecond), c.cfg.MaxDeadline)}
 	}
+	for i, a := range spec.GetAgents() {
+		// The same agent twice would plan every prompt job twice under one id.
+		if slices.Contains(spec.GetAgents()[:i], a) {
+			return &PlanError{Err: fmt.Errorf("agent %q is named twice", a)}
+		}
+	}
 	if known := c.cfg.KnownAgents; len(known) > 0 {
 		for _, a := range spec.GetAgents() {
 			if !slices.Contains(known, a) {

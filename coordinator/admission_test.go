@@ -113,6 +113,7 @@ func TestSubmitAdmission(t *testing.T) {
 		{name: "not a tar", bundle: []byte("this is not a tar archive"), spec: &pb.RunSpec{}, msg: "read bundle: unexpected EOF"},
 		{name: "deadline over the maximum", bundle: good, spec: &pb.RunSpec{DeadlineMs: (10 * 365 * 24 * time.Hour).Milliseconds()}, msg: "exceeds this coordinator's maximum of 24h0m0s"},
 		{name: "unknown agent", bundle: good, spec: &pb.RunSpec{Agents: []string{"a", "nope"}}, msg: `unknown agent "nope": this fleet runs a, b`},
+		{name: "agent twice", bundle: good, spec: &pb.RunSpec{Agents: []string{"a", "b", "a"}}, msg: `agent "a" is named twice`},
 		{name: "job over max payload", bundle: bundleOf(t, largeCaseSuite(t, 2<<20)), spec: &pb.RunSpec{}, msg: "suite has 1 error(s)",
 			file: "s/cases.yaml", line: 2, rule: "job.tooLarge"},
 	} {
