@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -245,6 +246,33 @@ func TestSlowUploadBlocksNothing(t *testing.T) {
 	close(slow.next) // the slow client goes away
 	if err := <-slowDone; err == nil {
 		t.Error("a cut-off upload was admitted")
+	}
+}
+
+// TestJobBombRefusedInBoundedMemory: a 1.3 MB bundle that expands into 10,000,000 jobs is
+// refused having allocated a bounded amount: the jobs are counted, never made. (Before the cap
+// the submission allocated 3.8 GB; see BenchmarkSubmitJobBomb.) Memory, not time, is asserted.
+func TestJobBombRefusedInBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a 10,000-case suite")
+	}
+	root := t.TempDir()
+	if err := suitetest.GenerateRuns(root, 100, 100, 1000); err != nil {
+		t.Fatal(err)
+	}
+	bundle := tarOfSuite(t, root)
+	c, _ := newCoordinator(t, coordinator.Config{})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.Submit(context.Background(), bytes.NewReader(bundle), &pb.RunSpec{})
+	runtime.ReadMemStats(&after)
+	var pe *coordinator.PlanError
+	if !errors.As(err, &pe) || len(pe.Diagnostics) != 1 || pe.Diagnostics[0].Rule != "plan.maxJobs" {
+		t.Fatalf("Submit = %v, want refused with plan.maxJobs", err)
+	}
+	// Loading 10,000 cases takes about 40 MB; 10,000,000 jobs would take gigabytes.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+		t.Errorf("refusing the suite allocated %d MB, want under 256 MB", alloc>>20)
 	}
 }
 
