@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +47,21 @@ type Config struct {
 	KeepReportCases int
 	// Agents are the default agents prompt cases run against when a run names none.
 	Agents []string
+	// KnownAgents are the agent names a run may ask for; a run naming another is refused.
+	// Empty means Agents; when both are empty no name is checked (the workers then report an
+	// unknown agent's jobs errored).
+	KnownAgents []string
+	// MaxDeadline caps the deadline a run may ask for (and DefaultDeadline); 0 means 24 h.
+	MaxDeadline time.Duration
+	// MaxJobsPerRun refuses a suite that expands into more jobs; 0 means 100,000.
+	MaxJobsPerRun int
+	// MaxJobsPerPrincipal caps the jobs of one caller's unfinished runs (a token's name; ""
+	// for anonymous callers), this submission's included; 0 means 4 × MaxJobsPerRun. Runs
+	// resumed after a restart are not counted: the run record does not name its submitter.
+	MaxJobsPerPrincipal int
+	// MaxBundleBytes caps an upload (the tar, headers included); 0 means
+	// suite.MaxBundleBytes plus 64 MiB of tar overhead.
+	MaxBundleBytes int64
 	// Retention is how long a finished run's record is kept: set it to the results stream's
 	// max age, after which the run's report could not be rebuilt. Bundles no kept run refers
 	// to go with them.
@@ -57,8 +74,31 @@ func (c *Config) defaults() error {
 	if c.DataDir == "" {
 		return errors.New("coordinator: a data directory is required")
 	}
+	if c.MaxDeadline <= 0 {
+		c.MaxDeadline = 24 * time.Hour
+	}
 	if c.DefaultDeadline <= 0 {
-		c.DefaultDeadline = 6 * time.Hour
+		c.DefaultDeadline = min(6*time.Hour, c.MaxDeadline)
+	}
+	if c.DefaultDeadline > c.MaxDeadline {
+		return fmt.Errorf("coordinator: the default deadline %s exceeds the maximum deadline %s", c.DefaultDeadline, c.MaxDeadline)
+	}
+	if c.MaxJobsPerRun <= 0 {
+		c.MaxJobsPerRun = 100_000
+	}
+	if c.MaxJobsPerPrincipal <= 0 {
+		c.MaxJobsPerPrincipal = 4 * c.MaxJobsPerRun
+	}
+	if c.MaxBundleBytes <= 0 {
+		c.MaxBundleBytes = suite.MaxBundleBytes + 64<<20
+	}
+	if len(c.KnownAgents) == 0 {
+		c.KnownAgents = c.Agents
+	}
+	for _, a := range c.Agents {
+		if len(c.KnownAgents) > 0 && !slices.Contains(c.KnownAgents, a) {
+			return fmt.Errorf("coordinator: default agent %q is not among the known agents %q", a, c.KnownAgents)
+		}
 	}
 	if c.MaxAttempts < 1 {
 		c.MaxAttempts = 3
@@ -136,8 +176,10 @@ type Coordinator struct {
 	// (which skips bundles already stored) and the run record that refers to it.
 	sweepMu sync.RWMutex
 
-	mu        sync.Mutex
-	runs      map[string]*run
+	mu   sync.Mutex
+	runs map[string]*run
+	// admitted counts the jobs of each principal's unfinished runs submitted to this process.
+	admitted  map[string]int
 	finished  *reportCache
 	stopWatch func()
 }
@@ -175,7 +217,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	return &Coordinator{
 		cfg: cfg, topo: deps.Topology, log: deps.Log, now: deps.Now, newID: deps.NewRunID,
 		metrics: m, cache: cache, pub: pub, base: base, stop: stop,
-		runs: make(map[string]*run), finished: newReportCache(cfg.KeepReportCases),
+		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
 }
 
@@ -228,15 +270,30 @@ func (c *Coordinator) Close(ctx context.Context) error {
 	return c.pub.Close(ctx)
 }
 
-// Submit stores a bundle, plans it, and starts the run. A suite with errors is refused with a
-// *PlanError and starts nothing.
+// Submit admits a suite bundle and starts its run. The upload is spooled to disk with no lock
+// held (a slow client delays only itself), extracted (which validates it), planned and checked
+// against the admission limits; only a suite that passes all of them is stored, so a refused
+// one (a *PlanError, or an *http.MaxBytesError for an oversized upload) leaves nothing in the
+// object store, the KV bucket or the data directory.
 func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.RunSpec) (*pb.RunStatus, error) {
-	c.sweepMu.RLock()
-	defer c.sweepMu.RUnlock()
-	digest, err := c.topo.PutBundle(ctx, bundle)
-	if err != nil {
-		return nil, fmt.Errorf("store bundle: %w", err)
+	if err := c.checkSpec(spec); err != nil {
+		return nil, err
 	}
+	stage, err := os.MkdirTemp(c.cache.Dir(), ".tmp-submit-")
+	if err != nil {
+		return nil, fmt.Errorf("stage upload: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(stage) }()
+	tarPath := filepath.Join(stage, "bundle.tar")
+	digest, err := spool(ctx, bundle, tarPath, c.cfg.MaxBundleBytes)
+	if err != nil {
+		return nil, err
+	}
+	tree := filepath.Join(stage, "tree")
+	if err := extract(tarPath, tree); err != nil {
+		return nil, &PlanError{Err: err}
+	}
+
 	spec = proto.Clone(spec).(*pb.RunSpec)
 	spec.Id = c.newID()
 	spec.BundleDigest = digest
@@ -244,9 +301,40 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 	if spec.Priority == pb.Priority_PRIORITY_UNSPECIFIED {
 		spec.Priority = pb.Priority_PRIORITY_ON_DEMAND
 	}
-	r, err := c.prepare(ctx, spec)
+	r, err := c.planIn(tree, spec, c.cfg.MaxJobsPerRun)
 	if err != nil {
 		return nil, err
+	}
+	if err := c.checkJobSizes(r); err != nil {
+		return nil, err
+	}
+	principal := principalFrom(ctx)
+	if err := c.reserve(principal, len(r.plan.Jobs)); err != nil {
+		return nil, err
+	}
+	r.principal, r.reserved = principal, len(r.plan.Jobs)
+	launched := false
+	defer func() {
+		if !launched {
+			c.unreserve(r)
+		}
+	}()
+
+	// Admitted: from here on the submission is stored. The sweep lock keeps a retention sweep
+	// from deleting the bundle (which PutBundleFile skips when it is stored already) before
+	// the run record refers to it.
+	c.sweepMu.RLock()
+	defer c.sweepMu.RUnlock()
+	stored, err := c.topo.PutBundleFile(ctx, tarPath)
+	if err != nil {
+		return nil, fmt.Errorf("store bundle: %w", err)
+	}
+	if stored != digest {
+		return nil, fmt.Errorf("store bundle: the spooled upload changed: hashed %s, stored %s", digest, stored)
+	}
+	if err := c.cache.Adopt(digest, tree); err != nil {
+		// Only a cache miss later: the bundle is stored, so Get extracts it again.
+		c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
 	}
 	r.status = &pb.RunStatus{
 		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
@@ -258,17 +346,25 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 	c.metrics.submitted.Inc()
 	c.log.Info("run submitted", zap.String("run", spec.Id), zap.String("bundle", digest), zap.Int("jobs", len(r.plan.Jobs)))
 	st := r.snapshot()
+	launched = true
 	c.launch(r)
 	return st, nil
 }
 
-// prepare plans a run from its stored bundle.
+// prepare plans a run from its stored bundle: a run admitted earlier, resumed or replayed, so
+// the admission limits (which may have changed since) are not applied again.
 func (c *Coordinator) prepare(ctx context.Context, spec *pb.RunSpec) (*run, error) {
 	dir, release, err := c.cache.Get(ctx, spec.GetBundleDigest())
 	if err != nil {
 		return nil, &PlanError{Err: err}
 	}
 	defer release()
+	return c.planIn(dir, spec, 0)
+}
+
+// planIn loads the suite extracted in dir and plans spec's run from it, refusing more than
+// maxJobs jobs when maxJobs is positive.
+func (c *Coordinator) planIn(dir string, spec *pb.RunSpec, maxJobs int) (*run, error) {
 	s := suite.Load([]string{dir}, skill.Options{})
 	if s.Diagnostics.HasErrors() {
 		return nil, &PlanError{Diagnostics: relativeTo(dir, s.Diagnostics)}
@@ -278,9 +374,17 @@ func (c *Coordinator) prepare(ctx context.Context, spec *pb.RunSpec) (*run, erro
 		agents = c.cfg.Agents
 	}
 	plan, err := s.Plan(suite.PlanOptions{
-		Filter: suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs(), Kinds: suite.Kinds(spec.GetCaseKinds())},
-		Agents: agents,
+		Filter:  suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs(), Kinds: suite.Kinds(spec.GetCaseKinds())},
+		Agents:  agents,
+		MaxJobs: maxJobs,
 	})
+	var tooMany *suite.TooManyJobsError
+	if errors.As(err, &tooMany) {
+		return nil, &PlanError{Diagnostics: skill.Diagnostics{{
+			Rule: "plan.maxJobs", Severity: skill.SeverityError, File: relTo(dir, tooMany.File), Line: tooMany.Line,
+			Message: fmt.Sprintf("the suite expands into more than %d jobs, this coordinator's limit per run (cases × runs × agents; case %s crossed it)", tooMany.Max, tooMany.Case),
+		}}}
+	}
 	if err != nil {
 		return nil, &PlanError{Err: err}
 	}
@@ -302,6 +406,7 @@ func (c *Coordinator) launch(r *run) {
 	go func() {
 		defer c.wg.Done()
 		defer c.metrics.active.Dec()
+		defer c.unreserve(r)
 		c.loop(c.base, r)
 	}()
 }

@@ -38,6 +38,11 @@ type run struct {
 	// coordinator shutdown).
 	finished chan struct{}
 
+	// principal submitted the run, and reserved of its jobs count against the principal's
+	// limit until the run ends (none for a run resumed after a restart).
+	principal string
+	reserved  int
+
 	mu     sync.Mutex
 	status *pb.RunStatus
 }
@@ -255,7 +260,7 @@ func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
 			return err
 		}
 	}
-	if err := c.pub.Wait(ctx); err != nil {
+	if err := c.pub.Wait(ctx, r.id); err != nil {
 		return err
 	}
 	c.metrics.published.Add(float64(len(idx)))

@@ -41,7 +41,28 @@ func (t *Topology) PutBundle(ctx context.Context, r io.Reader) (digest string, e
 	if err != nil {
 		return "", fmt.Errorf("queue: spool bundle: %w", err)
 	}
-	sum := h.Sum(nil)
+	return t.putSpooled(ctx, f, h.Sum(nil), size)
+}
+
+// PutBundleFile stores the bundle in the file at path, as PutBundle does, without copying it
+// first: for a caller that has spooled (and checked) the upload already. The file must not
+// change while it is stored.
+func (t *Topology) PutBundleFile(ctx context.Context, path string) (digest string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("queue: store bundle: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	size, err := io.Copy(h, ctxReader{ctx, f})
+	if err != nil {
+		return "", fmt.Errorf("queue: store bundle: %w", err)
+	}
+	return t.putSpooled(ctx, f, h.Sum(nil), size)
+}
+
+// putSpooled stores the size bytes of f, whose SHA-256 is sum, unless they are stored already.
+func (t *Topology) putSpooled(ctx context.Context, f *os.File, sum []byte, size int64) (digest string, err error) {
 	digest = DigestPrefix + hex.EncodeToString(sum)
 	// The object store records its own SHA-256 of what it was given, base64url-encoded.
 	storeDigest := "SHA-256=" + base64.URLEncoding.EncodeToString(sum)

@@ -247,3 +247,34 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	*c += countingWriter(len(p))
 	return len(p), nil
 }
+
+// TestPutBundleFile stores a spooled file under the same digest PutBundle gives its content,
+// and stores it once.
+func TestPutBundleFile(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	content := bytes.Repeat([]byte("spooled bundle "), 10_000)
+	path := filepath.Join(t.TempDir(), "bundle.tar")
+	if err := os.WriteFile(path, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		d, err := topo.PutBundleFile(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != digestOf(content) {
+			t.Fatalf("digest %s, want %s", d, digestOf(content))
+		}
+	}
+	var got bytes.Buffer
+	if err := topo.GetBundle(ctx, digestOf(content), &got); err != nil || !bytes.Equal(got.Bytes(), content) {
+		t.Fatalf("GetBundle = %v, %d bytes; want the file's %d", err, got.Len(), len(content))
+	}
+	if infos, err := topo.ListBundles(ctx); err != nil || len(infos) != 1 {
+		t.Errorf("bundles stored: %v (%v), want one", infos, err)
+	}
+	if _, err := topo.PutBundleFile(ctx, filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("PutBundleFile of a missing file succeeded")
+	}
+}

@@ -31,6 +31,20 @@ type Config struct {
 	Replicas int
 	// TempDir is where PutBundle spools a bundle while hashing it; "" means os.TempDir().
 	TempDir string
+	// JobsMaxBytes and JobsMaxMsgs bound the queued jobs (0: no limit). The jobs stream
+	// discards new messages when full: a publish beyond them is refused (and retried by the
+	// coordinator), never a queued job dropped.
+	JobsMaxBytes int64
+	JobsMaxMsgs  int64
+	// JobsMaxMsgSize bounds one job message (0: the server's max payload); the coordinator
+	// refuses at plan time a case whose job would not fit.
+	JobsMaxMsgSize int32
+	// ResultsMaxBytes bounds the results stream (0: no limit). Beyond it the oldest results
+	// go, as they do at ResultsMaxAge; size it for ResultsMaxAge's worth of results.
+	ResultsMaxBytes int64
+	// BundlesMaxBytes bounds the bundle object store (0: no limit); an upload beyond it is
+	// refused until retention removes old bundles.
+	BundlesMaxBytes int64
 }
 
 // DefaultConfig returns the production defaults.
@@ -44,6 +58,12 @@ func DefaultConfig() Config {
 		ResultsDuplicates: 10 * time.Minute,
 		ResultsMaxAge:     7 * 24 * time.Hour,
 		Replicas:          1,
+		// The server reserves each limit against its storage (a JetStream server gets 75 % of
+		// its disk's free space by default), so together they stay well under a laptop's 16 GiB.
+		JobsMaxBytes:    1 << 30,
+		JobsMaxMsgs:     1_000_000,
+		ResultsMaxBytes: 4 << 30,
+		BundlesMaxBytes: 2 << 30,
 	}
 }
 
@@ -77,6 +97,14 @@ func (c Config) Validate() error {
 	} else if c.ResultsDuplicates > c.ResultsMaxAge {
 		// The server rejects a duplicates window longer than the max age.
 		errs = append(errs, fmt.Errorf("ResultsDuplicates (%s) must not exceed ResultsMaxAge (%s)", c.ResultsDuplicates, c.ResultsMaxAge))
+	}
+	for _, l := range []struct {
+		name string
+		v    int64
+	}{{"JobsMaxBytes", c.JobsMaxBytes}, {"JobsMaxMsgs", c.JobsMaxMsgs}, {"JobsMaxMsgSize", int64(c.JobsMaxMsgSize)}, {"ResultsMaxBytes", c.ResultsMaxBytes}, {"BundlesMaxBytes", c.BundlesMaxBytes}} {
+		if l.v < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative (0 means no limit), got %d", l.name, l.v))
+		}
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("the number of Replicas must be 1 to 5, got %d", c.Replicas))

@@ -323,9 +323,22 @@ func (p *asyncPublisher) settleLocked(m *nats.Msg) func(error) {
 }
 
 // JobPublisher publishes jobs asynchronously, with at most MaxInFlight awaiting an ack. Publish
-// may be called from several goroutines; Wait reports the first failure since the last Wait.
+// may be called from several goroutines, for several runs at once: failures are kept per run,
+// and Wait(run) reports only that run's, so one run's refused job never surfaces as another's
+// (which would leave the refused run looking published with a job missing).
 type JobPublisher struct {
 	p *asyncPublisher
+
+	mu   sync.Mutex
+	runs map[string]*runPublications
+}
+
+// runPublications are one run's publishes in flight and the failures no Wait has reported.
+type runPublications struct {
+	inflight int
+	idle     chan struct{} // closed while inflight == 0
+	first    error
+	failed   int
 }
 
 // NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
@@ -335,34 +348,112 @@ func (t *Topology) NewJobPublisher(cfg PublisherConfig) (*JobPublisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &JobPublisher{p: p}, nil
+	return &JobPublisher{p: p, runs: make(map[string]*runPublications)}, nil
 }
 
 // Publish queues one job for publication, blocking while MaxInFlight publishes await their
 // ack. An error here is about this job (bad arguments, ctx done); failures of the publication
-// itself are reported by Wait.
+// itself are reported by Wait for its run.
 func (p *JobPublisher) Publish(ctx context.Context, lane Lane, run, jobID string, data []byte) error {
 	m, err := jobMsg(lane, run, jobID, data)
 	if err != nil {
 		return err
 	}
-	if err := p.p.publish(ctx, m, nil); err != nil {
+	p.begin(run)
+	if err := p.p.publish(ctx, m, func(err error) { p.settle(run, err, true) }); err != nil {
+		p.settle(run, nil, false)
 		return fmt.Errorf("queue: publish job %s of run %s: %w", jobID, run, err)
 	}
 	return nil
 }
 
-// Wait blocks until every queued publish is settled, then returns the first failure since the
-// last Wait (with how many failed) and forgets it. Do not call it while another goroutine may
-// still Publish jobs it should cover.
-func (p *JobPublisher) Wait(ctx context.Context) error { return p.p.wait(ctx) }
+func (p *JobPublisher) begin(run string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rp := p.runs[run]
+	if rp == nil {
+		rp = &runPublications{}
+		p.runs[run] = rp
+	}
+	rp.inflight++
+	if rp.inflight == 1 {
+		rp.idle = make(chan struct{})
+	}
+}
+
+// settle ends one of run's publishes; sent is false for one that never went out (its error was
+// returned by Publish). It runs on the library's callback goroutine and must not block.
+func (p *JobPublisher) settle(run string, err error, sent bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rp := p.runs[run]
+	if rp == nil {
+		return
+	}
+	if sent && err != nil {
+		rp.failed++
+		if rp.first == nil {
+			rp.first = err
+		}
+	}
+	rp.inflight--
+	if rp.inflight == 0 {
+		close(rp.idle)
+		if rp.failed == 0 {
+			delete(p.runs, run) // nothing left to report
+		}
+	}
+}
+
+// Wait blocks until every queued publish of run is settled, then returns the first failure of
+// that run since its last Wait (with how many failed) and forgets them. Other runs'
+// publications neither delay it nor show in it. Do not call it while another goroutine may
+// still Publish jobs of run it should cover.
+func (p *JobPublisher) Wait(ctx context.Context, run string) error {
+	p.mu.Lock()
+	rp := p.runs[run]
+	p.mu.Unlock()
+	if rp == nil {
+		return nil
+	}
+	p.mu.Lock()
+	idle := rp.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+	default:
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("queue: wait for the job publications of run %s: %w", run, ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, failed := rp.first, rp.failed
+	rp.first, rp.failed = nil, 0
+	if rp.inflight == 0 && p.runs[run] == rp {
+		delete(p.runs, run)
+	}
+	if first != nil {
+		return fmt.Errorf("queue: %d job publication(s) of run %s failed, the first: %w", failed, run, first)
+	}
+	return nil
+}
 
 // Stats returns the counts since the publisher was created.
 func (p *JobPublisher) Stats() PublishStats { return p.p.snapshot() }
 
-// Close waits for queued publishes (bounded by ctx), releases the publisher's reply
-// subscription and returns what Wait would.
-func (p *JobPublisher) Close(ctx context.Context) error { return p.p.close(ctx) }
+// Close waits for queued publishes (bounded by ctx) and releases the publisher's reply
+// subscription. It returns an error only when ctx ends first: publication failures belong to
+// their runs' Wait.
+func (p *JobPublisher) Close(ctx context.Context) error {
+	err := p.p.close(ctx)
+	if ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
 
 // ResultPublisher publishes a worker's results asynchronously, so a slot is free for the next
 // job while its last result is being stored. Each result's done callback says when it is

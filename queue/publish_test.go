@@ -135,7 +135,7 @@ func TestJobPublisher(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Wait(ctx); err != nil {
+	if err := p.Wait(ctx, "run1"); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := p.Stats(), (queue.PublishStats{Stored: jobs, Duplicates: jobs / 2}); got != want {
@@ -167,7 +167,7 @@ func TestJobPublisherReportsRefusals(t *testing.T) {
 	if err := p.Publish(ctx, queue.LaneOnDemand, "run1", "ok", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Wait(ctx); err != nil {
+	if err := p.Wait(ctx, "run1"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -175,11 +175,11 @@ func TestJobPublisherReportsRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = p.Wait(ctx)
-	if err == nil || !strings.Contains(err.Error(), "3 job publication(s) failed") || !strings.Contains(err.Error(), "run1.lost") {
+	err = p.Wait(ctx, "run1")
+	if err == nil || !strings.Contains(err.Error(), "3 job publication(s) of run run1 failed") || !strings.Contains(err.Error(), "run1.lost") {
 		t.Fatalf("Wait = %v, want 3 failures naming the message id", err)
 	}
-	if err := p.Wait(ctx); err != nil {
+	if err := p.Wait(ctx, "run1"); err != nil {
 		t.Errorf("second Wait = %v, want the failures forgotten", err)
 	}
 	if st := p.Stats(); st.Failed != 3 {
@@ -187,7 +187,7 @@ func TestJobPublisherReportsRefusals(t *testing.T) {
 	}
 	ctxDone, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := p.Wait(ctxDone); err != nil {
+	if err := p.Wait(ctxDone, "run1"); err != nil {
 		t.Errorf("Wait with nothing in flight = %v, want nil even with ctx done", err)
 	}
 }
@@ -247,5 +247,72 @@ func TestResultPublisherSettlesEachResult(t *testing.T) {
 	}
 	if err := p.PublishResult(ctx, "run1", "j3", 0, nil, func(error) { t.Error("callback for a refused call") }); err == nil {
 		t.Error("attempt 0 accepted")
+	}
+}
+
+// TestJobPublisherKeepsFailuresPerRun: the coordinator shares one publisher between runs. A
+// job of run "bad" the server refuses (over its max payload) must be reported to run bad's Wait
+// and never to run "good"'s, which publishes at the same time: otherwise good is told it
+// failed, and bad, its failure consumed by another, is marked published with a job missing.
+func TestJobPublisherKeepsFailuresPerRun(t *testing.T) {
+	_, nc, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	p, err := topo.NewJobPublisher(queue.DefaultJobPublisherConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	huge := make([]byte, nc.MaxPayload()+1)
+
+	// In order first: bad's failure is settled before good publishes and waits.
+	if err := p.Publish(ctx, queue.LaneOnDemand, "bad", "big", huge); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, queue.LaneOnDemand, "good", "g0", []byte("job")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctx, "good"); err != nil {
+		t.Fatalf("Wait(good) = %v, want nil: the failure is bad's", err)
+	}
+	if err := p.Wait(ctx, "bad"); err == nil || !strings.Contains(err.Error(), "bad.big") {
+		t.Fatalf("Wait(bad) = %v, want bad's refused job", err)
+	}
+
+	// Then at the same time, many rounds.
+	const rounds, jobs = 20, 50
+	errs := make(chan error, 2*rounds)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for r := range rounds {
+			for i := range jobs {
+				if err := p.Publish(ctx, queue.LaneOnDemand, "good", fmt.Sprintf("r%dj%d", r, i), []byte("job")); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if err := p.Wait(ctx, "good"); err != nil {
+				errs <- fmt.Errorf("round %d: Wait(good) = %w", r, err)
+			}
+		}
+	}()
+	for r := range rounds {
+		if err := p.Publish(ctx, queue.LaneOnDemand, "bad", fmt.Sprintf("ok%d", r), []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Publish(ctx, queue.LaneOnDemand, "bad", fmt.Sprintf("big%d", r), huge); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(ctx, "bad"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("bad.big%d", r)) {
+			t.Errorf("round %d: Wait(bad) = %v, want its refused job", r, err)
+		}
+	}
+	<-done
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := streamMsgs(t, topo.Jobs, queue.JobSubject(queue.LaneOnDemand, "good")); got != 1+rounds*jobs {
+		t.Errorf("good's jobs stored = %d, want %d", got, 1+rounds*jobs)
 	}
 }

@@ -60,13 +60,20 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 	if err != nil {
 		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RunsBucket, err)
 	}
+	if err := checkObjectStoreShrink(ctx, js, cfg.BundlesMaxBytes); err != nil {
+		return nil, err
+	}
 	t.Bundles, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      BundlesBucket,
 		Description: "skillfleet suite bundles, keyed by content digest",
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
+		MaxBytes:    limit(cfg.BundlesMaxBytes),
 	})
 	if err != nil {
+		if storageExceeded(err) {
+			err = fmt.Errorf("%w (BundlesMaxBytes %d is more than the server's JetStream storage has left)", err, cfg.BundlesMaxBytes)
+		}
 		return nil, fmt.Errorf("queue: ensure object store %s: %w", BundlesBucket, err)
 	}
 	return t, nil
@@ -128,7 +135,11 @@ func jobsStreamConfig(cfg Config) jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.JobsDuplicates,
-		Discard:     jetstream.DiscardOld,
+		// Full means refusing the next job, not dropping a queued one.
+		Discard:    jetstream.DiscardNew,
+		MaxBytes:   limit(cfg.JobsMaxBytes),
+		MaxMsgs:    limit(cfg.JobsMaxMsgs),
+		MaxMsgSize: int32(limit(int64(cfg.JobsMaxMsgSize))),
 	}
 }
 
@@ -143,7 +154,47 @@ func resultsStreamConfig(cfg Config) jetstream.StreamConfig {
 		MaxAge:      cfg.ResultsMaxAge,
 		Duplicates:  cfg.ResultsDuplicates,
 		Discard:     jetstream.DiscardOld,
+		MaxBytes:    limit(cfg.ResultsMaxBytes),
 	}
+}
+
+// storageExceeded reports the server's refusal to reserve a limit it has no storage for
+// (JetStream error 10047).
+func storageExceeded(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10047
+}
+
+// limit maps the config's "0: no limit" to the server's -1.
+func limit(v int64) int64 {
+	if v <= 0 {
+		return -1
+	}
+	return v
+}
+
+// checkObjectStoreShrink refuses to set an object store limit below what it holds: the server
+// would make room by deleting chunks, corrupting stored bundles.
+func checkObjectStoreShrink(ctx context.Context, js jetstream.JetStream, maxBytes int64) error {
+	if maxBytes <= 0 {
+		return nil
+	}
+	os, err := js.ObjectStore(ctx, BundlesBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("queue: look up object store %s: %w", BundlesBucket, err)
+	}
+	st, err := os.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("queue: look up object store %s: %w", BundlesBucket, err)
+	}
+	if st.Size() > uint64(maxBytes) {
+		return fmt.Errorf("%w: object store %s holds %d bytes, more than the new limit of %d: the server would delete stored bundles to fit; raise the limit or delete bundles first",
+			ErrIncompatibleStream, BundlesBucket, st.Size(), maxBytes)
+	}
+	return nil
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
@@ -160,6 +211,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 				"drain or back up the stream, delete it (nats stream rm %s) and start again",
 				ErrIncompatibleStream, want.Name, have.Retention, want.Retention, want.Name)
 		}
+		// Lowering a limit below what the stream holds makes the server delete messages to
+		// fit, whatever the discard policy: queued jobs or results would be lost silently.
+		if st := existing.CachedInfo().State; (want.MaxBytes > 0 && st.Bytes > uint64(want.MaxBytes)) || (want.MaxMsgs > 0 && st.Msgs > uint64(want.MaxMsgs)) {
+			return nil, fmt.Errorf("%w: stream %s holds %d messages of %d bytes, more than the new limits (%d messages, %d bytes): "+
+				"the server would delete messages to fit; raise the limits or let the stream drain first",
+				ErrIncompatibleStream, want.Name, st.Msgs, st.Bytes, want.MaxMsgs, want.MaxBytes)
+		}
 		if have.Storage != want.Storage {
 			return nil, fmt.Errorf("%w: stream %s has %s storage, want %s; storage cannot be changed in place: "+
 				"drain or back up the stream, delete it (nats stream rm %s) and start again",
@@ -167,6 +225,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		}
 	}
 	s, err := js.CreateOrUpdateStream(ctx, want)
+	if storageExceeded(err) {
+		return nil, fmt.Errorf("queue: ensure stream %s: %w (its MaxBytes %d is more than the server's JetStream storage has left: lower the limits)", want.Name, err, want.MaxBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: ensure stream %s: %w", want.Name, err)
 	}

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,10 @@ func TestConfigValidate(t *testing.T) {
 		{"zero MaxWaiting", func(c *queue.Config) { c.MaxWaiting = 0 }, "MaxWaiting"},
 		{"duplicates beyond max age", func(c *queue.Config) { c.ResultsMaxAge = time.Minute }, "must not exceed"},
 		{"six replicas", func(c *queue.Config) { c.Replicas = 6 }, "Replicas"},
+		{"no limits", func(c *queue.Config) {
+			c.JobsMaxBytes, c.JobsMaxMsgs, c.ResultsMaxBytes, c.BundlesMaxBytes = 0, 0, 0, 0
+		}, ""},
+		{"negative limit", func(c *queue.Config) { c.BundlesMaxBytes = -1 }, "BundlesMaxBytes must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := queue.DefaultConfig()
@@ -216,5 +221,72 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if got := queue.DefaultConfig().HeartbeatInterval(); got != 10*time.Second {
 		t.Errorf("HeartbeatInterval = %s, want 10s", got)
+	}
+}
+
+// TestEnsureAppliesLimits: the streams and the object store get their size limits, on an
+// existing topology too; a full jobs stream refuses new jobs rather than dropping queued ones;
+// a limit below what a stream holds is refused rather than letting the server delete.
+func TestEnsureAppliesLimits(t *testing.T) {
+	_, _, js := startBare(t)
+	ctx := testCtx(t)
+	// A topology as older versions made it: no limits, and a jobs stream that discards old.
+	unlimited := queue.DefaultConfig()
+	unlimited.JobsMaxBytes, unlimited.JobsMaxMsgs, unlimited.ResultsMaxBytes, unlimited.BundlesMaxBytes = 0, 0, 0, 0
+	old, err := queue.Ensure(ctx, js, unlimited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jcfg := old.Jobs.CachedInfo().Config
+	jcfg.Discard = jetstream.DiscardOld
+	if _, err := js.UpdateStream(ctx, jcfg); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := old.PublishJob(ctx, queue.LaneOnDemand, "run1", fmt.Sprintf("j%d", i), []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := queue.DefaultConfig()
+	cfg.JobsMaxMsgs, cfg.JobsMaxMsgSize, cfg.BundlesMaxBytes = 3, 64<<10, 4096
+	topo, err := queue.Ensure(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("Ensure with limits over an unlimited topology: %v", err)
+	}
+	jobs := topo.Jobs.CachedInfo().Config
+	if jobs.MaxMsgs != 3 || jobs.MaxBytes != cfg.JobsMaxBytes || jobs.MaxMsgSize != 64<<10 || jobs.Discard != jetstream.DiscardNew {
+		t.Errorf("jobs stream: MaxMsgs %d MaxBytes %d MaxMsgSize %d Discard %s", jobs.MaxMsgs, jobs.MaxBytes, jobs.MaxMsgSize, jobs.Discard)
+	}
+	if got := topo.Results.CachedInfo().Config.MaxBytes; got != cfg.ResultsMaxBytes {
+		t.Errorf("results stream MaxBytes %d, want %d", got, cfg.ResultsMaxBytes)
+	}
+	st, err := topo.Bundles.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs := st.(*jetstream.ObjectBucketStatus).StreamInfo().Config.MaxBytes; bs != 4096 {
+		t.Errorf("bundle store MaxBytes %d, want 4096", bs)
+	}
+
+	// Full: the fourth job is refused and the three queued stay.
+	if err := topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "j3", []byte("job")); err == nil {
+		t.Error("a fourth job was accepted by a jobs stream limited to 3")
+	}
+	if got := streamMsgs(t, topo.Jobs, ""); got != 3 {
+		t.Errorf("%d jobs queued, want the 3 first", got)
+	}
+	// A bundle over the store's limit is refused.
+	if _, err := topo.PutBundle(ctx, strings.NewReader(strings.Repeat("b", 8192))); err == nil {
+		t.Error("a bundle over the store's limit was stored")
+	}
+
+	// Lowering the limit below what is queued would delete jobs: refused, nothing deleted.
+	cfg.JobsMaxMsgs = 2
+	if _, err := queue.Ensure(ctx, js, cfg); !errors.Is(err, queue.ErrIncompatibleStream) || !strings.Contains(err.Error(), "would delete") {
+		t.Errorf("Ensure lowering the limit below the queue = %v, want ErrIncompatibleStream", err)
+	}
+	if got := streamMsgs(t, topo.Jobs, ""); got != 3 {
+		t.Errorf("%d jobs queued after a refused shrink, want 3", got)
 	}
 }

@@ -31,3 +31,38 @@ func BenchmarkPlan100k(b *testing.B) {
 		b.ReportMetric(float64(len(p.Jobs)), "jobs")
 	}
 }
+
+// BenchmarkPlanHuge plans a suite that expands into 10,000,000 jobs (10,000 cases × runs: 1000)
+// with and without a job cap: without it the plan holds every job; with the coordinator's
+// default cap it is refused after counting, having made none.
+func BenchmarkPlanHuge(b *testing.B) {
+	root := b.TempDir()
+	if err := suitetest.GenerateRuns(root, 100, 100, 1000); err != nil {
+		b.Fatal(err)
+	}
+	s := Load([]string{root}, skill.Options{})
+	if s.Diagnostics.HasErrors() {
+		b.Fatalf("generated suite has errors: %v", s.Diagnostics[0])
+	}
+	for _, bc := range []struct {
+		name string
+		max  int
+	}{{"uncapped", 0}, {"cap100k", 100_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := s.Plan(PlanOptions{MaxJobs: bc.max})
+				if bc.max > 0 {
+					if err == nil {
+						b.Fatal("want the plan refused")
+					}
+					continue
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(p.Jobs)), "jobs")
+			}
+		})
+	}
+}

@@ -115,6 +115,36 @@ func (c *Cache) Get(ctx context.Context, digest string) (dir string, release fun
 	}
 }
 
+// Dir is the directory the cache keeps bundles in. A directory made in it whose name starts
+// with ".tmp-" is on the cache's file system (so Adopt can rename it in) and is removed by the
+// next NewCache if its maker crashed.
+func (c *Cache) Dir() string { return c.dir }
+
+// Adopt moves tree, a bundle the caller has extracted (and so validated) under Dir, into the
+// cache as the bundle with digest, sparing a later Get the download and extraction. When the
+// cache has that bundle already, or is fetching it, tree is left where it is for the caller to
+// remove.
+func (c *Cache) Adopt(digest, tree string) error {
+	name, err := dirName(digest)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.flight[name]; busy || slices.Contains(c.recent, name) {
+		return nil
+	}
+	if err := os.Chmod(tree, 0o755); err != nil {
+		return fmt.Errorf("bundle cache: %w", err)
+	}
+	if err := os.Rename(tree, filepath.Join(c.dir, name)); err != nil {
+		return fmt.Errorf("bundle cache: %w", err)
+	}
+	c.recent = append(c.recent, name)
+	c.evictLocked()
+	return nil
+}
+
 func (c *Cache) download(ctx context.Context, digest, final string) error {
 	tmp, err := os.MkdirTemp(c.dir, ".tmp-")
 	if err != nil {

@@ -80,6 +80,26 @@ type PlanOptions struct {
 	// Agents to run prompt cases against. Empty plans each prompt case once with no agent; the
 	// worker then reports it errored ("no agent configured") rather than guessing one.
 	Agents []string
+	// MaxJobs, when positive, refuses a plan of more jobs with a *TooManyJobsError before
+	// any job is made: the count is cheap, the jobs of a hostile suite are not.
+	MaxJobs int
+}
+
+// TooManyJobsError is a plan refused because it expands into more jobs than allowed. It names
+// the case that crossed the limit, so the user sees where the expansion comes from.
+type TooManyJobsError struct {
+	// Max is the limit; Jobs how many the plan had reached when it stopped counting (more
+	// than Max, not necessarily the total).
+	Max, Jobs int
+	// File and Line locate the case that crossed the limit.
+	File string
+	Line int
+	Case string
+}
+
+func (e *TooManyJobsError) Error() string {
+	return fmt.Sprintf("%s:%d: error plan.maxJobs: the suite expands into more than %d jobs (case %s crossed it at %d; cases × runs × agents)",
+		e.File, e.Line, e.Max, e.Case, e.Jobs)
 }
 
 // Job is one execution of one case: case × epoch × agent.
@@ -130,6 +150,9 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 		}
 		p.Cases = append(p.Cases, c)
 		jobs += c.Runs * len(caseAgents(c, agents))
+		if opts.MaxJobs > 0 && jobs > opts.MaxJobs {
+			return nil, &TooManyJobsError{Max: opts.MaxJobs, Jobs: jobs, File: c.File, Line: c.Line, Case: c.Skill.Name + "/" + c.Name}
+		}
 	}
 	p.Jobs = make([]Job, 0, jobs)
 	for _, c := range p.Cases {

@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,6 +243,9 @@ func TestPlanFilterAndAgents(t *testing.T) {
 		{name: "both kinds", opts: PlanOptions{Filter: Filter{Kinds: Kinds([]string{"prompt", "command"})}}, wantJobs: 20},
 		{name: "kind and skill", opts: PlanOptions{Filter: Filter{Skills: []string{"env-selector"}, Kinds: []Kind{KindPrompt}}}, wantJobs: 8},
 		{name: "unknown kind", opts: PlanOptions{Filter: Filter{Kinds: []Kind{"shell"}}}, wantErr: true},
+		// The cap is inclusive: a plan of exactly MaxJobs jobs is made, one more is refused.
+		{name: "at the job cap", opts: PlanOptions{Filter: Filter{Skills: []string{"env-selector"}}, Agents: []string{"a", "b"}, MaxJobs: 2*8 + 6}, wantJobs: 2*8 + 6},
+		{name: "over the job cap", opts: PlanOptions{Filter: Filter{Skills: []string{"env-selector"}}, Agents: []string{"a", "b"}, MaxJobs: 2*8 + 5}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,6 +270,15 @@ func TestPlanFilterAndAgents(t *testing.T) {
 				seen[j.ID] = true
 			}
 		})
+	}
+	// The refusal names the case that crossed the cap, by file and line.
+	_, err := s.Plan(PlanOptions{Agents: []string{"a", "b"}, MaxJobs: 3})
+	var tooMany *TooManyJobsError
+	if !errors.As(err, &tooMany) || tooMany.File == "" || tooMany.Line < 1 || tooMany.Max != 3 || tooMany.Jobs <= 3 {
+		t.Fatalf("over the cap: %v (%+v), want a *TooManyJobsError with file and line", err, tooMany)
+	}
+	if !strings.Contains(err.Error(), "plan.maxJobs") {
+		t.Errorf("message %q does not name the rule", err)
 	}
 	// Filtering one skill still ships its dependencies.
 	p, _ := s.Plan(PlanOptions{Filter: Filter{Skills: []string{"deploy-checklist"}}})

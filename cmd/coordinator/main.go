@@ -34,6 +34,10 @@ type options struct {
 	tokenFile    string
 	deadline     time.Duration
 	agents       []string
+	knownAgents  []string
+	maxDeadline  time.Duration
+	maxJobsRun   int
+	maxJobsToken int
 	nats         cmdutil.NATSFlags
 	queue        cmdutil.QueueFlags
 	logLevel     string
@@ -57,6 +61,10 @@ func main() {
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token")
 	f.DurationVar(&o.deadline, "default-deadline", 6*time.Hour, "deadline of runs that set none")
 	f.StringSliceVar(&o.agents, "agent", nil, "default agents for prompt cases (repeatable)")
+	f.StringSliceVar(&o.knownAgents, "known-agent", nil, "agents a run may name (repeatable; default: the --agent list; with neither, names are not checked)")
+	f.DurationVar(&o.maxDeadline, "max-deadline", 24*time.Hour, "longest deadline a run may ask for")
+	f.IntVar(&o.maxJobsRun, "max-jobs-per-run", 100_000, "jobs a suite may expand into (cases × runs × agents); more is refused with 422")
+	f.IntVar(&o.maxJobsToken, "max-jobs-per-token", 400_000, "jobs of one token's unfinished runs; a submission beyond it is refused with 422")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
 	o.queue.Register(f)
@@ -134,7 +142,8 @@ func run(ctx context.Context, o options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c, err := coordinator.New(coordinator.Config{
 		DataDir: filepath.Join(o.dataDir, "coordinator"), DefaultDeadline: o.deadline,
-		MaxAttempts: qcfg.MaxDeliver, Agents: o.agents,
+		MaxAttempts: qcfg.MaxDeliver, Agents: o.agents, KnownAgents: o.knownAgents,
+		MaxDeadline: o.maxDeadline, MaxJobsPerRun: o.maxJobsRun, MaxJobsPerPrincipal: o.maxJobsToken,
 		// A run is kept as long as its results: without them its report cannot be rebuilt.
 		Retention: qcfg.ResultsMaxAge,
 	}, coordinator.Deps{Topology: topo, Log: log.Named("coordinator"), Registry: reg})

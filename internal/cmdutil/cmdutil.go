@@ -162,6 +162,9 @@ type QueueFlags struct {
 	MaxDeliver int
 	Replicas   int
 	ResultsAge time.Duration
+	// Size limits of the streams and the bundle store; 0 means none.
+	JobsMaxBytes, JobsMaxMsgs, ResultsMaxBytes, BundlesMaxBytes int64
+	JobsMaxMsgSize                                              int32
 }
 
 // Register adds the flags to fs.
@@ -171,11 +174,18 @@ func (q *QueueFlags) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&q.MaxDeliver, "max-deliver", d.MaxDeliver, "deliveries of a job before it is recorded as errored")
 	fs.IntVar(&q.Replicas, "replicas", max(d.Replicas, 1), "JetStream replicas of streams and buckets (1 or 3 in a cluster)")
 	fs.DurationVar(&q.ResultsAge, "results-max-age", d.ResultsMaxAge, "how long results, and so runs and their reports, are kept")
+	fs.Int64Var(&q.JobsMaxBytes, "jobs-max-bytes", d.JobsMaxBytes, "bytes of queued jobs the jobs stream holds; beyond it new jobs wait (0: no limit)")
+	fs.Int64Var(&q.JobsMaxMsgs, "jobs-max-msgs", d.JobsMaxMsgs, "queued jobs the jobs stream holds; beyond it new jobs wait (0: no limit)")
+	fs.Int32Var(&q.JobsMaxMsgSize, "jobs-max-msg-size", d.JobsMaxMsgSize, "largest job message; bigger cases are refused at plan time (0: the server's max payload)")
+	fs.Int64Var(&q.ResultsMaxBytes, "results-max-bytes", d.ResultsMaxBytes, "bytes of results kept; beyond it the oldest go, as at --results-max-age (0: no limit)")
+	fs.Int64Var(&q.BundlesMaxBytes, "bundles-max-bytes", d.BundlesMaxBytes, "bytes of suite bundles stored; beyond it uploads are refused (0: no limit)")
 }
 
 // Config returns the queue configuration the flags describe.
 func (q *QueueFlags) Config() (queue.Config, error) {
 	c := queue.DefaultConfig()
 	c.AckWait, c.MaxDeliver, c.Replicas, c.ResultsMaxAge = q.AckWait, q.MaxDeliver, q.Replicas, q.ResultsAge
+	c.JobsMaxBytes, c.JobsMaxMsgs, c.JobsMaxMsgSize = q.JobsMaxBytes, q.JobsMaxMsgs, q.JobsMaxMsgSize
+	c.ResultsMaxBytes, c.BundlesMaxBytes = q.ResultsMaxBytes, q.BundlesMaxBytes
 	return c, c.Validate()
 }

@@ -100,3 +100,29 @@ func GeneratePrompts(dir string, skills, casesPerSkill int) error {
 	}
 	return nil
 }
+
+// GenerateRuns writes skills skills under dir, each with one cases file of casesPerSkill
+// prompt cases of runs epochs: skills × casesPerSkill × runs jobs (per agent) from a bundle
+// of a few files per skill, the shape of a job-count bomb.
+func GenerateRuns(dir string, skills, casesPerSkill, runs int) error {
+	for i := range skills {
+		name := fmt.Sprintf("runs-%05d", i)
+		sd := filepath.Join(dir, name)
+		if err := os.MkdirAll(sd, 0o755); err != nil {
+			return err
+		}
+		md := fmt.Sprintf("---\nname: %s\ndescription: Synthetic many-epoch skill %d. Use when measuring skillfleet admission.\nmetadata:\n  version: \"1.0.0\"\ntest:\n  cases: cases.yaml\n---\n\n# Synthetic\n\nAnswer READY.\n", name, i)
+		if err := os.WriteFile(filepath.Join(sd, "SKILL.md"), []byte(md), 0o644); err != nil {
+			return err
+		}
+		var cs strings.Builder
+		cs.WriteString("cases:\n")
+		for c := range casesPerSkill {
+			fmt.Fprintf(&cs, "  - name: case_%05d\n    input: \"Say READY (%d)\"\n    runs: %d\n    assertions:\n      output_contains: [READY]\n", c, c, runs)
+		}
+		if err := os.WriteFile(filepath.Join(sd, "cases.yaml"), []byte(cs.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/local"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -119,8 +122,11 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		defer cancel()
 		_ = runner.Close(cctx)
 	}()
+	// The agents the workers were configured with are the names a run may ask for: a
+	// misspelt --agent is refused before anything runs.
+	known := slices.Sorted(maps.Keys(o.models.Agents))
 	fleet, err := local.Start(ctx, local.Config{
-		Workers: o.workers, Slots: 1, Log: o.log,
+		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known},
 		Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")).WithAgents(o.models.Agents, o.models.Judge, o.models.Votes),
 	})
 	if err != nil {

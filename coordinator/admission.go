@@ -1,0 +1,183 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// jobHeaderRoom is what a job message's subject and headers (message id, expected stream) may
+// take of the server's max payload, which counts them with the data.
+const jobHeaderRoom = 1024
+
+// checkSpec refuses what the run's options alone make inadmissible, before the upload is read.
+func (c *Coordinator) checkSpec(spec *pb.RunSpec) error {
+	if ms := spec.GetDeadlineMs(); ms > c.cfg.MaxDeadline.Milliseconds() {
+		// In hours: a deadline of years overflows a Duration.
+		return &PlanError{Err: fmt.Errorf("the deadline of %dh exceeds this coordinator's maximum of %s (--max-deadline)", ms/int64(time.Hour/time.Millisecond), c.cfg.MaxDeadline)}
+	}
+	for i, a := range spec.GetAgents() {
+		// The same agent twice would plan every prompt job twice under one id.
+		if slices.Contains(spec.GetAgents()[:i], a) {
+			return &PlanError{Err: fmt.Errorf("agent %q is named twice", a)}
+		}
+	}
+	if known := c.cfg.KnownAgents; len(known) > 0 {
+		for _, a := range spec.GetAgents() {
+			if !slices.Contains(known, a) {
+				return &PlanError{Err: fmt.Errorf("unknown agent %q: this fleet runs %s", a, strings.Join(known, ", "))}
+			}
+		}
+	}
+	return nil
+}
+
+// spool copies an upload to path, at most limit bytes of it, and returns its digest. An upload
+// over the limit is an *http.MaxBytesError (413), whatever reader it came through.
+func spool(ctx context.Context, r io.Reader, path string, limit int64) (string, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("spool upload: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(ctxReader{ctx, r}, limit+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return "", err
+	case err != nil:
+		return "", fmt.Errorf("read upload: %w", err)
+	case n > limit:
+		return "", &http.MaxBytesError{Limit: limit}
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("spool upload: %w", err)
+	}
+	return suite.DigestPrefix + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader ends a copy when ctx is done, so a stalled upload of a gone client stops.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// extract unpacks the spooled tar into tree; ExtractBundle's checks make it the upload's
+// validation.
+func extract(tarPath, tree string) error {
+	f, err := os.Open(tarPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	// An empty bundle is still a directory (with no skills to plan), not a missing one.
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return err
+	}
+	if err := suite.ExtractBundle(f, tree); err != nil {
+		return fmt.Errorf("extract bundle: %w", err)
+	}
+	return nil
+}
+
+// checkJobSizes refuses a plan holding a case whose job message would exceed the server's max
+// payload: such a publish is refused every time, so the run could never complete. The biggest
+// job of a case is the one with its longest agent name and its last epoch; the rest differ
+// from it only in those.
+func (c *Coordinator) checkJobSizes(r *run) error {
+	limit := c.maxJobBytes()
+	longest := ""
+	for _, a := range r.plan.Jobs {
+		if len(a.Agent) > len(longest) {
+			longest = a.Agent
+		}
+	}
+	var diags skill.Diagnostics
+	for _, pc := range r.plan.Cases {
+		agent := longest
+		if pc.Kind == suite.KindCommand {
+			agent = ""
+		}
+		j := suite.Job{ID: suite.JobID(pc.Skill.Name, pc.Name, pc.Kind, pc.Runs, agent), Case: pc, Epoch: pc.Runs, Agent: agent}
+		msg, err := jobMessage(r.spec, r.plan, j, c.cfg.MaxAttempts, r.spec.GetCreatedAt())
+		if err != nil {
+			return &PlanError{Err: err}
+		}
+		if n := proto.Size(msg); n > limit {
+			diags = append(diags, skill.Diagnostic{
+				Rule: "job.tooLarge", Severity: skill.SeverityError, File: pc.File, Line: pc.Line,
+				Message: fmt.Sprintf("case %s: its job message is %d bytes, over the %d the queue takes (its input, command, stdin, env and assertions are too big)", pc.Name, n, limit),
+			})
+			if len(diags) == 100 {
+				break
+			}
+		}
+	}
+	if len(diags) > 0 {
+		return &PlanError{Diagnostics: diags}
+	}
+	return nil
+}
+
+// maxJobBytes is the largest job message the queue takes: the connection's max payload (the
+// server's) less room for the headers, or the jobs stream's max message size if smaller.
+func (c *Coordinator) maxJobBytes() int {
+	limit := int(c.topo.JS.Conn().MaxPayload()) - jobHeaderRoom
+	if c.topo.Jobs != nil {
+		if m := int(c.topo.Jobs.CachedInfo().Config.MaxMsgSize); m > 0 {
+			limit = min(limit, m-jobHeaderRoom)
+		}
+	}
+	return limit
+}
+
+// reserve counts jobs against principal's limit, refusing them if it would be exceeded.
+func (c *Coordinator) reserve(principal string, jobs int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	have := c.admitted[principal]
+	if have+jobs > c.cfg.MaxJobsPerPrincipal {
+		who := "anonymous callers"
+		if principal != "" {
+			who = "token " + principal
+		}
+		return &PlanError{Err: fmt.Errorf("%s would have %d jobs in unfinished runs, over the limit of %d: wait for runs to finish or cancel some", who, have+jobs, c.cfg.MaxJobsPerPrincipal)}
+	}
+	c.admitted[principal] = have + jobs
+	return nil
+}
+
+// unreserve gives a run's jobs back to its principal's limit; it is safe to call twice.
+func (c *Coordinator) unreserve(r *run) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.reserved == 0 {
+		return
+	}
+	if c.admitted[r.principal] -= r.reserved; c.admitted[r.principal] <= 0 {
+		delete(c.admitted, r.principal)
+	}
+	r.reserved = 0
+}
