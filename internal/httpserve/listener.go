@@ -7,12 +7,12 @@ import (
 )
 
 // capListener caps open connections, in total and per remote IP. Connections over a cap are
-// closed at once, never queued: a queued connection still holds a descriptor in the kernel's
+// never queued: a queued connection still holds a descriptor in the kernel's
 // backlog and its client waits without an answer, so under a flood of silent connections
 // netutil.LimitListener would leave real clients queued behind them until each header timeout.
 // Instead, at the total cap the oldest connection that has not started a request is evicted:
 // a flood then only ever displaces itself, while a client that sends its request at once is
-// active, and kept.
+// active, and kept. The per-IP cap evicts the same way, among that address's connections.
 type capListener struct {
 	net.Listener
 	max, perIP int
@@ -68,18 +68,19 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 	ip := remoteIP(nc.RemoteAddr())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.perIP > 0 && l.byIP[ip] >= l.perIP {
-		return nil, nil
-	}
+	full := l.perIP > 0 && l.byIP[ip] >= l.perIP
 	var evict *conn
-	if len(l.conns) >= l.max {
-		for c := range l.conns {
-			if !c.busy && (evict == nil || c.seq < evict.seq) {
-				evict = c
-			}
-		}
+	switch {
+	case full:
+		// The address's own oldest idle connection makes room: a flood from one host displaces
+		// only itself, and a client sharing its address (a NAT, loopback) is still served.
+		evict = l.oldestIdle(ip, true)
+	case len(l.conns) >= l.max:
+		full, evict = true, l.oldestIdle("", false)
+	}
+	if full {
 		if evict == nil {
-			return nil, nil
+			return nil, nil // every connection is serving a request: refuse the new one
 		}
 		l.untrack(evict)
 	}
@@ -88,6 +89,18 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 	l.conns[c] = struct{}{}
 	l.byIP[ip]++
 	return c, evict
+}
+
+// oldestIdle is the longest-waiting connection that is not serving a request, of ip only when
+// sameIP; nil when there is none. The caller holds mu.
+func (l *capListener) oldestIdle(ip string, sameIP bool) *conn {
+	var old *conn
+	for c := range l.conns {
+		if !c.busy && (!sameIP || c.ip == ip) && (old == nil || c.seq < old.seq) {
+			old = c
+		}
+	}
+	return old
 }
 
 func (l *capListener) forget(c *conn) {

@@ -33,8 +33,9 @@ type Config struct {
 	// the new one is closed at once. It never queues: a queued connection holds a descriptor
 	// and the client waits without an answer.
 	MaxConns int
-	// MaxConnsPerIP caps one remote address's connections (new ones over it are closed at once),
-	// so one host's flood cannot take the whole MaxConns. Negative disables it (unix sockets).
+	// MaxConnsPerIP caps one remote address's connections, evicting the same way among that
+	// address's connections, so one host's flood cannot take the whole MaxConns. Negative
+	// disables it (unix sockets).
 	MaxConnsPerIP int
 	// ErrorLog gets the server's own errors (nil: the standard logger).
 	ErrorLog *log.Logger

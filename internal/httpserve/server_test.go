@@ -83,8 +83,9 @@ func TestSilentConnectionsCannotStarveClients(t *testing.T) {
 		// One host floods: its per-IP cap keeps it from the rest of the slots.
 		{"one host, per-IP cap", "127.0.0.2", 16},
 		// The flood comes from the client's own address: eviction of never-started connections
-		// still makes room.
+		// still makes room, under the global cap and under the per-IP one.
 		{"same host, eviction", "127.0.0.1", -1},
+		{"same host, per-IP eviction", "127.0.0.1", 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := serve(t, authed, Config{ReadHeaderTimeout: 500 * time.Millisecond, MaxConns: 64, MaxConnsPerIP: tc.perIP})
