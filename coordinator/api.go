@@ -40,8 +40,8 @@ type APIConfig struct {
 	// MaxStreams caps concurrent event streams (0 = 256); MaxStreamsPerCaller caps them per
 	// token (0 = 16). Over a cap a stream request gets 429 with Retry-After.
 	MaxStreams, MaxStreamsPerCaller int
-	// WriteTimeout bounds each write of an event stream, which has no overall write deadline
-	// (0 = 1 minute).
+	// WriteTimeout bounds each write of an event stream, which has no overall write deadline,
+	// and the answer to an upload, which may take longer than the server's (0 = 1 minute).
 	WriteTimeout time.Duration
 	// MinUploadRate fails (408) an upload slower than this many bytes/s averaged over
 	// UploadRateWindow (0 = 64 KiB/s over 10 s; negative: no minimum).
@@ -172,6 +172,9 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	body := http.MaxBytesReader(w, io.NopCloser(in), suite.MaxBundleBytes+64<<20)
 	st, err := a.c.Submit(r.Context(), body, spec)
+	// The server's write deadline ran from the request's headers, through the whole upload:
+	// the answer gets its own.
+	_ = rc.SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout))
 	var pe *PlanError
 	var tooBig *http.MaxBytesError
 	switch {

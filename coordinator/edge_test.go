@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/local"
 	"github.com/skillfleet/skillfleet/queue"
 )
@@ -299,4 +301,48 @@ func TestAPIReadyzFailsWhileTheStoreCannotWrite(t *testing.T) {
 	if !nc.IsConnected() {
 		t.Fatal("the test meant NATS to stay connected")
 	}
+}
+
+// TestAPILongUploadOnHardenedServer: on a server whose read and write timeouts are shorter
+// than an upload (here 300 ms against a body that pauses 1 s), an upload that keeps above the
+// minimum rate is accepted and answered: the upload extends its read deadline, and the answer
+// gets a write deadline of its own.
+func TestAPILongUploadOnHardenedServer(t *testing.T) {
+	a := startAPI(t, nil)
+	hs := httpserve.New(mustListen(t), a.fleet.Coordinator.Handler(coordinator.APIConfig{
+		Token: token, MinUploadRate: 1, UploadRateWindow: 10 * time.Second, WriteTimeout: 300 * time.Millisecond,
+	}), httpserve.Config{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	go func() { _ = hs.Serve() }()
+	t.Cleanup(func() { _ = hs.HTTP.Close() })
+
+	bundle := bundleOf(t, examples)
+	pr, pw := io.Pipe()
+	go func() {
+		half := len(bundle) / 2
+		_, _ = pw.Write(bundle[:half])
+		time.Sleep(time.Second) // longer than the server's timeouts, within the rate's window
+		_, _ = pw.Write(bundle[half:])
+		_ = pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+hs.Addr().String()+"/v1/runs?agent=slow", pr)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a slow but steady upload: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%d %s, want 201", resp.StatusCode, b)
+	}
+	a.exec.ReleaseAll()
+}
+
+func mustListen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
