@@ -45,7 +45,9 @@ type APIConfig struct {
 	WriteTimeout time.Duration
 	// MinUploadRate fails (408) an upload slower than this many bytes/s averaged over
 	// UploadRateWindow (0 = 64 KiB/s over 10 s; negative: no minimum).
-	MinUploadRate    int64
+	MinUploadRate int64
+	// UploadRateWindow is the window MinUploadRate is averaged over, and the longest an upload
+	// may send nothing.
 	UploadRateWindow time.Duration
 	// Now is the clock of the upload rate (nil: time.Now).
 	Now func() time.Time
