@@ -21,6 +21,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 )
 
 // Gateway defaults.
@@ -224,12 +226,20 @@ func (g *Gateway) ListenUnix(dir string) (string, error) {
 		_ = l.Close()
 		return "", fmt.Errorf("agent: gateway: %w", err)
 	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(g.log)}
+	// The sandbox is the client here, and it may be hostile: it gets every timeout and a
+	// connection cap. Responses may stream for as long as an upstream answer may take.
+	hs := httpserve.New(l, g, httpserve.Config{
+		ReadHeaderTimeout: 30 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 11 * time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxConns: 64, MaxConnsPerIP: -1, // every peer of a unix socket has the same (no) address
+		ErrorLog: zap.NewStdLog(g.log),
+	})
+	srv := hs.HTTP
 	g.mu.Lock()
 	g.servers = append(g.servers, srv)
 	g.mu.Unlock()
 	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(); err != nil {
 			g.log.Error("model gateway stopped serving", zap.String("socket", p), zap.Error(err))
 		}
 	}()

@@ -2,10 +2,10 @@ package coordinator
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,20 +19,47 @@ import (
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
 // APIConfig configures the HTTP API.
 type APIConfig struct {
-	// Token, when set, must be presented as "Authorization: Bearer <token>" on /v1/ routes.
+	// Token, when set, must be presented as "Authorization: Bearer <token>" on /v1/ routes; its
+	// holder is named "default".
 	Token string
+	// Tokens are further accepted tokens, each with its holder's name (see ParseTokens). With
+	// neither Token nor Tokens the API serves only loopback, non-browser callers.
+	Tokens []Token
 	// Gatherer serves /metrics; nil serves none.
 	Gatherer prometheus.Gatherer
 	// Ready reports whether the coordinator can serve (NATS connected); nil means always.
 	Ready func(ctx context.Context) error
 	// SSEKeepAlive is the interval of comment lines that keep idle event streams open.
 	SSEKeepAlive time.Duration
+	// MaxStreams caps concurrent event streams (0 = 256); MaxStreamsPerCaller caps them per
+	// token (0 = 16). Over a cap a stream request gets 429 with Retry-After.
+	MaxStreams, MaxStreamsPerCaller int
+	// WriteTimeout bounds each write of an event stream, which has no overall write deadline,
+	// and the answer to an upload, which may take longer than the server's (0 = 1 minute).
+	WriteTimeout time.Duration
+	// MinUploadRate fails (408) an upload slower than this many bytes/s averaged over
+	// UploadRateWindow (0 = 64 KiB/s over 10 s; negative: no minimum).
+	MinUploadRate int64
+	// UploadRateWindow is the window MinUploadRate is averaged over, and the longest an upload
+	// may send nothing.
+	UploadRateWindow time.Duration
+	// Now is the clock of the upload rate (nil: time.Now).
+	Now func() time.Time
 }
+
+// Default limits of the API.
+const (
+	DefaultMaxStreams          = 256
+	DefaultMaxStreamsPerCaller = 16
+	DefaultMinUploadRate       = 64 << 10
+	DefaultUploadRateWindow    = 10 * time.Second
+)
 
 var jsonOpts = protojson.MarshalOptions{UseProtoNames: true}
 
@@ -41,7 +68,25 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	if cfg.SSEKeepAlive <= 0 {
 		cfg.SSEKeepAlive = 15 * time.Second
 	}
-	a := &api{c: c, cfg: cfg}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxStreamsPerCaller <= 0 {
+		cfg.MaxStreamsPerCaller = DefaultMaxStreamsPerCaller
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = time.Minute
+	}
+	if cfg.MinUploadRate == 0 {
+		cfg.MinUploadRate = DefaultMinUploadRate
+	}
+	if cfg.UploadRateWindow <= 0 {
+		cfg.UploadRateWindow = DefaultUploadRateWindow
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &api{c: c, cfg: cfg, streams: newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerCaller), probe: &storeProbe{c: c}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", a.auth(a.submit))
 	mux.HandleFunc("GET /v1/runs", a.auth(a.list))
@@ -58,25 +103,10 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 }
 
 type api struct {
-	c   *Coordinator
-	cfg APIConfig
-}
-
-func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
-	if a.cfg.Token == "" {
-		return h
-	}
-	want := []byte(a.cfg.Token)
-	return func(w http.ResponseWriter, r *http.Request) {
-		// The scheme is case-insensitive (RFC 9110); the token is compared in constant time.
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(token), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
-			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
-			return
-		}
-		h(w, r)
-	}
+	c       *Coordinator
+	cfg     APIConfig
+	streams *streamLimiter
+	probe   *storeProbe
 }
 
 // submit accepts a suite bundle (a tar, as `skillfleet submit` writes it) with the run's
@@ -131,11 +161,30 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err, nil)
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, suite.MaxBundleBytes+64<<20)
+	// The server's read timeout would cut a large upload: the rate reader keeps the
+	// connection's read deadline a window ahead instead, and fails a trickle.
+	rc := http.NewResponseController(w)
+	var rate *rateReader
+	in := io.Reader(r.Body)
+	if a.cfg.MinUploadRate > 0 {
+		rate = newRateReader(r.Body, a.cfg.MinUploadRate, a.cfg.UploadRateWindow, a.cfg.Now, rc.SetReadDeadline)
+		in = rate
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	body := http.MaxBytesReader(w, io.NopCloser(in), suite.MaxBundleBytes+64<<20)
 	st, err := a.c.Submit(r.Context(), body, spec)
+	// The server's write deadline ran from the request's headers, through the whole upload:
+	// the answer gets its own.
+	_ = rc.SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout))
 	var pe *PlanError
 	var tooBig *http.MaxBytesError
 	switch {
+	case rate != nil && rate.err != nil:
+		// Whatever Submit made of the failed read, the client was too slow.
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, rate.err, nil)
+		return
 	case errors.As(err, &pe):
 		var diags any
 		if len(pe.Diagnostics) > 0 {
@@ -220,12 +269,26 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 // events streams a run's events as server-sent events: "status" and "result" events whose data
 // is the JSON of the RunStatus or Result. The stream ends after the run's final status.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
+	release, err := a.streams.acquire(principalFrom(r.Context()))
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, err, nil)
+		return
+	}
+	defer release()
 	ch, cancel, err := a.c.Subscribe(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeLookupError(w, err)
 		return
 	}
 	defer cancel()
+	// A stream lasts as long as its run: the server's read deadline would cancel it (the
+	// connection's background read fails) and its write deadline would cut it, so neither
+	// applies; each write gets its own deadline, which a gone client misses.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	writeBy := func() { _ = rc.SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout)) }
+	writeBy()
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -257,10 +320,12 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				continue
 			}
+			writeBy()
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.GetSeq(), kind, b); err != nil {
 				return
 			}
 		case <-keep.C:
+			writeBy()
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
 				return
 			}
@@ -279,6 +344,10 @@ func (a *api) ready(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, err, nil)
 			return
 		}
+	}
+	if err := a.probe.check(r.Context()); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err, nil)
+		return
 	}
 	_, _ = w.Write([]byte("ready\n"))
 }
@@ -300,10 +369,19 @@ type apiError struct {
 	Diagnostics any    `json:"diagnostics,omitempty"`
 }
 
+// writeError answers err; its text and diagnostics lose any server path (see hidePaths).
 func writeError(w http.ResponseWriter, code int, err error, diags any) {
+	if d, ok := diags.(skill.Diagnostics); ok {
+		clean := make(skill.Diagnostics, len(d))
+		for i, x := range d {
+			x.File, x.Message = hidePaths(x.File), hidePaths(x.Message)
+			clean[i] = x
+		}
+		diags = clean
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(apiError{Error: strings.TrimSpace(err.Error()), Diagnostics: diags})
+	_ = json.NewEncoder(w).Encode(apiError{Error: hidePaths(strings.TrimSpace(err.Error())), Diagnostics: diags})
 }
 
 func writeLookupError(w http.ResponseWriter, err error) {

@@ -363,7 +363,9 @@ func TestAPIWithoutTokenAndReady(t *testing.T) {
 		{"/metrics", http.StatusNotFound, ""},
 	} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		req.Host = "127.0.0.1:8080" // a token-less API serves loopback hosts only
+		h.ServeHTTP(rec, req)
 		if rec.Code != tc.want || !strings.Contains(rec.Body.String(), tc.body) {
 			t.Errorf("GET %s: %d %q, want %d containing %q", tc.path, rec.Code, rec.Body.String(), tc.want, tc.body)
 		}

@@ -595,6 +595,9 @@ func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
 	}
 	var out []*pb.RunStatus
 	for k := range lister.Keys() {
+		if k == probeKey {
+			continue
+		}
 		st, err := c.load(ctx, k)
 		if err != nil {
 			c.log.Warn("skipping unreadable run state", zap.String("run", k), zap.Error(err))

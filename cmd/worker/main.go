@@ -24,6 +24,7 @@ import (
 	"github.com/skillfleet/skillfleet/config"
 	sandboxfiles "github.com/skillfleet/skillfleet/deploy/sandbox"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/worker"
@@ -219,13 +220,18 @@ func run(ctx context.Context, o options) error {
 			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
-		srv := &http.Server{Addr: o.metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// Scrapes only: a small connection cap, so a flood on this port cannot take the
+		// worker's descriptors from its sandboxes.
+		srv, err := httpserve.Listen("tcp", o.metricsAddr, mux, httpserve.Config{MaxConns: 64, MaxConnsPerIP: 16, ErrorLog: zap.NewStdLog(log.Named("metrics"))})
+		if err != nil {
+			return cmdutil.Usage(fmt.Errorf("--metrics: %w", err))
+		}
 		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(); err != nil {
 				log.Error("metrics server", zap.Error(err))
 			}
 		}()
-		defer srv.Close()
+		defer srv.HTTP.Close()
 	}
 
 	// The first SIGTERM or interrupt drains; a second one stops running jobs at once (they go

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+)
+
+// apiTokens resolves the API's tokens from --token (flagSet: it was given), else --token-file
+// (several tokens, see coordinator.ParseTokens), else $envVar. An empty one is a usage error
+// naming where it came from: it would otherwise leave the API without authentication.
+// None at all is no error: the API then serves loopback callers only.
+func apiTokens(flag string, flagSet bool, file, envVar string) ([]coordinator.Token, error) {
+	if flagSet && file != "" {
+		return nil, cmdutil.Usage(errors.New("set the token with --token or --token-file, not both"))
+	}
+	switch {
+	case flagSet:
+		if flag == "" {
+			return nil, cmdutil.Usage(errors.New("--token is empty: give a token, or leave the flag out"))
+		}
+		return []coordinator.Token{{Name: "default", Secret: flag}}, nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, cmdutil.Usage(fmt.Errorf("--token-file: %w", err))
+		}
+		toks, err := coordinator.ParseTokens(string(b), "--token-file "+file)
+		if err != nil {
+			return nil, cmdutil.Usage(err)
+		}
+		return toks, nil
+	}
+	v, set := os.LookupEnv(envVar)
+	if !set {
+		return nil, nil
+	}
+	if v == "" {
+		return nil, cmdutil.Usage(fmt.Errorf("$%s is set but empty: give a token, or unset it", envVar))
+	}
+	return []coordinator.Token{{Name: "default", Secret: v}}, nil
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+)
+
+// TestEmptyTokenIsAUsageError: an empty token, from the flag, a file or the environment, stops
+// the coordinator with exit 2 and names its source, instead of serving without authentication.
+func TestEmptyTokenIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty, blank, two := write("empty", ""), write("blank", "\n  \n# no token yet\n"), write("two", "ci c1-secret\nops-secret\n")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     *string
+		want    string // in the error; "" wants none
+		secrets []string
+	}{
+		{"empty flag", []string{"--token="}, nil, "--token is empty", nil},
+		{"empty file", []string{"--token-file", empty}, nil, "--token-file " + empty + " holds no token", nil},
+		{"comments only", []string{"--token-file", blank}, nil, "holds no token", nil},
+		{"empty variable", nil, ptr(""), "$SKILLFLEET_TOKEN is set but empty", nil},
+		{"flag and file", []string{"--token", "x", "--token-file", two}, nil, "not both", nil},
+		{"several tokens", []string{"--token-file", two}, nil, "", []string{"c1-secret", "ops-secret"}},
+		{"variable", nil, ptr("v"), "", []string{"v"}},
+		{"none", nil, nil, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != nil {
+				t.Setenv("SKILLFLEET_TOKEN", *tc.env)
+			} else {
+				t.Setenv("SKILLFLEET_TOKEN", "")
+				os.Unsetenv("SKILLFLEET_TOKEN")
+			}
+			var o options
+			cmd := newCommand(&o)
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return resolveTokens(cmd, &o) }
+			cmd.SetArgs(tc.args)
+			err := cmd.Execute()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, tok := range o.tokens {
+					got = append(got, tok.Secret)
+				}
+				if strings.Join(got, ",") != strings.Join(tc.secrets, ",") {
+					t.Fatalf("tokens %v, want %v", got, tc.secrets)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			cmd = newCommand(&options{})
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return resolveTokens(cmd, &o) }
+			cmd.SetArgs(tc.args)
+			if code := cmdutil.Execute(cmd); code != 2 {
+				t.Fatalf("exit %d, want 2", code)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }

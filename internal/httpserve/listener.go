@@ -1,0 +1,165 @@
+package httpserve
+
+import (
+	"net"
+	"net/http"
+	"sync"
+)
+
+// capListener caps open connections, in total and per remote IP. Connections over a cap are
+// never queued: a queued connection still holds a descriptor in the kernel's
+// backlog and its client waits without an answer, so under a flood of silent connections
+// netutil.LimitListener would leave real clients queued behind them until each header timeout.
+// Instead, at the total cap the oldest connection that has not started a request is evicted:
+// a flood then only ever displaces itself, while a client that sends its request at once is
+// active, and kept. The per-IP cap evicts the same way, among that address's connections.
+type capListener struct {
+	net.Listener
+	max, perIP int
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	byIP  map[string]int
+	seq   uint64
+}
+
+func newCapListener(l net.Listener, max, perIP int) *capListener {
+	return &capListener{Listener: l, max: max, perIP: perIP, conns: map[*conn]struct{}{}, byIP: map[string]int{}}
+}
+
+// conn is one tracked connection.
+type conn struct {
+	net.Conn
+	l    *capListener
+	ip   string
+	seq  uint64 // accept order: the lowest evictable one goes first
+	busy bool   // a request is being read or served (or the conn was hijacked)
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.forget(c) })
+	return err
+}
+
+// Accept returns the next connection within the caps; the ones over a cap are closed here.
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c, evict := l.admit(nc)
+		if evict != nil {
+			_ = evict.Close()
+		}
+		if c == nil {
+			_ = nc.Close()
+			continue
+		}
+		return c, nil
+	}
+}
+
+// admit tracks nc if the caps allow it, returning the tracked conn (nil: refuse nc) and a
+// connection to evict to make room.
+func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
+	ip := remoteIP(nc.RemoteAddr())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	full := l.perIP > 0 && l.byIP[ip] >= l.perIP
+	var evict *conn
+	switch {
+	case full:
+		// The address's own oldest idle connection makes room: a flood from one host displaces
+		// only itself, and a client sharing its address (a NAT, loopback) is still served.
+		evict = l.oldestIdle(ip, true)
+	case len(l.conns) >= l.max:
+		full, evict = true, l.oldestIdle("", false)
+	}
+	if full {
+		if evict == nil {
+			return nil, nil // every connection is serving a request: refuse the new one
+		}
+		l.untrack(evict)
+	}
+	l.seq++
+	c := &conn{Conn: nc, l: l, ip: ip, seq: l.seq}
+	l.conns[c] = struct{}{}
+	l.byIP[ip]++
+	return c, evict
+}
+
+// oldestIdle is the longest-waiting connection that is not serving a request, of ip only when
+// sameIP; nil when there is none. The caller holds mu.
+func (l *capListener) oldestIdle(ip string, sameIP bool) *conn {
+	var old *conn
+	for c := range l.conns {
+		if !c.busy && (!sameIP || c.ip == ip) && (old == nil || c.seq < old.seq) {
+			old = c
+		}
+	}
+	return old
+}
+
+func (l *capListener) forget(c *conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.untrack(c)
+}
+
+// untrack drops c from the counts once; the caller holds mu.
+func (l *capListener) untrack(c *conn) {
+	if _, ok := l.conns[c]; !ok {
+		return
+	}
+	delete(l.conns, c)
+	if l.byIP[c.ip]--; l.byIP[c.ip] <= 0 {
+		delete(l.byIP, c.ip)
+	}
+}
+
+// setState is the server's ConnState hook: it tells which connections may be evicted.
+func (l *capListener) setState(nc net.Conn, st http.ConnState) {
+	c, ok := nc.(*conn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch st {
+	case http.StateActive, http.StateHijacked:
+		c.busy = true
+	case http.StateNew, http.StateIdle:
+		c.busy = false
+		// An idle connection counts as new from when it went idle: older silent ones go first.
+		if st == http.StateIdle {
+			l.seq++
+			c.seq = l.seq
+		}
+	case http.StateClosed:
+		l.untrack(c)
+	}
+}
+
+func (l *capListener) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// remoteIP is the host part of a remote address; every unix-socket peer shares "".
+func remoteIP(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return ""
+	}
+	return host
+}
