@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -218,17 +219,23 @@ func TestAPIMinimumUploadRate(t *testing.T) {
 	}
 }
 
-// TestAPIErrorsHideServerPaths: an upload the coordinator cannot spool (its spool directory is
-// gone) answers 500 naming the failure but not the directory.
+// TestAPIErrorsHideServerPaths: an upload the coordinator cannot spool (its bundle directory,
+// where uploads are spooled, is gone) answers 500 naming the failure but not the directory.
 func TestAPIErrorsHideServerPaths(t *testing.T) {
-	gone := filepath.Join(t.TempDir(), "gone", "spool")
-	a := startAPI(t, func(c *local.Config, _ *coordinator.APIConfig) { c.Queue.TempDir = gone })
+	a := startAPI(t, nil)
+	gone := filepath.Join(a.dataDir, "coordinator", "bundles")
+	if _, err := os.Stat(gone); err != nil {
+		t.Fatalf("the bundle cache is not where this test removes it: %v", err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
 	resp, b := a.do(t, http.MethodPost, "/v1/runs", token, bundleOf(t, examples))
 	if resp.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("%d %s, want 500", resp.StatusCode, b)
 	}
 	msg := decodeError(t, b).Error
-	if strings.Contains(msg, filepath.Dir(gone)) || strings.Contains(string(b), a.dataDir) || strings.Contains(msg, "/gone/") {
+	if strings.Contains(string(b), a.dataDir) || strings.Contains(msg, "/bundles/") {
 		t.Errorf("error body shows a server path: %s", b)
 	}
 	if !strings.Contains(msg, "no such file or directory") {
