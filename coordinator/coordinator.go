@@ -571,7 +571,7 @@ func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus) error {
 }
 
 func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error) {
-	if queue.ValidateRunID(id) != nil {
+	if queue.ValidateRunID(id) != nil || id == probeKey {
 		return nil, ErrNotFound
 	}
 	e, err := c.topo.Runs.Get(ctx, id)

@@ -353,3 +353,14 @@ func mustListen(t *testing.T) net.Listener {
 	}
 	return l
 }
+
+// TestAPIProbeKeyIsNoRun: the key /readyz writes in the run-state bucket is not a run.
+func TestAPIProbeKeyIsNoRun(t *testing.T) {
+	a := startAPI(t, nil)
+	if resp, b := a.do(t, http.MethodGet, "/readyz", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := a.do(t, http.MethodGet, "/v1/runs/readyz-probe", token, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the probe key as a run: %d %s, want 404", resp.StatusCode, b)
+	}
+}
