@@ -57,11 +57,16 @@ type Agent struct {
 	Price          Price  `yaml:"price"`
 	// Command is the agent CLI's argv, never run through a shell, with the placeholders
 	// {{prompt}}, {{token}}, {{base_url}} and {{workdir}} (see agent.CommandConfig). max_turns
-	// and max_concurrency do not apply to it; max_tokens is its per-job budget at the gateway.
+	// does not apply to it; max_tokens is its per-job budget at the gateway, and
+	// max_concurrency how many of a job's requests the gateway forwards at once.
 	Command []string `yaml:"command"`
 	// Env is added to the command's environment, with the same placeholders, e.g.
 	// OPENAI_BASE_URL: "{{base_url}}", OPENAI_API_KEY: "{{token}}".
 	Env map[string]string `yaml:"env"`
+	// MaxTokensField is the Chat Completions field the gateway sets a job's max output in:
+	// max_completion_tokens (default) or max_tokens, for servers that know only that one
+	// (Ollama, LM Studio, older llama.cpp). Command agents only.
+	MaxTokensField string `yaml:"max_tokens_field"`
 	// Line is where the agent is defined, for messages.
 	Line int `yaml:"-"`
 }
@@ -189,6 +194,16 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 		}
 		if a.Command == nil && a.Env != nil {
 			diags = append(diags, diag(itemKeyLine(&node, "agents", i, "env"), "config.agents.env", "agent %q has env but no command: env is for command agents", a.Name)...)
+		}
+		switch a.MaxTokensField {
+		case "", "max_completion_tokens", "max_tokens":
+		default:
+			diags = append(diags, diag(itemKeyLine(&node, "agents", i, "max_tokens_field"), "config.agents.max_tokens_field",
+				"agent %q: max_tokens_field must be max_completion_tokens or max_tokens, got %q", a.Name, a.MaxTokensField)...)
+		}
+		if a.MaxTokensField != "" && a.Command == nil {
+			diags = append(diags, diag(itemKeyLine(&node, "agents", i, "max_tokens_field"), "config.agents.max_tokens_field",
+				"agent %q has max_tokens_field but no command: it sets what the model gateway of a command agent sends", a.Name)...)
 		}
 		if a.Command != nil {
 			diags = append(diags, checkCommand(a, itemKeyLine(&node, "agents", i, "command"), itemKeyLine(&node, "agents", i, "env"), diag)...)

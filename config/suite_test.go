@@ -33,6 +33,9 @@ func TestLoad(t *testing.T) {
 		{name: "command program is an option", yaml: "agents:\n  - name: cli\n    model: m\n    command: [--rm, x]\n", rule: "config.agents.command", line: 4},
 		{name: "bad command env name", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    env: {\"A=B\": c}\n", rule: "config.agents.env", line: 5},
 		{name: "env without command", yaml: "agents:\n  - name: cli\n    model: m\n    env: {A: b}\n", rule: "config.agents.env", line: 4},
+		{name: "max tokens field", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    max_tokens_field: max_tokens\n"},
+		{name: "bad max tokens field", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    max_tokens_field: maxTokens\n", rule: "config.agents.max_tokens_field", line: 5},
+		{name: "max tokens field without command", yaml: "agents:\n  - name: gpt\n    model: m\n    max_tokens_field: max_tokens\n", rule: "config.agents.max_tokens_field", line: 4},
 		{name: "even votes", yaml: "judge:\n  model: j\n  votes: 2\n", rule: "config.judge.votes", line: 3},
 	}
 	for _, tt := range tests {

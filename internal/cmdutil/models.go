@@ -187,7 +187,8 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 	}
 	gw, err := agent.NewGateway(agent.GatewayConfig{
 		Name: a.Name, Model: a.Model, BaseURL: base, APIKey: os.Getenv(keyEnv),
-		Price: agent.Price{PromptPerMTok: a.Price.PromptPerMTok, CompletionPerMTok: a.Price.CompletionPerMTok},
+		Price:       agent.Price{PromptPerMTok: a.Price.PromptPerMTok, CompletionPerMTok: a.Price.CompletionPerMTok},
+		MaxInFlight: a.MaxConcurrency, MaxTokensField: a.MaxTokensField,
 	}, agent.GatewayDeps{Log: log.Named("gateway").With(zap.String("agent", a.Name)), Registry: reg})
 	if err != nil {
 		return worker.AgentSpec{}, err
