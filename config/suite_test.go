@@ -33,6 +33,9 @@ func TestLoad(t *testing.T) {
 		{name: "command program is an option", yaml: "agents:\n  - name: cli\n    model: m\n    command: [--rm, x]\n", rule: "config.agents.command", line: 4},
 		{name: "bad command env name", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    env: {\"A=B\": c}\n", rule: "config.agents.env", line: 5},
 		{name: "env without command", yaml: "agents:\n  - name: cli\n    model: m\n    env: {A: b}\n", rule: "config.agents.env", line: 4},
+		{name: "alias bomb", yaml: "agents:\n  - &a {name: a, model: m, env: {A: b}}\n  - *a\n", rule: RuleAlias, line: 2},
+		{name: "laughs", yaml: "judge:\n  model: j\nagents:\n  - {name: a, model: m, command: [x], env: {A: &a [b, b]}}\n  - {name: b, model: m, command: [x], env: {A: [*a, *a]}}\n", rule: RuleAlias, line: 4},
+		{name: "anchor", yaml: "sandbox:\n  memory: &m 256Mi\n", rule: RuleAlias, line: 2},
 		{name: "even votes", yaml: "judge:\n  model: j\n  votes: 2\n", rule: "config.judge.votes", line: 3},
 	}
 	for _, tt := range tests {
