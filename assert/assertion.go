@@ -106,6 +106,9 @@ func Compile(a *Assertion) error {
 		if a.Value == "" {
 			return invalid("the substring is empty")
 		}
+		if len(a.Value) > MaxSubstringBytes {
+			return tooLarge(fmt.Sprintf("the substring is %d bytes, more than %d", len(a.Value), MaxSubstringBytes))
+		}
 		if !utf8.ValidString(a.Value) {
 			return invalid("the substring %q is not valid UTF-8", a.Value)
 		}
@@ -113,10 +116,17 @@ func Compile(a *Assertion) error {
 		if a.Value == "" {
 			return invalid("the pattern is empty")
 		}
+		if len(a.Value) > MaxPatternBytes {
+			return tooLarge(fmt.Sprintf("the pattern is %d bytes, more than %d", len(a.Value), MaxPatternBytes))
+		}
 		re, err := regexp.Compile(a.Value)
 		if err != nil {
 			// regexp's own message already says "error parsing regexp: ...".
 			return &compileError{msg: err.Error(), cause: err}
+		}
+		// Repetition multiplies: "x{1000}" is 7 bytes and 1,000 instructions.
+		if n, err := patternInsts(a.Value); err != nil || n > MaxPatternInsts {
+			return tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
 		}
 		a.Regexp = re
 	case SemanticMatch:

@@ -1,16 +1,25 @@
 package assert
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
 
-// evalMatches decides output_matches: RE2 on the raw output, as the pattern is written.
-func evalMatches(a Assertion, obs Observation) Result {
+// evalMatches decides output_matches: RE2 on the raw output, as the pattern is written. The
+// output is fed through a deadlineReader, so matching stops soon after ctx is done; a match
+// that was stopped is errored, never passed or failed.
+func evalMatches(ctx context.Context, a Assertion, obs Observation) Result {
 	re := a.Regexp
 	shown := "/" + clip(re.String(), maxQuoted) + "/"
 	r := Result{Type: a.Type, Expected: "output matches " + shown}
-	loc := re.FindStringIndex(obs.Output)
+	in := &deadlineReader{ctx: ctx, s: strings.NewReader(obs.Output)}
+	loc := re.FindReaderIndex(in)
+	if in.cut {
+		r.Errored = true
+		r.Message = fmt.Sprintf("output_matches %s was not decided: %v", shown, ErrDeadline)
+		return r
+	}
 	if loc != nil {
 		r.Passed = true
 		r.Actual = excerpt(obs.Output, loc[0], loc[1])
