@@ -316,7 +316,7 @@ func (r *reader) expected(c *Case, n *yaml.Node, line int) {
 				continue
 			}
 			if size > maxJSONBytes {
-				r.errorf(p.line, ruleJSONTooLarge, "stdout-json is %d bytes as JSON, more than %d; compare a smaller document", size, maxJSONBytes)
+				r.errorf(p.line, ruleTooLarge, "stdout-json is %d bytes as JSON, more than %d; compare a smaller document", size, maxJSONBytes)
 				continue
 			}
 			r.add(c, assert.Assertion{Type: assert.StdoutJSON, JSON: doc}, p.line)

@@ -27,8 +27,9 @@ const (
 	// ruleAlias refuses YAML anchors and aliases in case files, as the frontmatter does
 	// (skill.RuleFrontmatterAlias): an alias is the only way a small file becomes a large value.
 	ruleAlias = "cases.alias"
-	// ruleJSONTooLarge refuses a stdout-json document beyond maxJSONNodes or maxJSONBytes.
-	ruleJSONTooLarge = "assertion.tooLarge"
+	// ruleTooLarge refuses an assertion beyond a cap: a stdout-json document beyond
+	// maxJSONNodes or maxJSONBytes, or a pattern or substring beyond assert's caps.
+	ruleTooLarge = "assertion.tooLarge"
 )
 
 // reader walks yaml.Node trees of one file with strict, typed accessors, collecting diagnostics
@@ -207,7 +208,7 @@ func (r *reader) value(n *yaml.Node, depth int, rule string) (any, bool) {
 	}
 	r.nodes++
 	if r.nodes > maxJSONNodes {
-		r.errorf(n.Line, ruleJSONTooLarge, "stdout-json has more than %d values; compare a smaller document", maxJSONNodes)
+		r.errorf(n.Line, ruleTooLarge, "stdout-json has more than %d values; compare a smaller document", maxJSONNodes)
 		return nil, false
 	}
 	if depth > maxDepth {

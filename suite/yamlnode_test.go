@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -62,8 +63,8 @@ func TestHostileCaseFiles(t *testing.T) {
 		{"nested laughs", "name: l\ninput: {command: echo}\nexpected:\n  stdout-json:\n    a: &a [x, x]\n    b: &b [*a, *a]\n    c: [*b, *b]\n", ruleAlias, 5, "anchor &a"},
 		{"anchor only", "name: a\ninput: {command: &c echo}\nexpected: {exit-code: 0}\n", ruleAlias, 2, "anchor &c"},
 		{"merge key", "name: m\nbase: &b {command: echo}\ninput: {<<: *b}\nexpected: {exit-code: 0}\n", ruleAlias, 2, "anchor &b"},
-		{"stdout-json values", bigDoc(maxJSONNodes + 1), ruleJSONTooLarge, 5, "more than 10000 values"},
-		{"stdout-json bytes", "name: b\ninput: {command: echo}\nexpected:\n  stdout-json: {k: " + strings.Repeat("x", maxJSONBytes) + "}\n", ruleJSONTooLarge, 4, "bytes as JSON"},
+		{"stdout-json values", bigDoc(maxJSONNodes + 1), ruleTooLarge, 5, "more than 10000 values"},
+		{"stdout-json bytes", "name: b\ninput: {command: echo}\nexpected:\n  stdout-json: {k: " + strings.Repeat("x", maxJSONBytes) + "}\n", ruleTooLarge, 4, "bytes as JSON"},
 		{"file size", "name: f\ninput: {command: echo}\nexpected: {exit-code: 0}\n#" + strings.Repeat("x", maxCaseFileBytes), "cases.file", 0, "limit"},
 	}
 	for _, tt := range tests {
@@ -90,5 +91,63 @@ func TestCaseFileLimitsAdmitRealDocuments(t *testing.T) {
 	s := Load([]string{commandSkill(t, doc)}, skill.Options{})
 	if s.Diagnostics.HasErrors() || len(s.Cases) != 1 {
 		t.Fatalf("a document within the caps was refused:\n%s", diagText(".", s.Diagnostics))
+	}
+}
+
+// promptSkill writes a skill with a prompt cases file and returns the suite root.
+func promptSkill(t *testing.T, casesYAML string) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "p")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: p\ndescription: hostile assertions\ntest:\n  cases: cases.yaml\n---\nbody\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cases.yaml"), []byte(casesYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestAssertionCapsAtPlanTime checks that an assertion too costly to evaluate is refused when
+// the suite is planned, with the file, the line and assertion.tooLarge, rather than shipped to a
+// worker that would spend its CPU on it.
+func TestAssertionCapsAtPlanTime(t *testing.T) {
+	big := func(n int) string { return strings.Repeat("x", n) }
+	tests := []struct {
+		name     string
+		root     func(t *testing.T) string
+		file     string
+		line     int
+		contains string
+	}{
+		{"long pattern", func(t *testing.T) string {
+			return promptSkill(t, "cases:\n  - name: c\n    input: hi\n    assertions:\n      output_matches:\n        - ok\n        - \""+big(160_000)+"\"\n")
+		}, "cases.yaml", 7, "bytes, more than"},
+		{"large program", func(t *testing.T) string {
+			return promptSkill(t, "cases:\n  - name: c\n    input: hi\n    assertions:\n      output_matches: \"a{1000}b{1000}\"\n")
+		}, "cases.yaml", 5, "instructions"},
+		{"long substring", func(t *testing.T) string {
+			return promptSkill(t, "cases:\n  - name: c\n    input: hi\n    assertions:\n      output_contains: \""+big(assert.MaxSubstringBytes+1)+"\"\n")
+		}, "cases.yaml", 5, "bytes, more than"},
+		{"long command substring", func(t *testing.T) string {
+			return commandSkill(t, "name: c\ninput: {command: echo}\nexpected:\n  stdout-contains:\n    - \""+big(assert.MaxSubstringBytes+1)+"\"\n")
+		}, "c.yaml", 5, "bytes, more than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Load([]string{tt.root(t)}, skill.Options{})
+			if len(s.Cases) != 0 {
+				t.Errorf("%d cases planned", len(s.Cases))
+			}
+			for _, d := range s.Diagnostics {
+				if d.Rule == ruleTooLarge && d.Line == tt.line && filepath.Base(d.File) == tt.file && strings.Contains(d.Message, tt.contains) {
+					return
+				}
+			}
+			t.Errorf("no %s at %s:%d containing %q; got:\n%s", ruleTooLarge, tt.file, tt.line, tt.contains, diagText(".", s.Diagnostics))
+		})
 	}
 }
