@@ -63,6 +63,8 @@ type Assertion struct {
 	// yields (Go integers and floats, map[any]any with string keys) and rewrites it in place into
 	// the canonical form, with json.Number for every number.
 	JSON any
+	// insts is the size of Regexp's program, set by Compile; 0 means unknown.
+	insts int
 }
 
 // ErrInvalid is wrapped by every error Compile returns and by Evaluate for an assertion that
@@ -125,10 +127,11 @@ func Compile(a *Assertion) error {
 			return &compileError{msg: err.Error(), cause: err}
 		}
 		// Repetition multiplies: "x{1000}" is 7 bytes and 1,000 instructions.
-		if n, err := patternInsts(a.Value); err != nil || n > MaxPatternInsts {
+		n, err := patternInsts(a.Value)
+		if err != nil || n > MaxPatternInsts {
 			return tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
 		}
-		a.Regexp = re
+		a.Regexp, a.insts = re, n
 	case SemanticMatch:
 		if strings.TrimSpace(a.Value) == "" {
 			return invalid("the criterion is empty")
