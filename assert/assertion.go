@@ -127,9 +127,12 @@ func Compile(a *Assertion) error {
 			return &compileError{msg: err.Error(), cause: err}
 		}
 		// Repetition multiplies: "x{1000}" is 7 bytes and 1,000 instructions.
-		n, err := patternInsts(a.Value)
-		if err != nil || n > MaxPatternInsts {
-			return tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
+		n := instsBound(a.Value)
+		if n > MaxPatternInsts {
+			var err error
+			if n, err = patternInsts(a.Value); err != nil || n > MaxPatternInsts {
+				return tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
+			}
 		}
 		a.Regexp, a.insts = re, n
 	case SemanticMatch:

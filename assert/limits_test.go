@@ -72,6 +72,25 @@ func TestCompileCaps(t *testing.T) {
 	}
 }
 
+// TestInstsBound checks that instsBound bounds the compiled size of the densest patterns
+// without counted repetition, which Compile does not count.
+func TestInstsBound(t *testing.T) {
+	units := []string{"()", "(|)", "|", "a?", "(a)?", "(a*)*", "(?:|a)", `\b`, "^$", "(?i:k)", "(?s:.)",
+		"[^a]", "(?U)a*?", "((a))", "(?:a+)+", "x*y*", "(x?)?", "(a|b)", "[a-zA-Z_]", `\pL`, "ǅ", "(?i)ǅ"}
+	for _, u := range units {
+		for _, n := range []int{1, 10, MaxPatternBytes / len(u)} {
+			p := strings.Repeat(u, n)
+			got, err := patternInsts(p)
+			if err != nil {
+				continue // not a pattern Compile would accept either
+			}
+			if bound := instsBound(p); got > bound {
+				t.Errorf("%q: %d instructions, bound %d", p, got, bound)
+			}
+		}
+	}
+}
+
 // stopAfter is a context that reports itself done from its n-th look on: the test stops a
 // match part-way through without a clock.
 type stopAfter struct {
