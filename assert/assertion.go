@@ -63,6 +63,8 @@ type Assertion struct {
 	// yields (Go integers and floats, map[any]any with string keys) and rewrites it in place into
 	// the canonical form, with json.Number for every number.
 	JSON any
+	// insts is the size of Regexp's program, set by Compile; 0 means unknown.
+	insts int
 }
 
 // ErrInvalid is wrapped by every error Compile returns and by Evaluate for an assertion that
@@ -106,6 +108,9 @@ func Compile(a *Assertion) error {
 		if a.Value == "" {
 			return invalid("the substring is empty")
 		}
+		if len(a.Value) > MaxSubstringBytes {
+			return tooLarge(fmt.Sprintf("the substring is %d bytes, more than %d", len(a.Value), MaxSubstringBytes))
+		}
 		if !utf8.ValidString(a.Value) {
 			return invalid("the substring %q is not valid UTF-8", a.Value)
 		}
@@ -113,12 +118,23 @@ func Compile(a *Assertion) error {
 		if a.Value == "" {
 			return invalid("the pattern is empty")
 		}
+		if len(a.Value) > MaxPatternBytes {
+			return tooLarge(fmt.Sprintf("the pattern is %d bytes, more than %d", len(a.Value), MaxPatternBytes))
+		}
 		re, err := regexp.Compile(a.Value)
 		if err != nil {
 			// regexp's own message already says "error parsing regexp: ...".
 			return &compileError{msg: err.Error(), cause: err}
 		}
-		a.Regexp = re
+		// Repetition multiplies: "x{1000}" is 7 bytes and 1,000 instructions.
+		n := instsBound(a.Value)
+		if n > MaxPatternInsts {
+			var err error
+			if n, err = patternInsts(a.Value); err != nil || n > MaxPatternInsts {
+				return tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
+			}
+		}
+		a.Regexp, a.insts = re, n
 	case SemanticMatch:
 		if strings.TrimSpace(a.Value) == "" {
 			return invalid("the criterion is empty")

@@ -105,3 +105,23 @@ func BenchmarkJSONMatch100KiB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOutputMatches1MiB measures patterns people write on output they do not match, the
+// whole output scanned: the cost of feeding the engine rune by rune so it can be stopped.
+func BenchmarkOutputMatches1MiB(b *testing.B) {
+	out := mib("INFO 2026-01-27 selected environment DEV in region eu-west-1\n")
+	for _, p := range []string{`\bPROD\b`, `(?m)^\s*1\.`, `(?i)traceback|panic:`, `\d{4}-\d{2}-\d{2}T`} {
+		a := Assertion{Type: OutputMatches, Value: p}
+		if err := Compile(&a); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(p, func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			for b.Loop() {
+				if r, _ := Evaluate(a, Observation{Output: out}); r.Passed || r.Errored {
+					b.Fatal(r.Message)
+				}
+			}
+		})
+	}
+}

@@ -44,6 +44,11 @@
 // newline unless it says (?s). Each pattern is its own assertion. An empty pattern is a compile
 // error; a pattern that matches the empty string (".*", "^") passes on any output, even empty.
 //
+// Matching runs in the worker, outside the sandbox, and costs time in proportion to the output's
+// length times the pattern's compiled size, so Compile refuses a pattern over MaxPatternBytes or
+// MaxPatternInsts (and a substring over MaxSubstringBytes) with ErrTooLarge, and
+// EvaluateAllContext stops a match still running at the job's deadline and errors it.
+//
 // # stdout_json
 //
 // Stdout must be exactly one JSON document, surrounding whitespace (and a UTF-8 byte order mark)

@@ -1,6 +1,10 @@
 package assert
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Observation is what a job produced.
 type Observation struct {
@@ -43,13 +47,18 @@ const judgePending = "semantic_match is evaluated by the judge"
 // an error wrapping ErrInvalid and an errored Result saying why. A nil error means the Result is
 // a verdict.
 func Evaluate(a Assertion, obs Observation) (Result, error) {
-	return evaluate(a, obs, newTexts())
+	return evaluate(context.Background(), a, obs, newTexts())
 }
 
-// evaluate is Evaluate with the prepared streams shared among a case's assertions.
-func evaluate(a Assertion, obs Observation, ts *texts) (Result, error) {
+// evaluate is Evaluate within ctx, with the prepared streams shared among a case's assertions.
+// Once ctx is done it decides nothing more: the Result is errored and the error wraps
+// ErrDeadline.
+func evaluate(ctx context.Context, a Assertion, obs Observation, ts *texts) (Result, error) {
 	if a.Type == SemanticMatch {
 		return Result{Type: a.Type, Expected: clip(a.Value, maxExcerpt), Message: judgePending, Errored: true}, ErrNeedsJudge
+	}
+	if ctx.Err() != nil {
+		return Result{Type: a.Type, Message: fmt.Sprintf("%s was not decided: %v", a.Type, ErrDeadline), Errored: true}, ErrDeadline
 	}
 	if a.Type != OutputMatches || a.Regexp == nil {
 		if err := Compile(&a); err != nil {
@@ -60,7 +69,11 @@ func evaluate(a Assertion, obs Observation, ts *texts) (Result, error) {
 	case OutputContains, OutputNotContains, StdoutContains, StderrContains, NotContains:
 		return evalContains(a, obs, ts), nil
 	case OutputMatches:
-		return evalMatches(a, obs), nil
+		r := evalMatches(ctx, a, obs)
+		if r.Errored {
+			return r, ErrDeadline
+		}
+		return r, nil
 	case ExitCode:
 		return evalExitCode(a, obs), nil
 	case StdoutJSON:
@@ -76,10 +89,17 @@ func evaluate(a Assertion, obs Observation, ts *texts) (Result, error) {
 // placeholders until the caller puts the judge's result in their place, so forgetting to do that
 // can never make a case pass. An assertion that does not compile gets an errored Result.
 func EvaluateAll(as []Assertion, obs Observation) (results []Result, pending []int) {
+	return EvaluateAllContext(context.Background(), as, obs)
+}
+
+// EvaluateAllContext is EvaluateAll within ctx, whose deadline is the job's: an assertion not
+// decided when ctx is done (output_matches stops mid-match) gets an errored Result saying so.
+// The substring and JSON assertions cost time linear in the output and are not interrupted.
+func EvaluateAllContext(ctx context.Context, as []Assertion, obs Observation) (results []Result, pending []int) {
 	results = make([]Result, len(as))
 	ts := newTexts()
 	for i, a := range as {
-		r, err := evaluate(a, obs, ts)
+		r, err := evaluate(ctx, a, obs, ts)
 		results[i] = r
 		if errors.Is(err, ErrNeedsJudge) {
 			pending = append(pending, i)

@@ -1,16 +1,35 @@
 package assert
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
 
-// evalMatches decides output_matches: RE2 on the raw output, as the pattern is written.
-func evalMatches(a Assertion, obs Observation) Result {
+// uninterruptedSteps is the matching work (output bytes times program instructions) below which
+// evalMatches matches the string directly, tens of milliseconds at most: twice as fast as through
+// a deadlineReader, which only a costly match needs.
+const uninterruptedSteps = 1 << 25
+
+// evalMatches decides output_matches: RE2 on the raw output, as the pattern is written. A costly
+// match is fed the output through a deadlineReader, so it stops soon after ctx is done; a match
+// that was stopped is errored, never passed or failed.
+func evalMatches(ctx context.Context, a Assertion, obs Observation) Result {
 	re := a.Regexp
 	shown := "/" + clip(re.String(), maxQuoted) + "/"
 	r := Result{Type: a.Type, Expected: "output matches " + shown}
-	loc := re.FindStringIndex(obs.Output)
+	var loc []int
+	in := &deadlineReader{ctx: ctx, s: strings.NewReader(obs.Output)}
+	if a.insts > 0 && int64(len(obs.Output))*int64(a.insts) <= uninterruptedSteps {
+		loc = re.FindStringIndex(obs.Output)
+	} else {
+		loc = re.FindReaderIndex(in)
+	}
+	if in.cut {
+		r.Errored = true
+		r.Message = fmt.Sprintf("output_matches %s was not decided: %v", shown, ErrDeadline)
+		return r
+	}
 	if loc != nil {
 		r.Passed = true
 		r.Actual = excerpt(obs.Output, loc[0], loc[1])

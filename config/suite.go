@@ -132,6 +132,14 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 	}
 	var node yaml.Node
 	_ = yaml.Unmarshal(data, &node)
+	// Refused before decoding into Suite, which is where aliases would be followed.
+	if n := firstAlias(&node); n != nil {
+		what := "anchor &" + n.Anchor
+		if n.Kind == yaml.AliasNode {
+			what = "alias *" + n.Value
+		}
+		return nil, nil, diag(n.Line, RuleAlias, "YAML %s: anchors and aliases are not allowed in %s; write the value out", what, FileName)
+	}
 	// A command given as one string would otherwise be a bare decoding error; say what is
 	// expected instead.
 	if d := commandShapes(&node, diag); d.HasErrors() {
@@ -229,6 +237,24 @@ func Load(path string) (*Suite, *pb.Limits, skill.Diagnostics) {
 
 // checkCommand checks a command agent's argv and environment the way agent.NewCommand will,
 // so that a bad one is a diagnostic at load time rather than a worker that fails to start.
+// RuleAlias refuses YAML anchors and aliases in skillfleet.yaml, as case files (cases.alias)
+// and frontmatter (frontmatter.alias) do: an alias is how a small file becomes a large value.
+const RuleAlias = "config.alias"
+
+// firstAlias returns the first node of the tree under n that is an alias or carries an anchor.
+// Walking a yaml.Node tree follows no alias. yaml.v3 bounds nesting, and so the recursion.
+func firstAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := firstAlias(c); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
 func checkCommand(a Agent, line, envLine int, diag func(int, string, string, ...any) skill.Diagnostics) skill.Diagnostics {
 	var diags skill.Diagnostics
 	switch {

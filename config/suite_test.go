@@ -36,6 +36,9 @@ func TestLoad(t *testing.T) {
 		{name: "max tokens field", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    max_tokens_field: max_tokens\n"},
 		{name: "bad max tokens field", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    max_tokens_field: maxTokens\n", rule: "config.agents.max_tokens_field", line: 5},
 		{name: "max tokens field without command", yaml: "agents:\n  - name: gpt\n    model: m\n    max_tokens_field: max_tokens\n", rule: "config.agents.max_tokens_field", line: 4},
+		{name: "alias bomb", yaml: "agents:\n  - &a {name: a, model: m, env: {A: b}}\n  - *a\n", rule: RuleAlias, line: 2},
+		{name: "laughs", yaml: "judge:\n  model: j\nagents:\n  - {name: a, model: m, command: [x], env: {A: &a [b, b]}}\n  - {name: b, model: m, command: [x], env: {A: [*a, *a]}}\n", rule: RuleAlias, line: 4},
+		{name: "anchor", yaml: "sandbox:\n  memory: &m 256Mi\n", rule: RuleAlias, line: 2},
 		{name: "even votes", yaml: "judge:\n  model: j\n  votes: 2\n", rule: "config.judge.votes", line: 3},
 	}
 	for _, tt := range tests {

@@ -26,7 +26,13 @@ import (
 // newCoordinator is a coordinator on a fresh embedded server, with no workers.
 func newCoordinator(t testing.TB, cfg coordinator.Config) (*coordinator.Coordinator, *queue.Topology) {
 	t.Helper()
-	_, _, topo := queuetest.Start(t)
+	return newCoordinatorOn(t, cfg, queue.DefaultConfig())
+}
+
+// newCoordinatorOn is newCoordinator on a topology of qcfg.
+func newCoordinatorOn(t testing.TB, cfg coordinator.Config, qcfg queue.Config) (*coordinator.Coordinator, *queue.Topology) {
+	t.Helper()
+	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -88,10 +94,14 @@ func largeCaseSuite(t *testing.T, size int) string {
 // API) naming what is wrong, before anything is stored.
 func TestSubmitAdmission(t *testing.T) {
 	dataDir := t.TempDir()
-	c, topo := newCoordinator(t, coordinator.Config{
+	// Jobs of at most 256 KiB: a case file (at most 1 MiB) can then hold a case whose job
+	// is too large for the queue.
+	qcfg := queue.DefaultConfig()
+	qcfg.JobsMaxMsgSize = 256 << 10
+	c, topo := newCoordinatorOn(t, coordinator.Config{
 		DataDir: dataDir, MaxJobsPerRun: 1000, MaxDeadline: 24 * time.Hour,
 		Agents: []string{"a"}, KnownAgents: []string{"a", "b"},
-	})
+	}, qcfg)
 	bomb := t.TempDir()
 	if err := suitetest.GenerateRuns(bomb, 2, 10, 1000); err != nil { // 20,000 jobs
 		t.Fatal(err)
@@ -115,7 +125,7 @@ func TestSubmitAdmission(t *testing.T) {
 		{name: "deadline over the maximum", bundle: good, spec: &pb.RunSpec{DeadlineMs: (10 * 365 * 24 * time.Hour).Milliseconds()}, msg: "exceeds this coordinator's maximum of 24h0m0s"},
 		{name: "unknown agent", bundle: good, spec: &pb.RunSpec{Agents: []string{"a", "nope"}}, msg: `unknown agent "nope": this fleet runs a, b`},
 		{name: "agent twice", bundle: good, spec: &pb.RunSpec{Agents: []string{"a", "b", "a"}}, msg: `agent "a" is named twice`},
-		{name: "job over max payload", bundle: bundleOf(t, largeCaseSuite(t, 2<<20)), spec: &pb.RunSpec{}, msg: "suite has 1 error(s)",
+		{name: "job over max payload", bundle: bundleOf(t, largeCaseSuite(t, 512<<10)), spec: &pb.RunSpec{}, msg: "suite has 1 error(s)",
 			file: "s/cases.yaml", line: 2, rule: "job.tooLarge"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,8 +49,9 @@ type Bundle struct {
 }
 
 // WriteBundle writes the skills (and their dependency closures) as a deterministic tar to w:
-// entries sorted, owners and times zeroed, modes reduced to 0644/0755. The same files give the
-// same bytes, so the bundle's sha256 is the suite's content digest on every machine.
+// entries sorted, owners and times zeroed, modes reduced to 0644/0755, and the manifest last
+// (see ManifestName). The same files give the same bytes, so the bundle's sha256 is the suite's
+// content digest on every machine.
 func WriteBundle(w io.Writer, g *skill.Graph, skills []*skill.Skill) (*Bundle, error) {
 	byName := make(map[string]*skill.Skill)
 	for _, s := range skills {
@@ -67,13 +71,20 @@ func WriteBundle(w io.Writer, g *skill.Graph, skills []*skill.Skill) (*Bundle, e
 	digests := make(map[string]string, len(names))
 	var total int64
 	buf := make([]byte, 64<<10)
+	man := newManifestHasher()
 	for _, name := range names {
-		d, n, err := writeSkill(tw, byName[name], total, buf)
+		d, n, err := writeSkill(tw, byName[name], total, buf, man)
 		if err != nil {
 			return nil, fmt.Errorf("bundle skill %s: %w", name, err)
 		}
 		digests[name] = d
 		total += n
+	}
+	if man.entries > MaxBundleEntries {
+		return nil, fmt.Errorf("the suite has %d files, more than %d", man.entries, MaxBundleEntries)
+	}
+	if err := writeManifest(tw, man.manifest()); err != nil {
+		return nil, fmt.Errorf("bundle manifest: %w", err)
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -104,7 +115,8 @@ type bundleFile struct {
 }
 
 // writeSkill writes one skill's files under "<name>/" and returns the skill's digest.
-func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64, buf []byte) (string, int64, error) {
+// Each file is also added to man, the bundle's manifest.
+func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64, buf []byte, man *manifestHasher) (string, int64, error) {
 	files, err := skillFiles(s.Dir)
 	if err != nil {
 		return "", 0, err
@@ -131,6 +143,7 @@ func writeSkill(tw *tar.Writer, s *skill.Skill, sofar int64, buf []byte) (string
 			return "", 0, fmt.Errorf("%s: %w", f.rel, err)
 		}
 		fmt.Fprintf(h, "%s\x00%o\x00%x\n", f.rel, mode, fh.Sum(nil))
+		man.add(hdr.Name, hdr.Typeflag, mode, f.size, fh.Sum(nil))
 		n += f.size
 	}
 	return DigestPrefix + hex.EncodeToString(h.Sum(nil)), n, nil
@@ -227,41 +240,114 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ErrUnsafeBundle is returned by ExtractBundle for entries that would land outside the target.
+// The bundle format. A bundle is a POSIX (PAX) tar of regular files named "<skill>/<path>",
+// written by WriteBundle in sorted order, and ends with one more entry, the manifest, named
+// ManifestName and holding the JSON of a BundleManifest:
+//
+//	{"format":"skillfleet-bundle/1","entries":N,"bytes":B,"digest":"sha256:<hex>"}
+//
+// entries counts the entries before the manifest, bytes sums their contents, and digest is the
+// sha256 of one line per entry, in archive order:
+//
+//	<name> NUL <typeflag> NUL <mode, octal> NUL <size, decimal> NUL <hex sha256 of content> LF
+//
+// The manifest is last because the writer streams: only after the last file does it know the
+// count and the digest, and a first entry would cost a second read of every file. A reader has
+// to read the whole archive before trusting any of it anyway, and with the manifest last a
+// bundle cut anywhere, even exactly at an entry boundary, which a tar reader cannot tell from
+// the end, lacks its manifest and is refused as incomplete. Nothing may follow the manifest.
+// The manifest is not extracted. Its name starts with a dot, which no skill name does, and
+// WriteBundle never bundles hidden files, so it cannot collide with a suite's file.
+const ManifestName = ".skillfleet-manifest.json"
+
+// manifestFormat names the format version in the manifest.
+const manifestFormat = "skillfleet-bundle/1"
+
+// Caps on a bundle's shape, besides MaxBundleBytes: each refuses what no suite needs and what
+// would cost a coordinator or a worker inodes, memory or time out of proportion to the upload.
+const (
+	// MaxBundleEntries bounds the entries before the manifest (200,000 empty files were
+	// accepted before there was a cap).
+	MaxBundleEntries = 20000
+	// maxBundleDepth bounds the path components of an entry name.
+	maxBundleDepth = 32
+	// maxBundleName bounds the length of an entry name in bytes.
+	maxBundleName = 1024
+	// maxManifestBytes bounds the manifest entry; it is one short JSON line.
+	maxManifestBytes = 4096
+)
+
+// BundleManifest is the last entry of a bundle: what a complete bundle holds.
+type BundleManifest struct {
+	Format  string `json:"format"`
+	Entries int    `json:"entries"`
+	Bytes   int64  `json:"bytes"`
+	Digest  string `json:"digest"`
+}
+
+// ErrUnsafeBundle is returned by ExtractBundle and CheckBundle for entries that would land
+// outside the target, or that no bundle written by WriteBundle holds (links, devices, sparse
+// files, duplicates), or beyond a cap.
 var ErrUnsafeBundle = errors.New("unsafe bundle entry")
 
-// ExtractBundle unpacks a bundle written by WriteBundle into dir. It accepts only regular files
-// and directories with local paths, and caps the total size, because a bundle arrives from the
-// network.
+// ErrIncompleteBundle is returned for a bundle that is cut short or corrupt: unreadable, without
+// its manifest, or not matching it.
+var ErrIncompleteBundle = errors.New("bundle incomplete or corrupt")
+
+// ErrEmptyBundle is returned for a body that holds no tar entry at all, so the caller can say
+// "empty bundle" rather than "no test cases matched".
+var ErrEmptyBundle = errors.New("empty bundle: the body holds no tar entry")
+
+// manifestHasher accumulates the manifest of the entries written or read so far.
+type manifestHasher struct {
+	h       hash.Hash
+	entries int
+	bytes   int64
+}
+
+func newManifestHasher() *manifestHasher { return &manifestHasher{h: sha256.New()} }
+
+func (m *manifestHasher) add(name string, typeflag byte, mode, size int64, contentSum []byte) {
+	fmt.Fprintf(m.h, "%s\x00%c\x00%o\x00%d\x00%x\n", name, typeflag, mode, size, contentSum)
+	m.entries++
+	m.bytes += size
+}
+
+func (m *manifestHasher) manifest() BundleManifest {
+	return BundleManifest{Format: manifestFormat, Entries: m.entries, Bytes: m.bytes,
+		Digest: DigestPrefix + hex.EncodeToString(m.h.Sum(nil))}
+}
+
+// writeManifest writes the manifest entry that ends a bundle.
+func writeManifest(tw *tar.Writer, m BundleManifest) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: ManifestName, Size: int64(len(b)), Mode: 0o644,
+		ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err = tw.Write(b)
+	return err
+}
+
+// CheckBundle reads a whole bundle and reports whether ExtractBundle would accept it, without
+// writing anything: the coordinator calls it on a spooled upload before storing it. It returns
+// the bundle's manifest.
+func CheckBundle(r io.Reader) (BundleManifest, error) {
+	return walkBundle(r, func(string, *tar.Header, io.Reader) error { return nil })
+}
+
+// ExtractBundle unpacks a bundle written by WriteBundle into dir, with every check of
+// CheckBundle. Files are written as they arrive (a bundle is read once, from the network or a
+// spool), so on error dir holds a partial tree the caller must discard, as Cache does.
 func ExtractBundle(r io.Reader, dir string) error {
-	tr := tar.NewReader(r)
-	var total int64
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read bundle: %w", err)
-		}
-		name := filepath.FromSlash(hdr.Name)
-		if !filepath.IsLocal(name) {
-			return fmt.Errorf("%w: %q", ErrUnsafeBundle, hdr.Name)
-		}
-		target := filepath.Join(dir, name)
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-			continue
-		case tar.TypeReg:
-		default:
-			return fmt.Errorf("%w: %q has type %q", ErrUnsafeBundle, hdr.Name, hdr.Typeflag)
-		}
-		total += hdr.Size
-		if hdr.Size < 0 || total > MaxBundleBytes {
-			return fmt.Errorf("%w: content exceeds %d bytes", ErrUnsafeBundle, MaxBundleBytes)
+	_, err := walkBundle(r, func(name string, hdr *tar.Header, content io.Reader) error {
+		target := filepath.Join(dir, filepath.FromSlash(name))
+		if hdr.Typeflag == tar.TypeDir {
+			return os.MkdirAll(target, 0o755)
 		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
@@ -274,12 +360,173 @@ func ExtractBundle(r io.Reader, dir string) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(f, io.LimitReader(tr, hdr.Size))
+		_, err = io.Copy(f, content)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		return err
+	})
+	return err
+}
+
+// walkBundle reads a bundle entry by entry, refusing what a bundle must not hold, and hands each
+// entry before the manifest to fn with a reader of its content (which fn may leave unread). It
+// counts the bytes actually read, not the sizes headers claim, and succeeds only when the
+// archive ends with a manifest that matches what was read.
+func walkBundle(r io.Reader, fn func(name string, hdr *tar.Header, content io.Reader) error) (BundleManifest, error) {
+	tr := tar.NewReader(r)
+	got := newManifestHasher()
+	seen := make(map[string]byte)
+	fh := sha256.New()
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			if got.entries == 0 {
+				return BundleManifest{}, ErrEmptyBundle
+			}
+			return BundleManifest{}, fmt.Errorf("%w: %d entries and no manifest: the bundle was cut short (a complete bundle ends with %s)",
+				ErrIncompleteBundle, got.entries, ManifestName)
+		}
 		if err != nil {
-			return err
+			return BundleManifest{}, fmt.Errorf("%w after %d entries: read bundle: %w", ErrIncompleteBundle, got.entries, err)
+		}
+		if hdr.Name == ManifestName {
+			return checkManifest(tr, got)
+		}
+		name, err := checkEntry(hdr, seen, got)
+		if err != nil {
+			return BundleManifest{}, err
+		}
+		fh.Reset()
+		cr := &countingReader{r: io.LimitReader(tr, hdr.Size)}
+		content := io.TeeReader(cr, fh)
+		if err := fn(name, hdr, content); err != nil {
+			if cr.err != nil { // the archive failed under fn, not fn itself
+				return BundleManifest{}, fmt.Errorf("%w: entry %q: read bundle: %w", ErrIncompleteBundle, hdr.Name, cr.err)
+			}
+			return BundleManifest{}, fmt.Errorf("bundle entry %q: %w", hdr.Name, err)
+		}
+		// Whatever fn left unread still counts towards the digest.
+		if _, err := io.Copy(fh, cr); err != nil {
+			return BundleManifest{}, fmt.Errorf("%w: entry %q: read bundle: %w", ErrIncompleteBundle, hdr.Name, err)
+		}
+		if cr.n != hdr.Size {
+			return BundleManifest{}, fmt.Errorf("%w: entry %q holds %d of its %d bytes", ErrIncompleteBundle, hdr.Name, cr.n, hdr.Size)
+		}
+		got.add(name, hdr.Typeflag, bundleMode(hdr), cr.n, fh.Sum(nil))
+	}
+}
+
+// checkEntry refuses an entry a bundle must not hold and returns its canonical name.
+func checkEntry(hdr *tar.Header, seen map[string]byte, got *manifestHasher) (string, error) {
+	refuse := func(format string, args ...any) (string, error) {
+		return "", fmt.Errorf("%w: %q: %s", ErrUnsafeBundle, hdr.Name, fmt.Sprintf(format, args...))
+	}
+	if got.entries >= MaxBundleEntries {
+		return refuse("more than %d entries", MaxBundleEntries)
+	}
+	// archive/tar expands GNU sparse files itself: a few KiB of archive would become hundreds
+	// of MiB of zeros on disk. WriteBundle never writes one.
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return refuse("sparse file (GNU sparse type)")
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return refuse("sparse file (PAX record %s)", k)
 		}
 	}
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeDir:
+	default:
+		return refuse("type %q (only regular files and directories)", hdr.Typeflag)
+	}
+	name := strings.TrimSuffix(hdr.Name, "/")
+	if len(name) > maxBundleName {
+		return refuse("name longer than %d bytes", maxBundleName)
+	}
+	if !filepath.IsLocal(filepath.FromSlash(name)) || path.Clean(name) != name || strings.Contains(name, `\`) {
+		return refuse("not a clean relative path")
+	}
+	if d := strings.Count(name, "/") + 1; d > maxBundleDepth {
+		return refuse("%d path components, more than %d", d, maxBundleDepth)
+	}
+	if _, dup := seen[name]; dup {
+		return refuse("duplicate entry")
+	}
+	// A file's parent must not be a file already; directories may repeat as parents.
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if seen[dir] == tar.TypeReg {
+			return refuse("parent %q is a file", dir)
+		}
+	}
+	seen[name] = hdr.Typeflag
+	if hdr.Size < 0 || got.bytes+hdr.Size > MaxBundleBytes {
+		return refuse("content exceeds %d bytes", MaxBundleBytes)
+	}
+	if hdr.Typeflag == tar.TypeDir && hdr.Size != 0 {
+		return refuse("directory with content")
+	}
+	return name, nil
+}
+
+// checkManifest reads the manifest entry, compares it with what was read and checks that the
+// archive ends there.
+func checkManifest(tr *tar.Reader, got *manifestHasher) (BundleManifest, error) {
+	b, err := io.ReadAll(io.LimitReader(tr, maxManifestBytes+1))
+	if err != nil {
+		return BundleManifest{}, fmt.Errorf("%w: manifest: read bundle: %w", ErrIncompleteBundle, err)
+	}
+	var m BundleManifest
+	if len(b) > maxManifestBytes {
+		return BundleManifest{}, fmt.Errorf("%w: manifest larger than %d bytes", ErrIncompleteBundle, maxManifestBytes)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return BundleManifest{}, fmt.Errorf("%w: manifest: %w", ErrIncompleteBundle, err)
+	}
+	if m.Format != manifestFormat {
+		return BundleManifest{}, fmt.Errorf("%w: manifest format %q, want %q", ErrIncompleteBundle, m.Format, manifestFormat)
+	}
+	want := got.manifest()
+	switch {
+	case m.Entries != want.Entries:
+		return BundleManifest{}, fmt.Errorf("%w: %d of %d entries", ErrIncompleteBundle, want.Entries, m.Entries)
+	case m.Bytes != want.Bytes:
+		return BundleManifest{}, fmt.Errorf("%w: %d of %d bytes", ErrIncompleteBundle, want.Bytes, m.Bytes)
+	case m.Digest != want.Digest:
+		return BundleManifest{}, fmt.Errorf("%w: the entries do not match the manifest's digest", ErrIncompleteBundle)
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		if err == nil {
+			err = errors.New("an entry follows the manifest")
+		}
+		return BundleManifest{}, fmt.Errorf("%w: after the manifest: %w", ErrIncompleteBundle, err)
+	}
+	return m, nil
+}
+
+// bundleMode is the mode an entry is extracted with, so the digest covers what lands on disk.
+func bundleMode(hdr *tar.Header) int64 {
+	switch {
+	case hdr.Typeflag == tar.TypeDir:
+		return 0o755
+	case hdr.Mode&0o111 != 0:
+		return 0o755
+	}
+	return 0o644
+}
+
+// countingReader counts what it reads and keeps the first read error other than io.EOF.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }

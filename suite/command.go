@@ -305,13 +305,18 @@ func (r *reader) expected(c *Case, n *yaml.Node, line int) {
 				r.add(c, assert.Assertion{Type: t, Value: v}, lines[i])
 			}
 		case "stdout-json":
+			r.nodes = 0
 			v, ok := r.value(p.val, 0, "assertion.invalid")
 			if !ok {
 				continue
 			}
-			doc, err := canonicalJSON(v)
+			doc, size, err := canonicalJSON(v)
 			if err != nil {
 				r.errorf(p.line, "assertion.invalid", "stdout-json: %v", err)
+				continue
+			}
+			if size > maxJSONBytes {
+				r.errorf(p.line, ruleTooLarge, "stdout-json is %d bytes as JSON, more than %d; compare a smaller document", size, maxJSONBytes)
 				continue
 			}
 			r.add(c, assert.Assertion{Type: assert.StdoutJSON, JSON: doc}, p.line)
@@ -323,16 +328,17 @@ func (r *reader) expected(c *Case, n *yaml.Node, line int) {
 
 // canonicalJSON turns YAML-decoded data into what encoding/json with UseNumber produces, so the
 // expected document compares with parsed stdout the same way on every path.
-func canonicalJSON(v any) (any, error) {
+// It also returns the document's size as JSON, for the cap.
+func canonicalJSON(v any) (any, int, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var out any
 	if err := dec.Decode(&out); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, len(b), nil
 }

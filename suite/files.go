@@ -126,5 +126,8 @@ func (r *reader) parseYAML(data []byte) (*yaml.Node, bool) {
 		r.errorf(1, "cases.empty", "the file is empty")
 		return nil, false
 	}
+	if !r.checkAliases(doc.Content[0], 0) {
+		return nil, false
+	}
 	return doc.Content[0], true
 }

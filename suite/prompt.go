@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -223,10 +224,12 @@ func (r *reader) semantic(c *Case, p pair) {
 func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 	if err := assert.Compile(&a); err != nil {
 		rule := "assertion.invalid"
-		switch a.Type {
-		case assert.OutputMatches:
+		switch {
+		case errors.Is(err, assert.ErrTooLarge):
+			rule = ruleTooLarge
+		case a.Type == assert.OutputMatches:
 			rule = "case.regex"
-		case assert.SemanticMatch:
+		case a.Type == assert.SemanticMatch:
 			rule = "case.criterion"
 		}
 		r.errorf(line, rule, "%s: %v", a.Type, err)

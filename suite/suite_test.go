@@ -71,7 +71,7 @@ func TestRuleLines(t *testing.T) {
 		{"runs-confidence", "case.confidence", 14, "got 0"},
 		{"runs-confidence", "case.timeout", 15, "positive"},
 		{"yaml-syntax", "cases.yaml", 0, "invalid YAML"},
-		{"alias-bomb", "cases.yaml", 0, "too many alias references"},
+		{"alias-bomb", "cases.alias", 0, "anchors and aliases are not allowed"},
 		{"wrong-types", "case.name", 2, "must be a string"},
 		{"wrong-types", "case.noInput", 3, "must be a string, got a list"},
 		{"wrong-types", "case.runs", 4, "must be an integer"},

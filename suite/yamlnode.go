@@ -11,19 +11,34 @@ import (
 	"github.com/skillfleet/skillfleet/skill"
 )
 
-// maxAliasVisits bounds how many alias dereferences one case file may make, so an alias bomb
-// (billion laughs) costs a diagnostic instead of memory.
-const maxAliasVisits = 1000
-
 // maxDepth bounds nesting, so a deeply nested document is rejected instead of recursed into.
 const maxDepth = 64
+
+// Caps on a stdout-json document: its node count (mappings, lists and scalars) and the size of
+// its canonical JSON. A real expected document is a few lines; these leave ample room and keep
+// what every job of the case carries, and every comparison walks, small.
+const (
+	maxJSONNodes = 10000
+	maxJSONBytes = 64 << 10
+)
+
+// Rule ids of the case-file reader.
+const (
+	// ruleAlias refuses YAML anchors and aliases in case files, as the frontmatter does
+	// (skill.RuleFrontmatterAlias): an alias is the only way a small file becomes a large value.
+	ruleAlias = "cases.alias"
+	// ruleTooLarge refuses an assertion beyond a cap: a stdout-json document beyond
+	// maxJSONNodes or maxJSONBytes, or a pattern or substring beyond assert's caps.
+	ruleTooLarge = "assertion.tooLarge"
+)
 
 // reader walks yaml.Node trees of one file with strict, typed accessors, collecting diagnostics
 // that name the file, the line and the rule.
 type reader struct {
-	file        string
-	diags       skill.Diagnostics
-	aliasVisits int
+	file  string
+	diags skill.Diagnostics
+	// nodes counts the nodes value has converted for the current stdout-json document.
+	nodes int
 }
 
 func (r *reader) errorf(line int, rule, format string, args ...any) {
@@ -33,19 +48,38 @@ func (r *reader) errorf(line int, rule, format string, args ...any) {
 	})
 }
 
-// deref follows aliases within the visit budget; nil means the budget ran out (already reported).
+// deref guards every accessor against an alias node. parseYAML refuses files with anchors or
+// aliases before any accessor runs, so this only reports (nil) and never follows one: following
+// aliases is what turned a 215 KB file into gigabytes.
 func (r *reader) deref(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		r.aliasVisits++
-		if r.aliasVisits > maxAliasVisits {
-			if r.aliasVisits == maxAliasVisits+1 {
-				r.errorf(n.Line, "cases.yaml", "too many alias references (more than %d); expand them", maxAliasVisits)
-			}
-			return nil
-		}
-		n = n.Alias
+	if n != nil && n.Kind == yaml.AliasNode {
+		r.errorf(n.Line, ruleAlias, "YAML alias *%s: anchors and aliases are not allowed in case files; write the value out", n.Value)
+		return nil
 	}
 	return n
+}
+
+// checkAliases reports the first anchor or alias in the tree under n (a yaml.Node tree holds an
+// alias as a pointer, so walking it expands nothing). It returns false when there is one.
+func (r *reader) checkAliases(n *yaml.Node, depth int) bool {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		what := "anchor &" + n.Anchor
+		if n.Kind == yaml.AliasNode {
+			what = "alias *" + n.Value
+		}
+		r.errorf(n.Line, ruleAlias, "YAML %s: anchors and aliases are not allowed in case files; write the value out", what)
+		return false
+	}
+	if depth > maxDepth {
+		r.errorf(n.Line, "cases.yaml", "nested more than %d levels deep", maxDepth)
+		return false
+	}
+	for _, c := range n.Content {
+		if !r.checkAliases(c, depth+1) {
+			return false
+		}
+	}
+	return true
 }
 
 // pair is one key: value entry of a mapping, with the key's line.
@@ -166,10 +200,15 @@ func (r *reader) number(n *yaml.Node, what, rule string) (float64, bool) {
 }
 
 // value converts a node into plain Go data (map[string]any, []any, string, float64, int64, bool,
-// nil) within the depth and alias budgets, for stdout-json.
+// nil) within the depth and node budgets, for stdout-json. The caller resets r.nodes.
 func (r *reader) value(n *yaml.Node, depth int, rule string) (any, bool) {
 	n = r.deref(n)
 	if n == nil {
+		return nil, false
+	}
+	r.nodes++
+	if r.nodes > maxJSONNodes {
+		r.errorf(n.Line, ruleTooLarge, "stdout-json has more than %d values; compare a smaller document", maxJSONNodes)
 		return nil, false
 	}
 	if depth > maxDepth {

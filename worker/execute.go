@@ -86,6 +86,10 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 		req.Stdin = job.GetStdin()
 	}
 	start := e.now()
+	// The job's deadline, for the assertions: they run in this process, outside the sandbox,
+	// and get what the command left of the job's time (assert.EvaluateAllContext).
+	jctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	res, err := sb.Exec(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
@@ -112,16 +116,22 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 		return out, nil
 	}
 	obs := assert.Observation{Stdout: out.Stdout, Stderr: out.Stderr, ExitCode: res.ExitCode, OutputTruncated: out.OutputTruncated}
-	results, _ := assert.EvaluateAll(assertions, obs)
-	out.Assertions = assertionResults(results)
-	out.Verdict = verdictOf(results)
-	switch {
-	case out.Verdict == pb.Verdict_VERDICT_ERRORED:
-		out.Reason = erroredReason(results)
-	case res.OOMKilled:
+	decide(jctx, out, assertions, obs)
+	if out.Verdict != pb.Verdict_VERDICT_ERRORED && res.OOMKilled {
 		out.Reason = "a process was killed by the memory limit (exit 137)"
 	}
 	return out, nil
+}
+
+// decide evaluates a command job's assertions within ctx, the job's deadline, and sets the
+// verdict: an assertion the deadline cut short is errored, and so is the job, with the reason.
+func decide(ctx context.Context, out *pb.Result, assertions []assert.Assertion, obs assert.Observation) {
+	results, _ := assert.EvaluateAllContext(ctx, assertions, obs)
+	out.Assertions = assertionResults(results)
+	out.Verdict = verdictOf(results)
+	if out.Verdict == pb.Verdict_VERDICT_ERRORED {
+		out.Reason = erroredReason(results)
+	}
 }
 
 // verdictOf decides a job from its assertion results: errored if any could not be evaluated,

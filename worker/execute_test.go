@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -98,5 +99,38 @@ func TestEncodeResultFitsTheMessageLimit(t *testing.T) {
 	_ = proto.Unmarshal(data, got)
 	if got.GetVerdict() != pb.Verdict_VERDICT_ERRORED || !strings.Contains(got.GetReason(), "exceeds") || got.GetJobId() != "j2" {
 		t.Fatalf("oversized result: %v %q", got.GetVerdict(), got.GetReason())
+	}
+}
+
+// TestDecideWithinTheJobsTime: assertions evaluated after the job's deadline are errored, so
+// the job is, with a reason; in time, the same job passes.
+func TestDecideWithinTheJobsTime(t *testing.T) {
+	as, err := compileAssertions([]*pb.Assertion{
+		{Type: string(assert.ExitCode)},
+		{Type: string(assert.StdoutContains), Value: "ok"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := assert.Observation{Stdout: strings.Repeat("x", 64<<10) + "ok"}
+	over, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name   string
+		ctx    context.Context
+		want   pb.Verdict
+		reason string
+	}{
+		{"in time", context.Background(), pb.Verdict_VERDICT_PASSED, ""},
+		{"time is up", over, pb.Verdict_VERDICT_ERRORED, "time ran out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := &pb.Result{}
+			decide(tt.ctx, out, as, obs)
+			if out.GetVerdict() != tt.want || !strings.Contains(out.GetReason(), tt.reason) {
+				t.Fatalf("verdict %v, reason %q; want %v, %q", out.GetVerdict(), out.GetReason(), tt.want, tt.reason)
+			}
+		})
 	}
 }

@@ -132,7 +132,9 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		return out, nil
 	}
 
-	results, pending := assert.EvaluateAll(assertions, assert.Observation{Output: output})
+	// The deterministic assertions get what the agent left of the job's time: they run in this
+	// process, and a costly output_matches must not run past the job (assert.EvaluateAllContext).
+	results, pending := assert.EvaluateAllContext(actx, assertions, assert.Observation{Output: output})
 	for _, i := range pending {
 		if e.judge == nil {
 			results[i].Message = "no judge configured: semantic_match needs one (skillfleet test --judge-model)"
