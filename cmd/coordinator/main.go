@@ -115,6 +115,11 @@ func run(ctx context.Context, o options) error {
 	if len(o.tokens) == 0 && !cmdutil.IsLoopback(o.httpAddr) {
 		log.Warn("the API listens beyond loopback without a bearer token: it serves only requests for a loopback Host; set --token, --token-file or $SKILLFLEET_TOKEN")
 	}
+	if len(o.knownAgents) == 0 && len(o.agents) == 0 {
+		// Without the fleet's agent names, a run's agent names cannot be checked here; a name
+		// no worker serves makes errored jobs, never passes.
+		log.Warn("runs may name any agent: set --known-agent (or --agent) to the agents the workers serve, so that a misspelt agent is refused at submission")
+	}
 	if o.maxConnsPerIP == 0 {
 		o.maxConnsPerIP = -1 // httpserve: no per-address cap
 	}
