@@ -201,11 +201,22 @@ func (c *Coordinator) Start(ctx context.Context) error {
 			c.log.Error("cannot resume run", zap.String("run", st.GetId()), zap.Error(err))
 			st.State, st.Reason = pb.RunState_RUN_STATE_FAILED, "cannot resume: "+err.Error()
 			st.FinishedAt = timestamppb.New(c.now())
-			if err := c.save(ctx, st); err != nil {
+			if err := c.save(ctx, st, st.GetJobKey()); err != nil {
 				return err
 			}
 			continue
 		}
+		r.key = st.GetJobKey()
+		if len(r.key) == 0 {
+			// A run started by a coordinator older than job secrets: its queued jobs carry
+			// none, so their results are refused (fail closed) and they end at the deadline;
+			// jobs published from now on carry secrets of a new key.
+			c.log.Warn("run has no job key; results of jobs it already queued will be refused", zap.String("run", st.GetId()))
+			if r.key, err = newJobKey(); err != nil {
+				return err
+			}
+		}
+		st.JobKey = nil
 		r.status = st
 		c.launch(r)
 	}
@@ -248,11 +259,14 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 	if err != nil {
 		return nil, err
 	}
+	if r.key, err = newJobKey(); err != nil {
+		return nil, err
+	}
 	r.status = &pb.RunStatus{
 		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
 		TotalJobs: int32(len(r.plan.Jobs)), Cases: r.builder.Counts(), UpdatedAt: spec.CreatedAt,
 	}
-	if err := c.save(ctx, r.status); err != nil {
+	if err := c.save(ctx, r.status, r.key); err != nil {
 		return nil, err
 	}
 	c.metrics.submitted.Inc()
@@ -311,7 +325,7 @@ func (c *Coordinator) Status(ctx context.Context, id string) (*pb.RunStatus, err
 	if r := c.active(id); r != nil {
 		return r.snapshot(), nil
 	}
-	return c.load(ctx, id)
+	return public(c.load(ctx, id))
 }
 
 // List returns every stored run, newest first.
@@ -324,6 +338,7 @@ func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 		if r := c.active(st.GetId()); r != nil {
 			out[i] = r.snapshot()
 		}
+		out[i].JobKey = nil
 	}
 	return out, nil
 }
@@ -333,7 +348,7 @@ func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 func (c *Coordinator) Cancel(ctx context.Context, id string) (*pb.RunStatus, error) {
 	r := c.active(id)
 	if r == nil {
-		return c.load(ctx, id)
+		return public(c.load(ctx, id))
 	}
 	select {
 	case r.cancel <- "cancelled on request":
@@ -353,7 +368,7 @@ func (c *Coordinator) Subscribe(ctx context.Context, id string) (<-chan *pb.Even
 		ch, cancel := r.events.subscribe(256)
 		return ch, cancel, nil
 	}
-	st, err := c.load(ctx, id)
+	st, err := public(c.load(ctx, id))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -380,6 +395,7 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	if err != nil {
 		return report.Report{}, err
 	}
+	r.key = st.GetJobKey()
 	if err := c.replay(ctx, r, st.GetFinishedAt()); err != nil {
 		return report.Report{}, err
 	}
@@ -408,7 +424,7 @@ func (c *Coordinator) replay(ctx context.Context, r *run, cutoff *timestamppb.Ti
 				return fmt.Errorf("results of run %s ended early", r.id)
 			}
 			if cutoff == nil || !m.Stored.After(cutoff.AsTime()) {
-				c.accept(r, m.Data)
+				c.accept(r, m.Data, false)
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -426,7 +442,10 @@ func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
 	job := &pb.Job{}
 	if err := proto.Unmarshal(x.Data, job); err == nil && job.GetId() != "" && job.GetRunId() == x.Run {
 		res := &pb.Result{
-			JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
+			// The job's own secret: the coordinator's verdict passes the same check as a
+			// worker's.
+			Secret: job.GetSecret(),
+			JobId:  job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
 			Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Verdict: pb.Verdict_VERDICT_ERRORED,
 			Attempt:    int32(x.Deliveries),
 			Reason:     fmt.Sprintf("no result after %d deliveries: the worker running it stopped each time (crashed, killed or lost its connection)", x.Deliveries),
@@ -453,9 +472,12 @@ func (c *Coordinator) active(id string) *run {
 	return c.runs[id]
 }
 
-func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus) error {
+// save stores a run's status with its job key; st itself is left without the key.
+func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus, key []byte) error {
 	st.UpdatedAt = timestamppb.New(c.now())
+	st.JobKey = key
 	b, err := proto.Marshal(st)
+	st.JobKey = nil
 	if err != nil {
 		return err
 	}
@@ -465,6 +487,16 @@ func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus) error {
 	return nil
 }
 
+// public keeps a loaded status's job key from leaving the coordinator.
+func public(st *pb.RunStatus, err error) (*pb.RunStatus, error) {
+	if st != nil {
+		st.JobKey = nil
+	}
+	return st, err
+}
+
+// load returns a stored run status, job key included: callers that answer requests pass it
+// through public.
 func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error) {
 	if queue.ValidateRunID(id) != nil {
 		return nil, ErrNotFound
