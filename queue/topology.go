@@ -207,3 +207,25 @@ func ensureLaneConsumer(ctx context.Context, s jetstream.Stream, lane Lane, cfg 
 	}
 	return c, nil
 }
+
+// OpenWorker binds what a worker uses, and nothing more: the two lane consumers (by name, no
+// stream lookup) and the bundle store. Jobs, Results and Runs stay nil. A worker's NATS user
+// thereby needs no STREAM.INFO on the jobs, results or run-state streams, whose subjects_filter
+// would list every run id (deploy/nats/permissions.conf).
+func OpenWorker(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Topology{JS: js, Config: cfg}
+	var err error
+	if t.OnDemand, err = js.Consumer(ctx, JobsStream, OnDemandConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, OnDemandConsumer, err)
+	}
+	if t.Scheduled, err = js.Consumer(ctx, JobsStream, ScheduledConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
+	}
+	if t.Bundles, err = js.ObjectStore(ctx, BundlesBucket); err != nil {
+		return nil, fmt.Errorf("queue: open object store %s (has Ensure run?): %w", BundlesBucket, err)
+	}
+	return t, nil
+}

@@ -250,7 +250,7 @@ func run(ctx context.Context, o options) error {
 // when the worker starts first.
 func openTopology(ctx context.Context, js jetstream.JetStream, log *zap.Logger) (*queue.Topology, error) {
 	for {
-		topo, err := queue.Open(ctx, js, queue.DefaultConfig())
+		topo, err := queue.OpenWorker(ctx, js, queue.DefaultConfig())
 		if err == nil {
 			return topo, nil
 		}
