@@ -55,7 +55,7 @@ func TestMessageHeadersAreCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rm.Header.Get(jetstream.MsgIDHeader) != ResultMsgID("run1", "job1", 2) || rm.Header.Get(jetstream.ExpectedStreamHeader) != ResultsStream || rm.Subject != ResultSubject("run1") {
+	if rm.Header.Get(jetstream.MsgIDHeader) != ResultMsgID("run1", "job1", 2, []byte("x")) || rm.Header.Get(jetstream.ExpectedStreamHeader) != ResultsStream || rm.Subject != ResultSubject("run1") {
 		t.Errorf("result message %+v", rm)
 	}
 }
