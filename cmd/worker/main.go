@@ -173,7 +173,8 @@ func run(ctx context.Context, o options) error {
 		_ = runner.Close(cctx)
 	}()
 
-	nc, err := queue.Connect(ncfg, log.Named("nats"))
+	// A worker may start before NATS is reachable: it waits (logging why) rather than exit.
+	nc, err := queue.ConnectRetry(ctx, ncfg, queue.RetryConfig{}, log.Named("nats"))
 	if err != nil {
 		return err
 	}
