@@ -51,6 +51,10 @@ type Config struct {
 	Retention time.Duration
 	// SweepEvery is how often retention is applied.
 	SweepEvery time.Duration
+	// RecoverEvery is how often the queue is searched for jobs that ran out of deliveries
+	// without a result, besides at start: the MAX_DELIVERIES advisory that normally reports
+	// them is lost while no coordinator listens (an external NATS outlives coordinators).
+	RecoverEvery time.Duration
 }
 
 func (c *Config) defaults() error {
@@ -77,6 +81,9 @@ func (c *Config) defaults() error {
 	}
 	if c.SweepEvery <= 0 {
 		c.SweepEvery = time.Hour
+	}
+	if c.RecoverEvery <= 0 {
+		c.RecoverEvery = time.Minute
 	}
 	return nil
 }
@@ -220,12 +227,54 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		r.status = st
 		c.launch(r)
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.sweepLoop(c.base)
 	}()
+	go func() {
+		defer c.wg.Done()
+		c.recoverLoop(c.base)
+	}()
 	return nil
+}
+
+// recoverLoop records exhausted jobs whose advisory was missed: at start and then every
+// RecoverEvery until ctx is done.
+func (c *Coordinator) recoverLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.RecoverEvery)
+	defer t.Stop()
+	for {
+		if _, err := c.RecoverExhausted(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("searching the queue for exhausted jobs failed; the next search tries again", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RecoverExhausted records as errored, exactly as the advisory handler does, every job that ran
+// out of deliveries and is still queued (queue.Topology.ExhaustedJobs), and returns how many it
+// found. A job the advisory handler records at the same time gets a second errored result, which
+// the run counts as a duplicate.
+func (c *Coordinator) RecoverExhausted(ctx context.Context) (int, error) {
+	jobs, undecided, err := c.topo.ExhaustedJobs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, x := range jobs {
+		c.exhausted(x)
+	}
+	if len(jobs) > 0 {
+		c.log.Warn("recovered jobs that ran out of deliveries without a recorded result", zap.Int("jobs", len(jobs)))
+	}
+	if undecided > 0 {
+		c.log.Debug("exhausted-job search skipped lanes with jobs pending", zap.Int("pending", undecided))
+	}
+	return len(jobs), nil
 }
 
 // Close stops every run loop without finishing the runs: a coordinator started later on the

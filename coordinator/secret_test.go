@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
@@ -194,5 +195,85 @@ func TestForgedResultsAreRefused(t *testing.T) {
 	}
 	if f, a := results(reg2, "forged"), results(reg2, "accepted"); f != 1 || a != 1 {
 		t.Fatalf("after the restart: forged %v, accepted %v; want 1 and 1", f, a)
+	}
+}
+
+// TestRecoverExhaustedWhileDown: a job's last delivery expires while no coordinator runs, so
+// its MAX_DELIVERIES advisory reaches nobody. The next coordinator finds the job from the
+// queue's state at start and records it errored: the run completes at once, not at its
+// deadline (6 h).
+func TestRecoverExhaustedWhileDown(t *testing.T) {
+	qcfg := queue.DefaultConfig()
+	qcfg.AckWait, qcfg.MaxDeliver = 300*time.Millisecond, 2
+	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	newCoordinator := func() *coordinator.Coordinator {
+		c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
+			coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c1 := newCoordinator()
+	st, err := c1.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() (*pb.Job, jetstream.Msg) {
+		t.Helper()
+		batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			job := &pb.Job{}
+			if err := proto.Unmarshal(m.Data(), job); err != nil {
+				t.Fatal(err)
+			}
+			return job, m
+		}
+		t.Fatalf("no job delivered: %v", batch.Error())
+		return nil, nil
+	}
+	// One job gets its result; the other's worker dies on its first delivery.
+	first, _ := fetch()
+	second, m2 := fetch()
+	publishResult(t, topo, second, 1, pb.Verdict_VERDICT_FAILED, second.GetSecret())
+	if err := m2.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator goes down; the job's last delivery expires meanwhile.
+	if err := c1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := fetch()
+	if again.GetId() != first.GetId() {
+		t.Fatalf("redelivered %s, want %s", again.GetId(), first.GetId())
+	}
+	eventually(t, "the server to give up on the job", func() bool {
+		// The server notices an exhausted job when a pull comes (a worker always has one).
+		if b, err := topo.OnDemand.FetchNoWait(1); err == nil {
+			for m := range b.Messages() {
+				t.Errorf("delivered again after MaxDeliver: %s", m.Subject())
+			}
+		}
+		ci, err := topo.OnDemand.Info(ctx)
+		return err == nil && ci.NumAckPending == 0
+	})
+
+	c2 := newCoordinator()
+	defer func() { _ = c2.Close(ctx) }()
+	var final *pb.RunStatus
+	eventually(t, "the run to complete", func() bool {
+		final, err = c2.Status(ctx, st.GetId())
+		return err == nil && final.GetState() == pb.RunState_RUN_STATE_COMPLETED
+	})
+	if cs := final.GetCases(); cs.GetErrored() != 1 || cs.GetFailed() != 1 {
+		t.Fatalf("cases = %v, want the exhausted one errored and the other failed", cs)
 	}
 }
