@@ -63,7 +63,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "3 cases: 3 passed") {
 		t.Fatalf("submit exit %d, want 0 with 3 passed\nstdout:\n%s\nstderr:\n%s\nnats-server:\n%s", code, out, errOut, ns.out.String())
 	}
-	// A large bundle: its chunks come with flow control, which the worker must answer.
+	// A large bundle: many chunks, read through the worker's ordered consumer.
 	big := filepath.Join(dir, "big")
 	if err := os.CopyFS(filepath.Join(big, "env-selector"), os.DirFS(filepath.Join(examples, "env-selector"))); err != nil {
 		t.Fatal(err)
@@ -113,6 +113,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"list run ids from the run state", "$JS.API.STREAM.INFO.KV_skillfleet_runs"},
 		{"list run ids from the queue", "$JS.API.STREAM.INFO.SKILLFLEET_JOBS"},
 		{"list run ids from the results", "$JS.API.STREAM.INFO.SKILLFLEET_RESULTS"},
+		{"list bundles from the object store's subjects", "$JS.API.STREAM.INFO.OBJ_skillfleet_bundles"},
 		{"read run state (and its job key)", "$JS.API.DIRECT.GET.KV_skillfleet_runs.$KV.skillfleet_runs.r20260101t000000-00000000"},
 		// Listing bundles: a consumer on the metadata subjects, or direct gets by sequence.
 		{"list bundles through a consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles.lister.$O.skillfleet_bundles.M.>"},

@@ -208,10 +208,11 @@ func ensureLaneConsumer(ctx context.Context, s jetstream.Stream, lane Lane, cfg 
 	return c, nil
 }
 
-// OpenWorker binds what a worker uses, and nothing more: the two lane consumers (by name, no
-// stream lookup) and the bundle store. Jobs, Results and Runs stay nil. A worker's NATS user
-// thereby needs no STREAM.INFO on the jobs, results or run-state streams, whose subjects_filter
-// would list every run id (deploy/nats/permissions.conf).
+// OpenWorker binds what a worker uses, and nothing more: the two lane consumers, by name,
+// without a stream lookup. Jobs, Results, Runs and Bundles stay nil; GetBundle then reads a
+// bundle by its name alone. A worker's NATS user thereby needs no STREAM.INFO on any stream:
+// with a subjects_filter, that lists every subject, and so every run id (the jobs, results and
+// run-state streams) or every bundle (the object store) (deploy/nats/permissions.conf).
 func OpenWorker(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -223,9 +224,6 @@ func OpenWorker(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topol
 	}
 	if t.Scheduled, err = js.Consumer(ctx, JobsStream, ScheduledConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
-	}
-	if t.Bundles, err = js.ObjectStore(ctx, BundlesBucket); err != nil {
-		return nil, fmt.Errorf("queue: open object store %s (has Ensure run?): %w", BundlesBucket, err)
 	}
 	return t, nil
 }
