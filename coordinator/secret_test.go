@@ -230,15 +230,15 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for m := range batch.Messages() {
-			job := &pb.Job{}
-			if err := proto.Unmarshal(m.Data(), job); err != nil {
-				t.Fatal(err)
-			}
-			return job, m
+		m, ok := <-batch.Messages()
+		if !ok {
+			t.Fatalf("no job delivered: %v", batch.Error())
 		}
-		t.Fatalf("no job delivered: %v", batch.Error())
-		return nil, nil
+		job := &pb.Job{}
+		if err := proto.Unmarshal(m.Data(), job); err != nil {
+			t.Fatal(err)
+		}
+		return job, m
 	}
 	// One job gets its result; the other's worker dies on its first delivery.
 	first, _ := fetch()
