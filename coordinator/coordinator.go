@@ -215,10 +215,12 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		}
 		r.key = st.GetJobKey()
 		if len(r.key) == 0 {
-			// A run started by a coordinator older than job secrets: its queued jobs carry
-			// none, so their results are refused (fail closed) and they end at the deadline;
-			// jobs published from now on carry secrets of a new key.
-			c.log.Warn("run has no job key; results of jobs it already queued will be refused", zap.String("run", st.GetId()))
+			// A run started by a coordinator older than job secrets. The results it stored
+			// were accepted under its rules and are replayed as they are; its queued jobs
+			// carry no secret, so their new results are refused (fail closed) and they end at
+			// the deadline; jobs published from now on carry secrets of a new key.
+			c.log.Warn("run has no job key; new results of jobs it already queued will be refused", zap.String("run", st.GetId()))
+			r.legacy = true
 			if r.key, err = newJobKey(); err != nil {
 				return err
 			}
@@ -445,6 +447,9 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 		return report.Report{}, err
 	}
 	r.key = st.GetJobKey()
+	// A run finished by a coordinator older than job secrets: its report is what that
+	// coordinator accepted.
+	r.legacy = len(r.key) == 0
 	if err := c.replay(ctx, r, st.GetFinishedAt()); err != nil {
 		return report.Report{}, err
 	}

@@ -277,3 +277,51 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 		t.Fatalf("cases = %v, want the exhausted one errored and the other failed", cs)
 	}
 }
+
+// TestLegacyRunResumes: a run started by a coordinator older than job secrets has no key. The
+// results its coordinator stored are replayed as accepted; a new result without a secret is
+// refused.
+func TestLegacyRunResumes(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	c1, _ := startCoordinator(t, topo, dataDir)
+	st, err := c1.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := takeJob(t, topo), takeJob(t, topo)
+	if err := c1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// What the old coordinator left: a record without a key, a result without a secret.
+	e, err := topo.Runs.Get(ctx, st.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := &pb.RunStatus{}
+	if err := proto.Unmarshal(e.Value(), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.JobKey = nil
+	b, err := proto.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.Runs.Put(ctx, st.GetId(), b); err != nil {
+		t.Fatal(err)
+	}
+	publishResult(t, topo, first, 1, pb.Verdict_VERDICT_FAILED, nil)
+
+	c2, reg := startCoordinator(t, topo, dataDir)
+	defer func() { _ = c2.Close(ctx) }()
+	eventually(t, "the old result replayed", func() bool {
+		s, err := c2.Status(ctx, st.GetId())
+		return err == nil && s.GetDoneJobs() == 1
+	})
+	publishResult(t, topo, second, 1, pb.Verdict_VERDICT_PASSED, nil)
+	eventually(t, "the new result without a secret refused", func() bool { return results(reg, "forged") == 1 })
+	if s, err := c2.Status(ctx, st.GetId()); err != nil || s.GetDoneJobs() != 1 {
+		t.Fatalf("status %v, %v; want 1 job done", s, err)
+	}
+}
