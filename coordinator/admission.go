@@ -125,6 +125,8 @@ func (c *Coordinator) checkJobSizes(r *run) error {
 		if err != nil {
 			return &PlanError{Err: err}
 		}
+		// Published, it carries its secret too (the run's key is made only once admitted).
+		msg.Secret = jobSecret(make([]byte, 32), msg.GetId())
 		if n := proto.Size(msg); n > limit {
 			diags = append(diags, skill.Diagnostic{
 				Rule: "job.tooLarge", Severity: skill.SeverityError, File: pc.File, Line: pc.Line,

@@ -68,6 +68,10 @@ type Config struct {
 	Retention time.Duration
 	// SweepEvery is how often retention is applied.
 	SweepEvery time.Duration
+	// RecoverEvery is how often the queue is searched for jobs that ran out of deliveries
+	// without a result, besides at start: the MAX_DELIVERIES advisory that normally reports
+	// them is lost while no coordinator listens (an external NATS outlives coordinators).
+	RecoverEvery time.Duration
 }
 
 func (c *Config) defaults() error {
@@ -117,6 +121,9 @@ func (c *Config) defaults() error {
 	}
 	if c.SweepEvery <= 0 {
 		c.SweepEvery = time.Hour
+	}
+	if c.RecoverEvery <= 0 {
+		c.RecoverEvery = time.Minute
 	}
 	return nil
 }
@@ -243,20 +250,75 @@ func (c *Coordinator) Start(ctx context.Context) error {
 			c.log.Error("cannot resume run", zap.String("run", st.GetId()), zap.Error(err))
 			st.State, st.Reason = pb.RunState_RUN_STATE_FAILED, "cannot resume: "+err.Error()
 			st.FinishedAt = timestamppb.New(c.now())
-			if err := c.save(ctx, st); err != nil {
+			if err := c.save(ctx, st, st.GetJobKey()); err != nil {
 				return err
 			}
 			continue
 		}
+		r.key = st.GetJobKey()
+		if len(r.key) == 0 {
+			// A run started by a coordinator older than job secrets. The results it stored
+			// were accepted under its rules and are replayed as they are; its queued jobs
+			// carry no secret, so their new results are refused (fail closed) and they end at
+			// the deadline; jobs published from now on carry secrets of a new key.
+			c.log.Warn("run has no job key; new results of jobs it already queued will be refused", zap.String("run", st.GetId()))
+			r.legacy = true
+			if r.key, err = newJobKey(); err != nil {
+				return err
+			}
+		}
+		st.JobKey = nil
 		r.status = st
 		c.launch(r)
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.sweepLoop(c.base)
 	}()
+	go func() {
+		defer c.wg.Done()
+		c.recoverLoop(c.base)
+	}()
 	return nil
+}
+
+// recoverLoop records exhausted jobs whose advisory was missed: at start and then every
+// RecoverEvery until ctx is done.
+func (c *Coordinator) recoverLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.RecoverEvery)
+	defer t.Stop()
+	for {
+		if _, err := c.RecoverExhausted(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("searching the queue for exhausted jobs failed; the next search tries again", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RecoverExhausted records as errored, exactly as the advisory handler does, every job that ran
+// out of deliveries and is still queued (queue.Topology.ExhaustedJobs), and returns how many it
+// found. A job the advisory handler records at the same time gets a second errored result, which
+// the run counts as a duplicate.
+func (c *Coordinator) RecoverExhausted(ctx context.Context) (int, error) {
+	jobs, undecided, err := c.topo.ExhaustedJobs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, x := range jobs {
+		c.exhausted(x)
+	}
+	if len(jobs) > 0 {
+		c.log.Warn("recovered jobs that ran out of deliveries without a recorded result", zap.Int("jobs", len(jobs)))
+	}
+	if undecided > 0 {
+		c.log.Debug("exhausted-job search skipped lanes with jobs pending", zap.Int("pending", undecided))
+	}
+	return len(jobs), nil
 }
 
 // Close stops every run loop without finishing the runs: a coordinator started later on the
@@ -336,11 +398,14 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 		// Only a cache miss later: the bundle is stored, so Get extracts it again.
 		c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
 	}
+	if r.key, err = newJobKey(); err != nil {
+		return nil, err
+	}
 	r.status = &pb.RunStatus{
 		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
 		TotalJobs: int32(len(r.plan.Jobs)), Cases: r.builder.Counts(), UpdatedAt: spec.CreatedAt,
 	}
-	if err := c.save(ctx, r.status); err != nil {
+	if err := c.save(ctx, r.status, r.key); err != nil {
 		return nil, err
 	}
 	c.metrics.submitted.Inc()
@@ -416,7 +481,7 @@ func (c *Coordinator) Status(ctx context.Context, id string) (*pb.RunStatus, err
 	if r := c.active(id); r != nil {
 		return r.snapshot(), nil
 	}
-	return c.load(ctx, id)
+	return public(c.load(ctx, id))
 }
 
 // List returns every stored run, newest first.
@@ -429,6 +494,7 @@ func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 		if r := c.active(st.GetId()); r != nil {
 			out[i] = r.snapshot()
 		}
+		out[i].JobKey = nil
 	}
 	return out, nil
 }
@@ -438,7 +504,7 @@ func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 func (c *Coordinator) Cancel(ctx context.Context, id string) (*pb.RunStatus, error) {
 	r := c.active(id)
 	if r == nil {
-		return c.load(ctx, id)
+		return public(c.load(ctx, id))
 	}
 	select {
 	case r.cancel <- "cancelled on request":
@@ -458,7 +524,7 @@ func (c *Coordinator) Subscribe(ctx context.Context, id string) (<-chan *pb.Even
 		ch, cancel := r.events.subscribe(256)
 		return ch, cancel, nil
 	}
-	st, err := c.load(ctx, id)
+	st, err := public(c.load(ctx, id))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -485,6 +551,10 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	if err != nil {
 		return report.Report{}, err
 	}
+	r.key = st.GetJobKey()
+	// A run finished by a coordinator older than job secrets: its report is what that
+	// coordinator accepted.
+	r.legacy = len(r.key) == 0
 	if err := c.replay(ctx, r, st.GetFinishedAt()); err != nil {
 		return report.Report{}, err
 	}
@@ -513,7 +583,7 @@ func (c *Coordinator) replay(ctx context.Context, r *run, cutoff *timestamppb.Ti
 				return fmt.Errorf("results of run %s ended early", r.id)
 			}
 			if cutoff == nil || !m.Stored.After(cutoff.AsTime()) {
-				c.accept(r, m.Data)
+				c.accept(r, m.Data, false)
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -531,7 +601,10 @@ func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
 	job := &pb.Job{}
 	if err := proto.Unmarshal(x.Data, job); err == nil && job.GetId() != "" && job.GetRunId() == x.Run {
 		res := &pb.Result{
-			JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
+			// The job's own secret: the coordinator's verdict passes the same check as a
+			// worker's.
+			Secret: job.GetSecret(),
+			JobId:  job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
 			Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Verdict: pb.Verdict_VERDICT_ERRORED,
 			Attempt:    int32(x.Deliveries),
 			Reason:     fmt.Sprintf("no result after %d deliveries: the worker running it stopped each time (crashed, killed or lost its connection)", x.Deliveries),
@@ -558,9 +631,12 @@ func (c *Coordinator) active(id string) *run {
 	return c.runs[id]
 }
 
-func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus) error {
+// save stores a run's status with its job key; st itself is left without the key.
+func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus, key []byte) error {
 	st.UpdatedAt = timestamppb.New(c.now())
+	st.JobKey = key
 	b, err := proto.Marshal(st)
+	st.JobKey = nil
 	if err != nil {
 		return err
 	}
@@ -570,6 +646,16 @@ func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus) error {
 	return nil
 }
 
+// public keeps a loaded status's job key from leaving the coordinator.
+func public(st *pb.RunStatus, err error) (*pb.RunStatus, error) {
+	if st != nil {
+		st.JobKey = nil
+	}
+	return st, err
+}
+
+// load returns a stored run status, job key included: callers that answer requests pass it
+// through public.
 func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error) {
 	if queue.ValidateRunID(id) != nil || id == probeKey {
 		return nil, ErrNotFound

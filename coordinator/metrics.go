@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "skillfleet_coordinator_jobs_published_total", Help: "Jobs published to the queue (republications after a restart included).",
 		}),
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skillfleet_coordinator_results_total", Help: "Results received, by outcome: accepted, duplicate (a redelivered job), unknown or malformed.",
+			Name: "skillfleet_coordinator_results_total", Help: "Results received, by outcome: accepted, duplicate (a redelivered job), forged (without the job's secret: refused), unknown or malformed. Results replayed from the stream after a restart are not counted again.",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "skillfleet_coordinator_run_duration_seconds", Help: "Time from submission to the end of a run.",

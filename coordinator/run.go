@@ -24,8 +24,14 @@ const publishChunk = 512
 
 // run is one active run: its plan, its aggregate and its live state.
 type run struct {
-	id       string
-	spec     *pb.RunSpec
+	id   string
+	spec *pb.RunSpec
+	// key derives the jobs' result secrets (jobSecret); it is stored with the run's status
+	// and never leaves the coordinator otherwise.
+	key []byte
+	// legacy marks a run started before job secrets: results replayed from the stream (which
+	// its coordinator accepted) are not checked; new arrivals are.
+	legacy   bool
 	lane     queue.Lane
 	plan     *suite.Plan
 	jobIndex map[string]int
@@ -103,7 +109,9 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 				c.fail(ctx, r, "results stream closed")
 				return
 			}
-			c.accept(r, m.Data)
+			// Already counted by the coordinator that received it: the results metric counts
+			// arrivals, and a restart is not one.
+			c.accept(r, m.Data, false)
 		case <-ctx.Done():
 			return
 		}
@@ -208,7 +216,7 @@ func (c *Coordinator) deadline(r *run) time.Time {
 
 // onResult aggregates one result and publishes the next job of a serial skill it frees.
 func (c *Coordinator) onResult(ctx context.Context, r *run, m queue.ResultMsg) {
-	idx, ok := c.accept(r, m.Data)
+	idx, ok := c.accept(r, m.Data, true)
 	if !ok {
 		return
 	}
@@ -220,25 +228,41 @@ func (c *Coordinator) onResult(ctx context.Context, r *run, m queue.ResultMsg) {
 	}
 }
 
-// accept decodes a result and counts it once.
-func (c *Coordinator) accept(r *run, data []byte) (int, bool) {
+// accept decodes a result and adds it to the run once; count says whether it is a new arrival
+// for the results metric (false for results replayed from the stream).
+func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
+	outcome := func(o string) {
+		if count {
+			c.metrics.results.WithLabelValues(o).Inc()
+		}
+	}
 	res := &pb.Result{}
 	if err := proto.Unmarshal(data, res); err != nil {
-		c.metrics.results.WithLabelValues("malformed").Inc()
+		outcome("malformed")
 		c.log.Error("unreadable result ignored", zap.String("run", r.id), zap.Error(err))
 		return 0, false
 	}
 	idx, known := r.jobIndex[res.GetJobId()]
 	if !known || res.GetRunId() != r.id {
-		c.metrics.results.WithLabelValues("unknown").Inc()
+		outcome("unknown")
 		c.log.Warn("result for a job not in the plan ignored", zap.String("run", r.id), zap.String("job", res.GetJobId()))
 		return 0, false
 	}
-	if !r.builder.Add(res) {
-		c.metrics.results.WithLabelValues("duplicate").Inc()
+	if !(r.legacy && !count) && !validSecret(r.key, res.GetJobId(), res.GetSecret()) {
+		// Not the worker that received the job (nor the coordinator): a forgery, or a worker
+		// too old to copy the secret. Refused without a trace in the report, so the job's
+		// real result still counts.
+		outcome("forged")
+		c.log.Warn("result without the job's secret refused", zap.String("run", r.id), zap.String("job", res.GetJobId()),
+			zap.Int32("attempt", res.GetAttempt()), zap.String("worker", res.GetWorkerId()), zap.Bool("secret_present", len(res.GetSecret()) > 0))
 		return 0, false
 	}
-	c.metrics.results.WithLabelValues("accepted").Inc()
+	res.Secret = nil
+	if !r.builder.Add(res) {
+		outcome("duplicate")
+		return 0, false
+	}
+	outcome("accepted")
 	r.done[idx] = true
 	r.events.result(res, c.now())
 	return idx, true
@@ -252,6 +276,7 @@ func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
 		if err != nil {
 			return err
 		}
+		msg.Secret = jobSecret(r.key, msg.GetId())
 		data, err := proto.Marshal(msg)
 		if err != nil {
 			return err
@@ -273,7 +298,7 @@ func (c *Coordinator) persist(r *run, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.base), 5*time.Second)
 	defer cancel()
 	st := r.snapshot()
-	if err := c.save(ctx, st); err != nil {
+	if err := c.save(ctx, st, r.key); err != nil {
 		log.Warn("saving run progress failed", zap.Error(err))
 		return
 	}
@@ -300,7 +325,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	st := proto.Clone(r.status).(*pb.RunStatus)
 	r.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err := c.save(ctx, st)
+		err := c.save(ctx, st, r.key)
 		if err == nil {
 			break
 		}

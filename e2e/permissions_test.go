@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
 )
 
 // TestLeastPrivilegeNATS runs a fleet whose daemons log in as the users of
@@ -31,7 +41,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
 	}, "-c", conf)
 	url := "nats://" + addr
-	waitNATS(t, ns, url, nats.UserInfo("skillfleet-worker", workerPass), nats.CustomInboxPrefix("_INBOX_skillfleet_worker"))
+	waitNATS(t, ns, url, nats.UserInfo("skillfleet-coordinator", coordPass), nats.CustomInboxPrefix("_INBOX_skillfleet_coordinator"))
 
 	apiToken := "perms-api-token"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
@@ -53,7 +63,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "3 cases: 3 passed") {
 		t.Fatalf("submit exit %d, want 0 with 3 passed\nstdout:\n%s\nstderr:\n%s\nnats-server:\n%s", code, out, errOut, ns.out.String())
 	}
-	// A large bundle: its chunks come with flow control, which the worker must answer.
+	// A large bundle: many chunks, read through the worker's ordered consumer.
 	big := filepath.Join(dir, "big")
 	if err := os.CopyFS(filepath.Join(big, "env-selector"), os.DirFS(filepath.Join(examples, "env-selector"))); err != nil {
 		t.Fatal(err)
@@ -98,6 +108,18 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"purge the results", "$JS.API.STREAM.PURGE.SKILLFLEET_RESULTS"},
 		{"change a lane consumer", "$JS.API.CONSUMER.CREATE.SKILLFLEET_JOBS.workers-ondemand"},
 		{"read another stream", "$JS.API.STREAM.MSG.GET.KV_skillfleet_runs"},
+		// Listing run ids: a stream's info with a subjects_filter names every subject, and the
+		// jobs, results and run-state streams all have the run id in theirs.
+		{"list run ids from the run state", "$JS.API.STREAM.INFO.KV_skillfleet_runs"},
+		{"list run ids from the queue", "$JS.API.STREAM.INFO.SKILLFLEET_JOBS"},
+		{"list run ids from the results", "$JS.API.STREAM.INFO.SKILLFLEET_RESULTS"},
+		{"list bundles from the object store's subjects", "$JS.API.STREAM.INFO.OBJ_skillfleet_bundles"},
+		{"read run state (and its job key)", "$JS.API.DIRECT.GET.KV_skillfleet_runs.$KV.skillfleet_runs.r20260101t000000-00000000"},
+		// Listing bundles: a consumer on the metadata subjects, or direct gets by sequence.
+		{"list bundles through a consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles.lister.$O.skillfleet_bundles.M.>"},
+		{"list bundles through an unfiltered consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles.lister"},
+		{"list bundles through an ephemeral consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles"},
+		{"walk the bundle store by sequence", "$JS.API.DIRECT.GET.OBJ_skillfleet_bundles"},
 	}
 	for _, r := range refused {
 		if err := nc.Publish(r.subject, []byte("{}")); err != nil {
@@ -140,6 +162,84 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 			t.Fatalf("the worker's user was not refused: %s\nerrors seen:\n%s", strings.Join(missing, ", "), got)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+
+	forgeVerdict(t, nc, api, apiToken)
+}
+
+// forgeVerdict submits a case that fails (exit 1, after a pause that lets the forgery arrive
+// first), and publishes a PASSED result for it with the worker's credentials, as someone who
+// stole them and learnt the run id would: job ids are predictable, the job's secret is not.
+// The case must still end failed.
+func forgeVerdict(t *testing.T, nc *nats.Conn, api, apiToken string) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "forge-target", "tests", "cases"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "forge-target"), "SKILL.md", "---\nname: forge-target\ndescription: A skill whose one case fails. Use when testing forged verdicts.\n---\n\n# Forge target\n")
+	writeFile(t, filepath.Join(root, "forge-target", "tests", "cases"), "fails.yaml",
+		"name: fails\ninput:\n  command: \"sleep 4; exit 1\"\nexpected:\n  exit-code: 0\n")
+	s := suite.Load([]string{root}, skill.Options{})
+	if s.Diagnostics.HasErrors() {
+		t.Fatalf("forge-target suite: %v", s.Diagnostics)
+	}
+	var bundle bytes.Buffer
+	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	client := coordinator.NewClient(api, apiToken, nil)
+	st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := st.GetId()
+	jobID := suite.JobID("forge-target", "fails", suite.KindCommand, 1, "")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt, secret := range [][]byte{nil, bytes.Repeat([]byte{7}, 32)} {
+		data, err := proto.Marshal(&pb.Result{
+			JobId: jobID, RunId: run, Skill: "forge-target", CaseName: "fails", Epoch: 1,
+			Kind: pb.CaseKind_CASE_KIND_COMMAND, Verdict: pb.Verdict_VERDICT_PASSED, Attempt: int32(attempt + 1),
+			Secret: secret, Assertions: []*pb.AssertionResult{{Type: "exit-code", Passed: true, Expected: "0", Actual: "0"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, queue.ResultSubject(run), data); err != nil {
+			t.Fatalf("publishing a result with the worker's credentials: %v", err)
+		}
+	}
+	for {
+		st, err = client.Status(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GetFinishedAt() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s did not finish: %v", run, st)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	var junit bytes.Buffer
+	if err := client.Report(ctx, run, "junit", &junit); err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(junit.Bytes(), &suites); err != nil {
+		t.Fatalf("JUnit: %v\n%s", err, junit.String())
+	}
+	if st.GetCases().GetFailed() != 1 || suites.Tests != 1 || suites.Failures != 1 {
+		t.Fatalf("a forged PASSED result counted: cases %v, JUnit %d tests, %d failures\n%s", st.GetCases(), suites.Tests, suites.Failures, junit.String())
 	}
 }
 

@@ -245,7 +245,8 @@ func TestKilledWorkerJobIsRedeliveredOnce(t *testing.T) {
 			}
 			if publishedFirst {
 				r := &pb.Result{JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(), Epoch: job.GetEpoch(),
-					Verdict: pb.Verdict_VERDICT_PASSED, Attempt: 1, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: true}}}
+					Verdict: pb.Verdict_VERDICT_PASSED, Attempt: 1, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: true}},
+					Secret: job.GetSecret()} // the dead worker was the one that received it
 				data, _ := proto.Marshal(r)
 				if err := f.Topology.PublishResult(ctx, job.GetRunId(), job.GetId(), 1, data); err != nil {
 					t.Fatal(err)

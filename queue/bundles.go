@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -100,6 +101,9 @@ func (t *Topology) GetBundle(ctx context.Context, digest string, w io.Writer) er
 	if err := ValidateDigest(digest); err != nil {
 		return err
 	}
+	if t.Bundles == nil {
+		return t.readBundleByName(ctx, digest, w)
+	}
 	obj, err := t.Bundles.Get(ctx, bundleObjectName(digest))
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return fmt.Errorf("%w: %s in object store %s", ErrBundleNotFound, digest, BundlesBucket)
@@ -148,6 +152,64 @@ func (t *Topology) GetBundleFile(ctx context.Context, digest, path string) error
 	keep = true
 	return nil
 }
+
+// readBundleByName is GetBundle for a topology without the object store bound (OpenWorker):
+// binding it asks for the store's stream info, which with a subjects_filter would list every
+// bundle. It asks for nothing but the one bundle: the last message on its metadata subject (a
+// direct get), then its chunks through an ordered consumer filtered on their subject, which is
+// all deploy/nats/permissions.conf lets a worker do.
+func (t *Topology) readBundleByName(ctx context.Context, digest string, w io.Writer) error {
+	meta := "$O." + BundlesBucket + ".M." + base64.URLEncoding.EncodeToString([]byte(bundleObjectName(digest)))
+	resp, err := t.JS.Conn().RequestWithContext(ctx, "$JS.API.DIRECT.GET."+bundlesStream+"."+meta, nil)
+	if err != nil {
+		return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+	}
+	if status := resp.Header.Get("Status"); status == "404" {
+		return fmt.Errorf("%w: %s in object store %s", ErrBundleNotFound, digest, BundlesBucket)
+	} else if status != "" {
+		return fmt.Errorf("queue: get bundle %s: metadata: status %s %s", digest, status, resp.Header.Get("Description"))
+	}
+	var info jetstream.ObjectInfo
+	if err := json.Unmarshal(resp.Data, &info); err != nil {
+		return fmt.Errorf("queue: get bundle %s: metadata: %w", digest, err)
+	}
+	if info.Deleted {
+		return fmt.Errorf("%w: %s in object store %s", ErrBundleNotFound, digest, BundlesBucket)
+	}
+	h := sha256.New()
+	if info.Size > 0 {
+		oc, err := t.JS.OrderedConsumer(ctx, bundlesStream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{"$O." + BundlesBucket + ".C." + info.NUID},
+		})
+		if err != nil {
+			return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+		}
+		it, err := oc.Messages()
+		if err != nil {
+			return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+		}
+		defer it.Stop()
+		out := io.MultiWriter(w, h)
+		for n := uint64(0); n < info.Size; {
+			m, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				return fmt.Errorf("queue: get bundle %s: after %d of %d bytes: %w", digest, n, info.Size, err)
+			}
+			if _, err := out.Write(m.Data()); err != nil {
+				return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+			}
+			n += uint64(len(m.Data()))
+		}
+	}
+	// The content's own digest is the check: chunks out of place, missing or extra show here.
+	if got := hexDigest(h); got != digest {
+		return fmt.Errorf("%w: stored under %s, content is %s", ErrDigestMismatch, digest, got)
+	}
+	return nil
+}
+
+// bundlesStream is the object store's stream, named as nats.go names it.
+const bundlesStream = "OBJ_" + BundlesBucket
 
 func hexDigest(h hash.Hash) string { return DigestPrefix + hex.EncodeToString(h.Sum(nil)) }
 

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -276,5 +278,45 @@ func TestPutBundleFile(t *testing.T) {
 	}
 	if _, err := topo.PutBundleFile(ctx, filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("PutBundleFile of a missing file succeeded")
+	}
+}
+
+// TestWorkerTopologyReadsBundlesByName: a topology from OpenWorker, which does not bind the
+// object store, reads bundles of any size by digest, and tells a missing one apart.
+func TestWorkerTopologyReadsBundlesByName(t *testing.T) {
+	_, nc, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wtopo, err := queue.OpenWorker(ctx, js, queue.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wtopo.Bundles != nil || wtopo.Runs != nil || wtopo.Jobs != nil || wtopo.Results != nil {
+		t.Fatal("OpenWorker bound more than the lane consumers")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{0, 1, 128 << 10, 3<<20 + 17} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.UintN(256))
+		}
+		d, err := topo.PutBundle(ctx, bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := wtopo.GetBundle(ctx, d, &got); err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("%d bytes: read back %d bytes that differ", size, got.Len())
+		}
+	}
+	err = wtopo.GetBundle(ctx, digestOf([]byte("never stored")), io.Discard)
+	if !errors.Is(err, queue.ErrBundleNotFound) {
+		t.Fatalf("missing bundle: %v, want ErrBundleNotFound", err)
 	}
 }

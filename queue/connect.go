@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -63,6 +64,48 @@ func Connect(cfg ConnectConfig, log *zap.Logger, opts ...nats.Option) (*nats.Con
 		return nil, fmt.Errorf("queue: connect to NATS at %s: %w", url, err)
 	}
 	return nc, nil
+}
+
+// RetryConfig paces ConnectRetry's first connection attempts.
+type RetryConfig struct {
+	// First is the pause after the first failure; it doubles up to Max. Zero means 1 s and 30 s.
+	First, Max time.Duration
+}
+
+// ConnectRetry is Connect for a daemon that may start before its NATS server is reachable (a
+// pod scheduled before the server's, a server being restarted): each failed first connection
+// is logged and tried again after a pause that doubles up to cfg.Max, until it succeeds or ctx
+// ends (SIGTERM). Settings that can never work (ConnectConfig.Validate) fail at once. Once
+// connected, the connection reconnects by itself, as Connect says.
+func ConnectRetry(ctx context.Context, cfg ConnectConfig, retry RetryConfig, log *zap.Logger, opts ...nats.Option) (*nats.Conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if retry.First <= 0 {
+		retry.First = time.Second
+	}
+	if retry.Max <= 0 {
+		retry.Max = 30 * time.Second
+	}
+	wait := retry.First
+	for attempt := 1; ; attempt++ {
+		nc, err := Connect(cfg, log, opts...)
+		if err == nil {
+			if attempt > 1 {
+				log.Info("connected to NATS", zap.Int("attempts", attempt))
+			}
+			return nc, nil
+		}
+		log.Warn("cannot connect to NATS; retrying", zap.Error(err), zap.Int("attempt", attempt), zap.Duration("retry_in", wait))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (gave up after %d attempts: %w)", err, attempt, ctx.Err())
+		}
+		wait = min(2*wait, retry.Max)
+	}
 }
 
 // Validate reports a combination of settings that can never connect, before any connection

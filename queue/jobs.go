@@ -158,7 +158,7 @@ type maxDeliveriesAdvisory struct {
 // Deliveries (so it deduplicates against a late result of that attempt) and then DeleteJob.
 //
 // Advisories are plain NATS messages: one sent while no coordinator listens is lost, and the
-// job stays in the stream without a result until the run's deadline.
+// job stays in the stream without a result; ExhaustedJobs finds such jobs.
 func (t *Topology) WatchExhausted(ctx context.Context, fn func(ExhaustedJob)) (stop func(), err error) {
 	subject := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + JobsStream + ".*"
 	sub, err := t.JS.Conn().Subscribe(subject, func(msg *nats.Msg) {
@@ -196,6 +196,55 @@ func (t *Topology) WatchExhausted(ctx context.Context, fn func(ExhaustedJob)) (s
 		stopCtx()
 		_ = sub.Unsubscribe()
 	}, nil
+}
+
+// ExhaustedJobs lists the jobs that ran out of deliveries and are still queued, found from
+// the lane consumers' state rather than from the MAX_DELIVERIES advisory, which is lost when no
+// coordinator listens as it is sent. A lane consumer delivers in stream order, so every message
+// of the lane at or below its Delivered.Stream was delivered at least once; one that is still in
+// the work queue was neither acked nor terminated (both remove it), so it is either pending (with
+// a worker, or waiting for redelivery) or exhausted. The server does not say which messages are
+// pending, only how many: when none is (NumAckPending 0), every such message is exhausted, and
+// one request per message finds them (a get of the next message on the lane's subjects). A lane
+// with jobs pending is skipped, and undecided counts them: its exhausted jobs are found by a
+// later call, at a moment when its pending jobs have settled (or by the advisory).
+func (t *Topology) ExhaustedJobs(ctx context.Context) (out []ExhaustedJob, undecided int, err error) {
+	for _, lane := range Lanes() {
+		info, err := t.Consumer(lane).Info(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("queue: exhausted jobs of lane %s: %w", lane, err)
+		}
+		upTo, maxDeliver := info.Delivered.Stream, info.Config.MaxDeliver
+		if info.NumAckPending > 0 {
+			undecided += info.NumAckPending
+			continue
+		}
+		if upTo == 0 || maxDeliver < 1 {
+			continue
+		}
+		for seq := uint64(1); seq <= upTo; {
+			raw, err := t.Jobs.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(lane.filter()))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("queue: exhausted jobs of lane %s: %w", lane, err)
+			}
+			if raw.Sequence > upTo {
+				break
+			}
+			seq = raw.Sequence + 1
+			_, run, ok := ParseJobSubject(raw.Subject)
+			if !ok {
+				continue
+			}
+			out = append(out, ExhaustedJob{
+				Lane: lane, Run: run, MsgID: raw.Header.Get(jetstream.MsgIDHeader), Seq: raw.Sequence,
+				Deliveries: uint64(maxDeliver), Data: raw.Data,
+			})
+		}
+	}
+	return out, undecided, nil
 }
 
 // DeleteJob removes one job message by its stream sequence. A message that is gone already is

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -154,11 +155,20 @@ func TestMaxDeliver(t *testing.T) {
 			t.Errorf("consumer after exhaustion: ack pending %d, ack floor %d; want 0 and 0 (the floor stays below the job)",
 				ci.NumAckPending, ci.AckFloor.Stream)
 		}
+		// Without the advisory (a coordinator that was down when it went out), the consumer's
+		// state finds the same job.
+		found, undecided, err := topo.ExhaustedJobs(ctx)
+		if err != nil || undecided != 0 || len(found) != 1 || !reflect.DeepEqual(found[0], j) {
+			t.Errorf("ExhaustedJobs = %+v, %d undecided, %v; want %+v", found, undecided, err, j)
+		}
 		if err := topo.DeleteJob(ctx, j.Seq); err != nil {
 			t.Fatal(err)
 		}
 		if got := streamMsgs(t, topo.Jobs, ""); got != 0 {
 			t.Errorf("jobs stored after DeleteJob = %d, want 0", got)
+		}
+		if found, _, err := topo.ExhaustedJobs(ctx); err != nil || len(found) != 0 {
+			t.Errorf("ExhaustedJobs after DeleteJob = %+v, %v; want none", found, err)
 		}
 		if err := topo.DeleteJob(ctx, j.Seq); err != nil {
 			t.Errorf("DeleteJob of a deleted job = %v, want nil", err)

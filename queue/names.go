@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -73,11 +75,15 @@ func ResultSubject(run string) string { return ResultsSubjectPrefix + "." + run 
 // every job of the second run.
 func JobMsgID(run, job string) string { return run + "." + job }
 
-// ResultMsgID is the deduplication id of a result: one result per run, job and attempt. The
+// ResultMsgID is the deduplication id of a result: one per run, job, attempt and content. The
 // attempt is in it because a WorkQueue stream keeps a job's id deduplicated after the ack, and
-// the run for the same reason as in JobMsgID.
-func ResultMsgID(run, job string, attempt int) string {
-	return run + "." + job + "." + strconv.Itoa(attempt)
+// the run for the same reason as in JobMsgID. The content's digest is in it so that a result
+// published first by someone else (a forgery, which the coordinator refuses for lack of the
+// job's secret) cannot make the server drop the real one as its duplicate; a resend of the
+// same result, the case deduplication is for, has the same bytes.
+func ResultMsgID(run, job string, attempt int, data []byte) string {
+	sum := sha256.Sum256(data)
+	return run + "." + job + "." + strconv.Itoa(attempt) + "." + hex.EncodeToString(sum[:12])
 }
 
 // validID reports whether s is 1 to 128 of [A-Za-z0-9_-]: the intersection of what a subject

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"net/textproto"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -55,7 +56,21 @@ func TestMessageHeadersAreCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rm.Header.Get(jetstream.MsgIDHeader) != ResultMsgID("run1", "job1", 2) || rm.Header.Get(jetstream.ExpectedStreamHeader) != ResultsStream || rm.Subject != ResultSubject("run1") {
+	if rm.Header.Get(jetstream.MsgIDHeader) != ResultMsgID("run1", "job1", 2, []byte("x")) || rm.Header.Get(jetstream.ExpectedStreamHeader) != ResultsStream || rm.Subject != ResultSubject("run1") {
 		t.Errorf("result message %+v", rm)
+	}
+}
+
+// BenchmarkResultMsgID measures the content digest a result's message id now includes, for a
+// typical result and for one at NATS's default 1 MiB payload limit.
+func BenchmarkResultMsgID(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		data := make([]byte, size)
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				_ = ResultMsgID("r20260101t000000-00000000", "j0123456789abcdef0123", 1, data)
+			}
+		})
 	}
 }

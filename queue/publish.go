@@ -26,7 +26,7 @@ func (t *Topology) PublishJob(ctx context.Context, lane Lane, run, jobID string,
 }
 
 // PublishResult stores one attempt's result and waits for the server's ack. The message id is
-// ResultMsgID(run, jobID, attempt): a worker that retries the publish, or whose ack was lost, does
+// ResultMsgID(run, jobID, attempt, data): a worker that retries the publish, or whose ack was lost, does
 // not store the result twice, while a later attempt of the same job gets a message of its own.
 func (t *Topology) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error {
 	m, err := resultMsg(run, jobID, attempt, data)
@@ -51,7 +51,7 @@ func resultMsg(run, jobID string, attempt int, data []byte) (*nats.Msg, error) {
 	}
 	return &nats.Msg{Subject: ResultSubject(run), Data: data, Header: nats.Header{
 		// Assigned, not Set: the keys are canonical already, and this runs for every result.
-		jetstream.MsgIDHeader:          {ResultMsgID(run, jobID, attempt)},
+		jetstream.MsgIDHeader:          {ResultMsgID(run, jobID, attempt, data)},
 		jetstream.ExpectedStreamHeader: {ResultsStream},
 	}}, nil
 }
@@ -472,7 +472,7 @@ func (t *Topology) NewResultPublisher(cfg PublisherConfig) (*ResultPublisher, er
 	return &ResultPublisher{p: p}, nil
 }
 
-// PublishResult queues one attempt's result under ResultMsgID(run, jobID, attempt), blocking
+// PublishResult queues one attempt's result under ResultMsgID(run, jobID, attempt, data), blocking
 // while MaxInFlight results await their ack. done is called exactly once, from the library's
 // callback goroutine (so it must not block), unless an error is returned here.
 func (p *ResultPublisher) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte, done func(error)) error {

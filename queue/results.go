@@ -11,7 +11,7 @@ import (
 // ResultMsg is one stored result of a run.
 type ResultMsg struct {
 	Run string
-	// MsgID is ResultMsgID(run, job, attempt).
+	// MsgID is ResultMsgID(run, job, attempt, data).
 	MsgID string
 	// Seq is the message's sequence in the results stream; it increases along the iteration.
 	Seq uint64

@@ -30,7 +30,7 @@ func expectResults(t *testing.T, it *queue.ResultIterator, run string, from, to 
 			t.Fatalf("result %d: %v", i, err)
 		}
 		if want := fmt.Sprintf("%s/%d", run, i); string(r.Data) != want || r.Run != run ||
-			r.MsgID != queue.ResultMsgID(run, fmt.Sprintf("j%d", i), 1) {
+			r.MsgID != queue.ResultMsgID(run, fmt.Sprintf("j%d", i), 1, r.Data) {
 			t.Fatalf("result %d = %q (id %s), want %q", i, r.Data, r.MsgID, want)
 		}
 		got = append(got, r)

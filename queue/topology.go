@@ -268,3 +268,23 @@ func ensureLaneConsumer(ctx context.Context, s jetstream.Stream, lane Lane, cfg 
 	}
 	return c, nil
 }
+
+// OpenWorker binds what a worker uses, and nothing more: the two lane consumers, by name,
+// without a stream lookup. Jobs, Results, Runs and Bundles stay nil; GetBundle then reads a
+// bundle by its name alone. A worker's NATS user thereby needs no STREAM.INFO on any stream:
+// with a subjects_filter, that lists every subject, and so every run id (the jobs, results and
+// run-state streams) or every bundle (the object store) (deploy/nats/permissions.conf).
+func OpenWorker(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Topology{JS: js, Config: cfg}
+	var err error
+	if t.OnDemand, err = js.Consumer(ctx, JobsStream, OnDemandConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, OnDemandConsumer, err)
+	}
+	if t.Scheduled, err = js.Consumer(ctx, JobsStream, ScheduledConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
+	}
+	return t, nil
+}

@@ -375,6 +375,11 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.metrics.queueWait.Observe(max(start.Sub(q.AsTime()), 0).Seconds())
 	}
 
+	// The secret proves the result comes from the worker that received the job; nothing the
+	// executor runs (sandboxed, untrusted code) gets to see it.
+	secret := job.GetSecret()
+	job.Secret = nil
+
 	w.beats.add(msg, log)
 	res, err := w.execute(ctx, job)
 
@@ -402,6 +407,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	res.JobId, res.RunId, res.Skill, res.CaseName, res.Epoch, res.Kind = job.GetId(), job.GetRunId(), job.GetSkill(), job.GetCaseName(), job.GetEpoch(), job.GetKind()
 	res.Agent = job.GetAgent()
+	res.Secret = secret
 	res.Attempt = int32(attempt)
 	res.WorkerId = w.cfg.ID
 	end := w.now()
@@ -493,7 +499,7 @@ func (w *Worker) encodeResult(res *pb.Result) ([]byte, error) {
 	}
 	small := &pb.Result{
 		JobId: res.JobId, RunId: res.RunId, Skill: res.Skill, CaseName: res.CaseName, Epoch: res.Epoch,
-		Kind: res.Kind, Agent: res.Agent, Attempt: res.Attempt, WorkerId: res.WorkerId,
+		Kind: res.Kind, Agent: res.Agent, Secret: res.Secret, Attempt: res.Attempt, WorkerId: res.WorkerId,
 		FinishedAt: res.FinishedAt, Timings: res.Timings, Usage: res.Usage,
 		Verdict: pb.Verdict_VERDICT_ERRORED,
 		Reason:  fmt.Sprintf("the result (%d bytes) exceeds the %d-byte message limit even with its output trimmed", len(data), w.cfg.MaxResultBytes),

@@ -174,7 +174,8 @@ func run(ctx context.Context, o options) error {
 		_ = runner.Close(cctx)
 	}()
 
-	nc, err := queue.Connect(ncfg, log.Named("nats"))
+	// A worker may start before NATS is reachable: it waits (logging why) rather than exit.
+	nc, err := queue.ConnectRetry(ctx, ncfg, queue.RetryConfig{}, log.Named("nats"))
 	if err != nil {
 		return err
 	}
@@ -256,7 +257,7 @@ func run(ctx context.Context, o options) error {
 // when the worker starts first.
 func openTopology(ctx context.Context, js jetstream.JetStream, log *zap.Logger) (*queue.Topology, error) {
 	for {
-		topo, err := queue.Open(ctx, js, queue.DefaultConfig())
+		topo, err := queue.OpenWorker(ctx, js, queue.DefaultConfig())
 		if err == nil {
 			return topo, nil
 		}

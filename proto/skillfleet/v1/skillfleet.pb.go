@@ -464,8 +464,13 @@ type Job struct {
 	Limits      *Limits  `protobuf:"bytes,21,opt,name=limits,proto3" json:"limits,omitempty"`
 	Priority    Priority `protobuf:"varint,22,opt,name=priority,proto3,enum=skillfleet.v1.Priority" json:"priority,omitempty"`
 	// Where the case was written, for reports.
-	File          string `protobuf:"bytes,23,opt,name=file,proto3" json:"file,omitempty"`
-	Line          int32  `protobuf:"varint,24,opt,name=line,proto3" json:"line,omitempty"`
+	File string `protobuf:"bytes,23,opt,name=file,proto3" json:"file,omitempty"`
+	Line int32  `protobuf:"varint,24,opt,name=line,proto3" json:"line,omitempty"`
+	// The job's result secret: HMAC-SHA256 of the job id under a key only the coordinator
+	// holds. Only the coordinator and the worker that receives the job see it; the worker copies
+	// it into its result, and the coordinator refuses any result without the right one, so a
+	// holder of the worker credentials cannot forge a verdict for a job it never received.
+	Secret        []byte `protobuf:"bytes,25,opt,name=secret,proto3" json:"secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -666,6 +671,13 @@ func (x *Job) GetLine() int32 {
 		return x.Line
 	}
 	return 0
+}
+
+func (x *Job) GetSecret() []byte {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
 }
 
 // AssertionResult is the structured outcome of one assertion.
@@ -925,7 +937,13 @@ type Result struct {
 	// is reported once per agent.
 	Agent string `protobuf:"bytes,20,opt,name=agent,proto3" json:"agent,omitempty"`
 	// Prompt cases: what the agent did.
-	Transcript    *Transcript `protobuf:"bytes,21,opt,name=transcript,proto3" json:"transcript,omitempty"`
+	Transcript *Transcript `protobuf:"bytes,21,opt,name=transcript,proto3" json:"transcript,omitempty"`
+	// The job's secret, copied from Job.secret. A result without it, or with a wrong one, is
+	// refused. Rolling upgrades: a worker older than this field sends none, so its results are
+	// refused (fail closed) and its jobs end errored once their deliveries are exhausted:
+	// upgrade workers before, or with, the coordinator. The coordinator clears it before a result
+	// reaches a report, an event or a log.
+	Secret        []byte `protobuf:"bytes,22,opt,name=secret,proto3" json:"secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1121,13 @@ func (x *Result) GetAgent() string {
 func (x *Result) GetTranscript() *Transcript {
 	if x != nil {
 		return x.Transcript
+	}
+	return nil
+}
+
+func (x *Result) GetSecret() []byte {
+	if x != nil {
+		return x.Secret
 	}
 	return nil
 }
@@ -1490,10 +1515,14 @@ type RunStatus struct {
 	TotalJobs int32                  `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
 	DoneJobs  int32                  `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
 	// Jobs of ungated skills published so far, in plan order.
-	Published     int32                  `protobuf:"varint,7,opt,name=published,proto3" json:"published,omitempty"`
-	Reason        string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Published  int32                  `protobuf:"varint,7,opt,name=published,proto3" json:"published,omitempty"`
+	Reason     string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	UpdatedAt  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The run's 32 random bytes from which every job's secret is derived (see Job.secret). It
+	// lives only in the run-state KV bucket, which worker credentials cannot read; the
+	// coordinator keeps it out of every API response and event.
+	JobKey        []byte `protobuf:"bytes,11,opt,name=job_key,json=jobKey,proto3" json:"job_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1594,6 +1623,13 @@ func (x *RunStatus) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *RunStatus) GetFinishedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *RunStatus) GetJobKey() []byte {
+	if x != nil {
+		return x.JobKey
 	}
 	return nil
 }
@@ -1723,7 +1759,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xbd\x06\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xd5\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -1753,7 +1789,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x06limits\x18\x15 \x01(\v2\x15.skillfleet.v1.LimitsR\x06limits\x123\n" +
 	"\bpriority\x18\x16 \x01(\x0e2\x17.skillfleet.v1.PriorityR\bpriority\x12\x12\n" +
 	"\x04file\x18\x17 \x01(\tR\x04file\x12\x12\n" +
-	"\x04line\x18\x18 \x01(\x05R\x04line\x1a6\n" +
+	"\x04line\x18\x18 \x01(\x05R\x04line\x12\x16\n" +
+	"\x06secret\x18\x19 \x01(\fR\x06secret\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x01\n" +
@@ -1773,7 +1810,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xe9\x05\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\x81\x06\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -1801,7 +1838,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05agent\x18\x14 \x01(\tR\x05agent\x129\n" +
 	"\n" +
 	"transcript\x18\x15 \x01(\v2\x19.skillfleet.v1.TranscriptR\n" +
-	"transcript\"\x99\x01\n" +
+	"transcript\x12\x16\n" +
+	"\x06secret\x18\x16 \x01(\fR\x06secret\"\x99\x01\n" +
 	"\n" +
 	"Transcript\x126\n" +
 	"\n" +
@@ -1841,7 +1879,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x18\n" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
-	"\askipped\x18\x06 \x01(\x05R\askipped\"\x8d\x03\n" +
+	"\askipped\x18\x06 \x01(\x05R\askipped\"\xa6\x03\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -1856,7 +1894,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"updated_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12;\n" +
 	"\vfinished_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xcc\x01\n" +
+	"finishedAt\x12\x17\n" +
+	"\ajob_key\x18\v \x01(\fR\x06jobKey\"\xcc\x01\n" +
 	"\x05Event\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +

@@ -1,0 +1,327 @@
+package coordinator_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+// twoCaseSuite has two prompt cases, so a run can be stopped with one result in and one to go.
+func twoCaseSuite(t *testing.T) []byte {
+	return bundleOf(t, writeFiles(t, map[string]string{
+		"s/SKILL.md": okSkill,
+		"s/cases.yaml": `cases:
+  - name: a
+    input: hi
+    assertions:
+      output_contains: ["x"]
+  - name: b
+    input: hi
+    assertions:
+      output_contains: ["x"]
+`,
+	}))
+}
+
+// startCoordinator starts a coordinator on topo with its own registry.
+func startCoordinator(t *testing.T, topo *queue.Topology, dataDir string) (*coordinator.Coordinator, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, StatusEvery: 50 * time.Millisecond},
+		coordinator.Deps{Topology: topo, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, reg
+}
+
+// takeJob takes one job off the queue, as a worker does, and acks it.
+func takeJob(t *testing.T, topo *queue.Topology) *pb.Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, _, err := topo.NextJob(ctx, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &pb.Job{}
+	if err := proto.Unmarshal(m.Data(), job); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ack(); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+func publishResult(t *testing.T, topo *queue.Topology, job *pb.Job, attempt int, v pb.Verdict, secret []byte) {
+	t.Helper()
+	data, err := proto.Marshal(&pb.Result{
+		JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
+		Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Attempt: int32(attempt),
+		Verdict: v, Secret: secret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.PublishResult(context.Background(), job.GetRunId(), job.GetId(), attempt, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond for up to 30 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// results reads skillfleet_coordinator_results_total{outcome} from reg.
+func results(reg *prometheus.Registry, outcome string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "skillfleet_coordinator_results_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestForgedResultsAreRefused: results without the job's secret, or with another one, are
+// refused and counted as forged, do not count in the report, and do not keep the real result
+// out; the key behind the secrets is stored with the run but served by no API call; and
+// after a restart, replayed results are not counted again.
+func TestForgedResultsAreRefused(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	c, reg := startCoordinator(t, topo, dataDir)
+	st, err := c.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.GetJobKey()) != 0 {
+		t.Fatal("Submit returned the run's job key")
+	}
+
+	job := takeJob(t, topo)
+	if len(job.GetSecret()) != 32 {
+		t.Fatalf("job secret has %d bytes, want 32", len(job.GetSecret()))
+	}
+	wrong := bytes.Clone(job.GetSecret())
+	wrong[0] ^= 1
+	publishResult(t, topo, job, 2, pb.Verdict_VERDICT_PASSED, nil)
+	publishResult(t, topo, job, 3, pb.Verdict_VERDICT_PASSED, wrong)
+	eventually(t, "two forged results counted", func() bool { return results(reg, "forged") == 2 })
+	if got, err := c.Status(ctx, st.GetId()); err != nil || got.GetCases().GetPassed() != 0 || got.GetDoneJobs() != 0 {
+		t.Fatalf("after forged results: %v, %v; want nothing done", got, err)
+	}
+	publishResult(t, topo, job, 1, pb.Verdict_VERDICT_FAILED, job.GetSecret())
+	eventually(t, "the real result accepted", func() bool { return results(reg, "accepted") == 1 })
+
+	// The key is in the KV bucket, and in no answer of the API's methods.
+	e, err := topo.Runs.Get(ctx, st.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := &pb.RunStatus{}
+	if err := proto.Unmarshal(e.Value(), stored); err != nil || len(stored.GetJobKey()) != 32 {
+		t.Fatalf("stored run has a %d-byte job key (%v), want 32", len(stored.GetJobKey()), err)
+	}
+	got, err := c.Status(ctx, st.GetId())
+	if err != nil || len(got.GetJobKey()) != 0 {
+		t.Fatalf("Status: %v, key served: %v", err, len(got.GetJobKey()) != 0)
+	}
+	list, err := c.List(ctx)
+	if err != nil || len(list) != 1 || len(list[0].GetJobKey()) != 0 {
+		t.Fatalf("List: %v, %v", list, err)
+	}
+
+	// A restart replays the three stored results: none is an arrival.
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2, reg2 := startCoordinator(t, topo, dataDir)
+	defer func() { _ = c2.Close(ctx) }()
+	eventually(t, "the resumed run caught up", func() bool {
+		s, err := c2.Status(ctx, st.GetId())
+		return err == nil && s.GetDoneJobs() == 1
+	})
+	for _, o := range []string{"accepted", "forged", "duplicate"} {
+		if n := results(reg2, o); n != 0 {
+			t.Errorf("after a restart, results_total{outcome=%q} = %v, want 0 (replayed, not received)", o, n)
+		}
+	}
+
+	// The resumed run checks the second job's secret with the stored key.
+	job2 := takeJob(t, topo)
+	publishResult(t, topo, job2, 2, pb.Verdict_VERDICT_PASSED, job.GetSecret()) // another job's secret
+	publishResult(t, topo, job2, 1, pb.Verdict_VERDICT_FAILED, job2.GetSecret())
+	var final *pb.RunStatus
+	eventually(t, "the run to complete", func() bool {
+		final, err = c2.Status(ctx, st.GetId())
+		return err == nil && final.GetState() == pb.RunState_RUN_STATE_COMPLETED
+	})
+	if cs := final.GetCases(); cs.GetFailed() != 2 || cs.GetTotal() != 2 {
+		t.Fatalf("cases = %v, want both failed, as their real results say", cs)
+	}
+	if f, a := results(reg2, "forged"), results(reg2, "accepted"); f != 1 || a != 1 {
+		t.Fatalf("after the restart: forged %v, accepted %v; want 1 and 1", f, a)
+	}
+}
+
+// TestRecoverExhaustedWhileDown: a job's last delivery expires while no coordinator runs, so
+// its MAX_DELIVERIES advisory reaches nobody. The next coordinator finds the job from the
+// queue's state at start and records it errored: the run completes at once, not at its
+// deadline (6 h).
+func TestRecoverExhaustedWhileDown(t *testing.T) {
+	qcfg := queue.DefaultConfig()
+	qcfg.AckWait, qcfg.MaxDeliver = 300*time.Millisecond, 2
+	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	newCoordinator := func() *coordinator.Coordinator {
+		c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
+			coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c1 := newCoordinator()
+	st, err := c1.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() (*pb.Job, jetstream.Msg) {
+		t.Helper()
+		batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := <-batch.Messages()
+		if !ok {
+			t.Fatalf("no job delivered: %v", batch.Error())
+		}
+		job := &pb.Job{}
+		if err := proto.Unmarshal(m.Data(), job); err != nil {
+			t.Fatal(err)
+		}
+		return job, m
+	}
+	// One job gets its result; the other's worker dies on its first delivery.
+	first, _ := fetch()
+	second, m2 := fetch()
+	publishResult(t, topo, second, 1, pb.Verdict_VERDICT_FAILED, second.GetSecret())
+	if err := m2.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator goes down; the job's last delivery expires meanwhile.
+	if err := c1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := fetch()
+	if again.GetId() != first.GetId() {
+		t.Fatalf("redelivered %s, want %s", again.GetId(), first.GetId())
+	}
+	eventually(t, "the server to give up on the job", func() bool {
+		// The server notices an exhausted job when a pull comes (a worker always has one).
+		if b, err := topo.OnDemand.FetchNoWait(1); err == nil {
+			for m := range b.Messages() {
+				t.Errorf("delivered again after MaxDeliver: %s", m.Subject())
+			}
+		}
+		ci, err := topo.OnDemand.Info(ctx)
+		return err == nil && ci.NumAckPending == 0
+	})
+
+	c2 := newCoordinator()
+	defer func() { _ = c2.Close(ctx) }()
+	var final *pb.RunStatus
+	eventually(t, "the run to complete", func() bool {
+		final, err = c2.Status(ctx, st.GetId())
+		return err == nil && final.GetState() == pb.RunState_RUN_STATE_COMPLETED
+	})
+	if cs := final.GetCases(); cs.GetErrored() != 1 || cs.GetFailed() != 1 {
+		t.Fatalf("cases = %v, want the exhausted one errored and the other failed", cs)
+	}
+}
+
+// TestLegacyRunResumes: a run started by a coordinator older than job secrets has no key. The
+// results its coordinator stored are replayed as accepted; a new result without a secret is
+// refused.
+func TestLegacyRunResumes(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	c1, _ := startCoordinator(t, topo, dataDir)
+	st, err := c1.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := takeJob(t, topo), takeJob(t, topo)
+	if err := c1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// What the old coordinator left: a record without a key, a result without a secret.
+	e, err := topo.Runs.Get(ctx, st.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := &pb.RunStatus{}
+	if err := proto.Unmarshal(e.Value(), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.JobKey = nil
+	b, err := proto.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.Runs.Put(ctx, st.GetId(), b); err != nil {
+		t.Fatal(err)
+	}
+	publishResult(t, topo, first, 1, pb.Verdict_VERDICT_FAILED, nil)
+
+	c2, reg := startCoordinator(t, topo, dataDir)
+	defer func() { _ = c2.Close(ctx) }()
+	eventually(t, "the old result replayed", func() bool {
+		s, err := c2.Status(ctx, st.GetId())
+		return err == nil && s.GetDoneJobs() == 1
+	})
+	publishResult(t, topo, second, 1, pb.Verdict_VERDICT_PASSED, nil)
+	eventually(t, "the new result without a secret refused", func() bool { return results(reg, "forged") == 1 })
+	if s, err := c2.Status(ctx, st.GetId()); err != nil || s.GetDoneJobs() != 1 {
+		t.Fatalf("status %v, %v; want 1 job done", s, err)
+	}
+}
