@@ -34,7 +34,10 @@ type conn struct {
 	ip   string
 	seq  uint64 // accept order: the lowest evictable one goes first
 	busy bool   // a request is being read or served (or the conn was hijacked)
-	once sync.Once
+	// served: a request came and was answered. A keep-alive connection that served one has
+	// shown it is a client; it goes only after every connection that never sent a request.
+	served bool
+	once   sync.Once
 }
 
 func (c *conn) Close() error {
@@ -91,12 +94,32 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 	return c, evict
 }
 
-// oldestIdle is the longest-waiting connection that is not serving a request, of ip only when
-// sameIP; nil when there is none. The caller holds mu.
+// oldestIdle is the connection to evict, of ip only when sameIP: the longest-waiting one that
+// never sent a request, else the longest-idle keep-alive one; nil when every connection is
+// serving a request. A flood of silent connections then only ever displaces itself, even
+// when it churns faster than a client's next request on a kept-alive connection. The caller
+// holds mu.
 func (l *capListener) oldestIdle(ip string, sameIP bool) *conn {
+	for {
+		old := l.oldestCandidate(ip, sameIP)
+		// A connection whose request is already in its socket is a client the server has not
+		// got to yet (a starved CPU, a burst of accepts): it is not evicted. Silent ones have
+		// nothing pending, so this costs one look per eviction in a flood.
+		if old == nil || old.served || !requestPending(old.Conn) {
+			return old
+		}
+		old.busy = true
+	}
+}
+
+// oldestCandidate is oldestIdle without the look at the socket; the caller holds mu.
+func (l *capListener) oldestCandidate(ip string, sameIP bool) *conn {
 	var old *conn
 	for c := range l.conns {
-		if !c.busy && (!sameIP || c.ip == ip) && (old == nil || c.seq < old.seq) {
+		if c.busy || (sameIP && c.ip != ip) {
+			continue
+		}
+		if old == nil || (old.served && !c.served) || (old.served == c.served && c.seq < old.seq) {
 			old = c
 		}
 	}
@@ -133,10 +156,11 @@ func (l *capListener) setState(nc net.Conn, st http.ConnState) {
 		c.busy = true
 	case http.StateNew, http.StateIdle:
 		c.busy = false
-		// An idle connection counts as new from when it went idle: older silent ones go first.
+		// An idle connection counts as new from when it went idle: older idle ones go first.
 		if st == http.StateIdle {
 			l.seq++
 			c.seq = l.seq
+			c.served = true
 		}
 	case http.StateClosed:
 		l.untrack(c)

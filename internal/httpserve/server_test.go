@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -111,6 +112,39 @@ func TestSilentConnectionsCannotStarveClients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeptAliveClientOutlastsAFlood: a client that was served keeps its kept-alive connection
+// through a flood of silent connections from its own address: never-started connections are
+// evicted before a connection that has served a request.
+func TestKeptAliveClientOutlastsAFlood(t *testing.T) {
+	s := serve(t, authed, Config{ReadHeaderTimeout: 5 * time.Second, MaxConns: 64, MaxConnsPerIP: 16})
+	addr := s.Addr().String()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	get := func(what string) {
+		t.Helper()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n"); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "ok" {
+			t.Fatalf("%s: %d %q", what, resp.StatusCode, b)
+		}
+	}
+	get("first request")
+	dialSilent(t, addr, "127.0.0.1", 200)
+	get("second request on the kept-alive connection, after 200 silent ones from its address")
 }
 
 // TestTimeoutsAreSet: every server gets every timeout and a header cap, whatever it leaves zero.
