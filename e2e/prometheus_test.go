@@ -57,17 +57,19 @@ scrape_configs:
 	})
 	// Two runs: a labelled counter appears with its first increment, and increase() sees only
 	// what a series gained after Prometheus first saw it.
-	for range 2 {
+	for i := range 2 {
 		code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", f.api, "--token-file", f.tokenFile,
 			"--follow", "--skill", "env-selector", "--case", "selects-dev", "--case", "select_dev", examples)
 		if code != 1 || !strings.Contains(out, "2 cases: 1 passed, 0 failed, 1 errored") {
 			t.Fatalf("submit exit %d, want 1 with 1 passed and 1 errored\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
+		// The second run must come after a scrape of the first, or increase() sees one sample.
+		want := float64(2 * (i + 1))
+		eventually(t, fmt.Sprintf("Prometheus has scraped run %d", i+1), func() (bool, string) {
+			v, err := queryScalar(api, "sum(skillfleet_coordinator_cases_total)")
+			return err == nil && v == want, fmt.Sprintf("sum of cases = %v (%v), want %v", v, err, want)
+		})
 	}
-	eventually(t, "Prometheus has scraped both runs", func() (bool, string) {
-		v, err := queryScalar(api, "sum(skillfleet_coordinator_cases_total)")
-		return err == nil && v == 4, fmt.Sprintf("sum of cases = %v (%v)", v, err)
-	})
 
 	// Every rule loads and evaluates cleanly.
 	var rulesResp struct {

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -96,6 +98,10 @@ func ConnectRetry(ctx context.Context, cfg ConnectConfig, retry RetryConfig, log
 			}
 			return nc, nil
 		}
+		if Refused(err) {
+			// The server is there and says no: waiting will not change its mind.
+			return nil, err
+		}
 		log.Warn("cannot connect to NATS; retrying", zap.Error(err), zap.Int("attempt", attempt), zap.Duration("retry_in", wait))
 		t := time.NewTimer(wait)
 		select {
@@ -106,6 +112,26 @@ func ConnectRetry(ctx context.Context, cfg ConnectConfig, retry RetryConfig, log
 		}
 		wait = min(2*wait, retry.Max)
 	}
+}
+
+// Refused reports whether a connection failed because a reachable server refused it (bad
+// credentials, a TLS handshake that failed) rather than because none could be reached.
+func Refused(err error) bool {
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		errors.Is(err, nats.ErrAccountAuthExpired) {
+		return true
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	var alert tls.AlertError
+	if errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &hostname) || errors.As(err, &verify) || errors.As(err, &alert) {
+		return true
+	}
+	// nats.go does not always wrap what the server or the TLS layer said.
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "authorization violation") || strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:")
 }
 
 // Validate reports a combination of settings that can never connect, before any connection

@@ -87,3 +87,20 @@ func TestConnectRetryStopsWithItsContext(t *testing.T) {
 		t.Fatal("a password without a user was retried, not refused")
 	}
 }
+
+// TestConnectRetryGivesUpOnARefusal: a server that is there and refuses the credentials is not
+// waited for: the daemon exits (1) at once, as before it retried.
+func TestConnectRetryGivesUpOnARefusal(t *testing.T) {
+	e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, Token: "right-token"}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = queue.ConnectRetry(ctx, queue.ConnectConfig{URL: e.ClientURL(), Token: "wrong-token"},
+		queue.RetryConfig{First: 20 * time.Millisecond, Max: 100 * time.Millisecond}, zap.NewNop())
+	if err == nil || ctx.Err() != nil || !queue.Refused(err) {
+		t.Fatalf("err = %v (context: %v), want the server's refusal at once", err, ctx.Err())
+	}
+}
