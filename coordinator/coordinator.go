@@ -69,8 +69,10 @@ type Config struct {
 	// SweepEvery is how often retention is applied.
 	SweepEvery time.Duration
 	// RecoverEvery is how often the queue is searched for jobs that ran out of deliveries
-	// without a result, besides at start: the MAX_DELIVERIES advisory that normally reports
-	// them is lost while no coordinator listens (an external NATS outlives coordinators).
+	// without a result, besides at start. The MAX_DELIVERIES advisories that report them are
+	// kept in a stream (queue.ExhaustedStream) and handled even when they were sent while no
+	// coordinator ran; the search is the backstop for an advisory the stream lost (it keeps
+	// 64 MiB of them) or one sent before the stream existed.
 	RecoverEvery time.Duration
 }
 

@@ -153,49 +153,61 @@ type maxDeliveriesAdvisory struct {
 	Deliveries uint64 `json:"deliveries"`
 }
 
-// WatchExhausted calls fn, one at a time, for each job that runs out of deliveries from now
-// until ctx is done or stop is called. fn should record the job's errored result under attempt
-// Deliveries (so it deduplicates against a late result of that attempt) and then DeleteJob.
-//
-// Advisories are plain NATS messages: one sent while no coordinator listens is lost, and the
-// job stays in the stream without a result; ExhaustedJobs finds such jobs.
+// WatchExhausted calls fn, one at a time, for each job that runs out of deliveries, until ctx
+// is done or stop is called: those announced while no coordinator listened first (the
+// advisories are kept in ExhaustedStream), then each as it comes. fn should record the job's
+// errored result under attempt Deliveries (so it deduplicates against a late result of that
+// attempt) and then DeleteJob; an advisory is acknowledged once fn returns, and one whose job
+// is gone already (acked late, terminated, purged) is acknowledged without calling fn.
 func (t *Topology) WatchExhausted(ctx context.Context, fn func(ExhaustedJob)) (stop func(), err error) {
-	subject := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + JobsStream + ".*"
-	sub, err := t.JS.Conn().Subscribe(subject, func(msg *nats.Msg) {
+	if t.Exhausted == nil {
+		return nil, errors.New("queue: watch exhausted jobs: the topology has no advisory consumer (has Ensure run?)")
+	}
+	cc, err := t.Exhausted.Consume(func(msg jetstream.Msg) {
 		var adv maxDeliveriesAdvisory
-		if json.Unmarshal(msg.Data, &adv) != nil || adv.Stream != JobsStream {
-			return
+		if json.Unmarshal(msg.Data(), &adv) == nil && adv.Stream == JobsStream {
+			job, ok, err := t.exhaustedJob(ctx, adv)
+			if err != nil {
+				// Not known to be gone: look again later.
+				_ = msg.NakWithDelay(5 * time.Second)
+				return
+			}
+			if ok {
+				fn(job)
+			}
 		}
-		raw, err := t.Jobs.GetMsg(ctx, adv.StreamSeq)
-		if err != nil {
-			// Gone already: a late ack or term, or a purge.
-			return
-		}
-		lane, run, ok := ParseJobSubject(raw.Subject)
-		if !ok {
-			return
-		}
-		fn(ExhaustedJob{
-			Lane: lane, Run: run,
-			MsgID:      raw.Header.Get(jetstream.MsgIDHeader),
-			Seq:        adv.StreamSeq,
-			Deliveries: adv.Deliveries,
-			Data:       raw.Data,
-		})
+		_ = msg.Ack()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: watch exhausted jobs: %w", err)
 	}
-	// The subscription must exist on the server before this returns.
-	if err := t.JS.Conn().FlushTimeout(flushTimeout); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("queue: watch exhausted jobs: %w", err)
-	}
-	stopCtx := context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
+	stopCtx := context.AfterFunc(ctx, cc.Stop)
 	return func() {
 		stopCtx()
-		_ = sub.Unsubscribe()
+		cc.Stop()
 	}, nil
+}
+
+// exhaustedJob looks up the job an advisory names; false when it is gone.
+func (t *Topology) exhaustedJob(ctx context.Context, adv maxDeliveriesAdvisory) (ExhaustedJob, bool, error) {
+	raw, err := t.Jobs.GetMsg(ctx, adv.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return ExhaustedJob{}, false, nil
+	}
+	if err != nil {
+		return ExhaustedJob{}, false, err
+	}
+	lane, run, ok := ParseJobSubject(raw.Subject)
+	if !ok {
+		return ExhaustedJob{}, false, nil
+	}
+	return ExhaustedJob{
+		Lane: lane, Run: run,
+		MsgID:      raw.Header.Get(jetstream.MsgIDHeader),
+		Seq:        adv.StreamSeq,
+		Deliveries: adv.Deliveries,
+		Data:       raw.Data,
+	}, true, nil
 }
 
 // ExhaustedJobs lists the jobs that ran out of deliveries and are still queued, found from

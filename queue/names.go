@@ -15,6 +15,11 @@ const (
 	JobsStream = "SKILLFLEET_JOBS"
 	// ResultsStream holds every attempt's result until ResultsMaxAge.
 	ResultsStream = "SKILLFLEET_RESULTS"
+	// ExhaustedStream keeps the server's MAX_DELIVERIES advisories of the jobs stream, so that
+	// a job exhausted while no coordinator listens is still recorded when one starts.
+	ExhaustedStream = "SKILLFLEET_EXHAUSTED"
+	// ExhaustedConsumer is the coordinators' durable consumer of ExhaustedStream.
+	ExhaustedConsumer = "coordinator"
 	// RunsBucket is the KV bucket of run state, keyed by run id.
 	RunsBucket = "skillfleet_runs"
 	// BundlesBucket is the object store of suite bundles, keyed by content digest.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,6 +23,8 @@ type Topology struct {
 	OnDemand, Scheduled jetstream.Consumer
 	// Runs is the run-state KV bucket, keyed by run id.
 	Runs jetstream.KeyValue
+	// Exhausted is the coordinators' consumer of the kept MAX_DELIVERIES advisories.
+	Exhausted jetstream.Consumer
 	// Bundles is the bundle object store; use PutBundle and GetBundle rather than it.
 	Bundles jetstream.ObjectStore
 	// Config is what the topology was ensured (or opened) with.
@@ -48,6 +51,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 		return nil, err
 	}
 	if t.Scheduled, err = ensureLaneConsumer(ctx, t.Jobs, LaneScheduled, cfg); err != nil {
+		return nil, err
+	}
+	if t.Exhausted, err = ensureExhausted(ctx, js, cfg); err != nil {
 		return nil, err
 	}
 	t.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -100,6 +106,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, e
 	if t.Scheduled, err = t.Jobs.Consumer(ctx, ScheduledConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
 	}
+	if t.Exhausted, err = js.Consumer(ctx, ExhaustedStream, ExhaustedConsumer); err != nil {
+		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", ExhaustedStream, ExhaustedConsumer, err)
+	}
 	if t.Runs, err = js.KeyValue(ctx, RunsBucket); err != nil {
 		return nil, fmt.Errorf("queue: open KV bucket %s (has Ensure run?): %w", RunsBucket, err)
 	}
@@ -141,6 +150,41 @@ func jobsStreamConfig(cfg Config) jetstream.StreamConfig {
 		MaxMsgs:    limit(cfg.JobsMaxMsgs),
 		MaxMsgSize: int32(limit(int64(cfg.JobsMaxMsgSize))),
 	}
+}
+
+// exhaustedSubject is where the server announces a job that ran out of deliveries.
+const exhaustedSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + JobsStream + ".*"
+
+// ensureExhausted keeps the MAX_DELIVERIES advisories of the jobs stream in a stream of their
+// own, with a durable consumer for the coordinators: an advisory is a plain message, lost when
+// no coordinator listens as it is sent, and the job it names would then wait for its run's
+// deadline. Kept, it is handled by the next coordinator that starts.
+func ensureExhausted(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Consumer, error) {
+	s, err := ensureStream(ctx, js, jetstream.StreamConfig{
+		Name:        ExhaustedStream,
+		Description: "skillfleet: the server's advisories of jobs that ran out of deliveries",
+		Subjects:    []string{exhaustedSubject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      cfg.ResultsMaxAge,
+		MaxBytes:    64 << 20,
+		Discard:     jetstream.DiscardOld,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       ExhaustedConsumer,
+		Description:   "skillfleet coordinators: record exhausted jobs as errored",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       time.Minute,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure consumer %s > %s: %w", ExhaustedStream, ExhaustedConsumer, err)
+	}
+	return c, nil
 }
 
 func resultsStreamConfig(cfg Config) jetstream.StreamConfig {

@@ -1,0 +1,132 @@
+package coordinator_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+// TestRecoverExhaustedWhileDownOnABusyLane: a job runs out of deliveries while no coordinator
+// runs and while another job of its lane is still being worked on, so the lane's state cannot
+// say which of its queued jobs is exhausted. The server's advisory, kept in ExhaustedStream,
+// does: the next coordinator records the job errored at once, not once the lane is idle or at
+// the run's deadline.
+func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
+	qcfg := queue.DefaultConfig()
+	qcfg.AckWait, qcfg.MaxDeliver = 300*time.Millisecond, 2
+	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	newCoordinator := func() *coordinator.Coordinator {
+		c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
+			coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c1 := newCoordinator()
+	st, err := c1.Submit(ctx, bytes.NewReader(bundleOf(t, writeFiles(t, map[string]string{
+		"s/SKILL.md":   okSkill,
+		"s/cases.yaml": "cases:\n  - {name: a, input: hi, assertions: {output_contains: [x]}}\n  - {name: b, input: hi, assertions: {output_contains: [x]}}\n  - {name: c, input: hi, assertions: {output_contains: [x]}}\n",
+	}))), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() (*pb.Job, jetstream.Msg) {
+		t.Helper()
+		batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := <-batch.Messages()
+		if !ok {
+			t.Fatalf("no job delivered: %v", batch.Error())
+		}
+		job := &pb.Job{}
+		if err := proto.Unmarshal(m.Data(), job); err != nil {
+			t.Fatal(err)
+		}
+		return job, m
+	}
+	dying, _ := fetch()
+	held, heldMsg := fetch()
+	done, doneMsg := fetch()
+	publishResult(t, topo, done, 1, pb.Verdict_VERDICT_FAILED, done.GetSecret())
+	if err := doneMsg.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The held job's worker is alive: it heartbeats until the test lets it finish.
+	stopBeats := make(chan struct{})
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopBeats:
+				return
+			case <-tick.C:
+				_ = heldMsg.InProgress()
+			}
+		}
+	}()
+	if err := c1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := fetch(); again.GetId() != dying.GetId() {
+		t.Fatalf("redelivered %s, want %s", again.GetId(), dying.GetId())
+	}
+	exhausted, err := topo.JS.Stream(ctx, queue.ExhaustedStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server to give up on the job", func() bool {
+		// The server notices an exhausted job when a pull comes (a worker always has one).
+		if b, err := topo.OnDemand.FetchNoWait(1); err == nil {
+			for m := range b.Messages() {
+				t.Errorf("delivered again: %s", m.Subject())
+			}
+		}
+		info, err := exhausted.Info(ctx)
+		return err == nil && info.State.Msgs > 0
+	})
+	if ci, err := topo.OnDemand.Info(ctx); err != nil || ci.NumAckPending == 0 {
+		t.Fatalf("the lane should be busy with the held job: %v, %v", ci, err)
+	}
+
+	c2 := newCoordinator()
+	defer func() { _ = c2.Close(ctx) }()
+	eventually(t, "the exhausted job to be recorded while the lane is busy", func() bool {
+		s, err := c2.Status(ctx, st.GetId())
+		return err == nil && s.GetCases().GetErrored() == 1
+	})
+	close(stopBeats)
+	<-beating
+	publishResult(t, topo, held, 1, pb.Verdict_VERDICT_FAILED, held.GetSecret())
+	if err := heldMsg.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var final *pb.RunStatus
+	eventually(t, "the run to complete", func() bool {
+		final, err = c2.Status(ctx, st.GetId())
+		return err == nil && final.GetState() == pb.RunState_RUN_STATE_COMPLETED
+	})
+	if cs := final.GetCases(); cs.GetErrored() != 1 || cs.GetFailed() != 2 {
+		t.Fatalf("cases = %v, want the exhausted one errored and two failed", cs)
+	}
+}
