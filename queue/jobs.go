@@ -127,9 +127,6 @@ func (t *Topology) PurgeRunJobs(ctx context.Context, run string) error {
 	return nil
 }
 
-// flushTimeout bounds a round trip to the server that makes a new subscription effective.
-const flushTimeout = 10 * time.Second
-
 // ExhaustedJob is a job whose last allowed delivery ran out of AckWait: its worker died or hung.
 // The message is still in the jobs stream and nobody will be given it again.
 type ExhaustedJob struct {
