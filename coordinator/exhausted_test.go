@@ -27,18 +27,7 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
 	ctx := context.Background()
 	dataDir := t.TempDir()
-	newCoordinator := func() *coordinator.Coordinator {
-		c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
-			coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	c1 := newCoordinator()
+	c1 := recoveryCoordinator(t, topo, dataDir)
 	st, err := c1.Submit(ctx, bytes.NewReader(bundleOf(t, writeFiles(t, map[string]string{
 		"s/SKILL.md":   okSkill,
 		"s/cases.yaml": "cases:\n  - {name: a, input: hi, assertions: {output_contains: [x]}}\n  - {name: b, input: hi, assertions: {output_contains: [x]}}\n  - {name: c, input: hi, assertions: {output_contains: [x]}}\n",
@@ -46,25 +35,9 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch := func() (*pb.Job, jetstream.Msg) {
-		t.Helper()
-		batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, ok := <-batch.Messages()
-		if !ok {
-			t.Fatalf("no job delivered: %v", batch.Error())
-		}
-		job := &pb.Job{}
-		if err := proto.Unmarshal(m.Data(), job); err != nil {
-			t.Fatal(err)
-		}
-		return job, m
-	}
-	dying, _ := fetch()
-	held, heldMsg := fetch()
-	done, doneMsg := fetch()
+	dying, _ := fetchJob(t, topo)
+	held, heldMsg := fetchJob(t, topo)
+	done, doneMsg := fetchJob(t, topo)
 	publishResult(t, topo, done, 1, pb.Verdict_VERDICT_FAILED, done.GetSecret())
 	if err := doneMsg.DoubleAck(ctx); err != nil {
 		t.Fatal(err)
@@ -88,7 +61,7 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	if err := c1.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := fetch(); again.GetId() != dying.GetId() {
+	if again, _ := fetchJob(t, topo); again.GetId() != dying.GetId() {
 		t.Fatalf("redelivered %s, want %s", again.GetId(), dying.GetId())
 	}
 	exhausted, err := topo.JS.Stream(ctx, queue.ExhaustedStream)
@@ -109,7 +82,7 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 		t.Fatalf("the lane should be busy with the held job: %v, %v", ci, err)
 	}
 
-	c2 := newCoordinator()
+	c2 := recoveryCoordinator(t, topo, dataDir)
 	defer func() { _ = c2.Close(ctx) }()
 	eventually(t, "the exhausted job to be recorded while the lane is busy", func() bool {
 		s, err := c2.Status(ctx, st.GetId())
@@ -129,4 +102,36 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	if cs := final.GetCases(); cs.GetErrored() != 1 || cs.GetFailed() != 2 {
 		t.Fatalf("cases = %v, want the exhausted one errored and two failed", cs)
 	}
+}
+
+// recoveryCoordinator starts a coordinator for the exhausted-job tests: jobs of two attempts.
+func recoveryCoordinator(t *testing.T, topo *queue.Topology, dataDir string) *coordinator.Coordinator {
+	t.Helper()
+	c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
+		coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fetchJob takes the next on-demand job, as a worker would.
+func fetchJob(t *testing.T, topo *queue.Topology) (*pb.Job, jetstream.Msg) {
+	t.Helper()
+	batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := <-batch.Messages()
+	if !ok {
+		t.Fatalf("no job delivered: %v", batch.Error())
+	}
+	job := &pb.Job{}
+	if err := proto.Unmarshal(m.Data(), job); err != nil {
+		t.Fatal(err)
+	}
+	return job, m
 }

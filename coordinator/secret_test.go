@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
@@ -208,41 +207,14 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
 	ctx := context.Background()
 	dataDir := t.TempDir()
-	newCoordinator := func() *coordinator.Coordinator {
-		c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
-			coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	c1 := newCoordinator()
+	c1 := recoveryCoordinator(t, topo, dataDir)
 	st, err := c1.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch := func() (*pb.Job, jetstream.Msg) {
-		t.Helper()
-		batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, ok := <-batch.Messages()
-		if !ok {
-			t.Fatalf("no job delivered: %v", batch.Error())
-		}
-		job := &pb.Job{}
-		if err := proto.Unmarshal(m.Data(), job); err != nil {
-			t.Fatal(err)
-		}
-		return job, m
-	}
 	// One job gets its result; the other's worker dies on its first delivery.
-	first, _ := fetch()
-	second, m2 := fetch()
+	first, _ := fetchJob(t, topo)
+	second, m2 := fetchJob(t, topo)
 	publishResult(t, topo, second, 1, pb.Verdict_VERDICT_FAILED, second.GetSecret())
 	if err := m2.DoubleAck(ctx); err != nil {
 		t.Fatal(err)
@@ -251,7 +223,7 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 	if err := c1.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := fetch()
+	again, _ := fetchJob(t, topo)
 	if again.GetId() != first.GetId() {
 		t.Fatalf("redelivered %s, want %s", again.GetId(), first.GetId())
 	}
@@ -266,7 +238,7 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 		return err == nil && ci.NumAckPending == 0
 	})
 
-	c2 := newCoordinator()
+	c2 := recoveryCoordinator(t, topo, dataDir)
 	defer func() { _ = c2.Close(ctx) }()
 	var final *pb.RunStatus
 	eventually(t, "the run to complete", func() bool {
