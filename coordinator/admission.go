@@ -84,14 +84,21 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// extract unpacks the spooled tar into tree; ExtractBundle's checks make it the upload's
-// validation.
+// extract checks the spooled tar and unpacks it into tree. The check reads the file once more
+// before anything is written, so a refused bundle (20,000 files and a bad manifest, say) costs
+// no write; ExtractBundle repeats every check as it writes.
 func extract(tarPath, tree string) error {
 	f, err := os.Open(tarPath)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = f.Close() }()
+	if _, err := suite.CheckBundle(f); err != nil {
+		return fmt.Errorf("check bundle: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	// An empty bundle is still a directory (with no skills to plan), not a missing one.
 	if err := os.Mkdir(tree, 0o755); err != nil {
 		return err
