@@ -412,13 +412,14 @@ func (p *JobPublisher) settle(run string, err error, sent bool) {
 func (p *JobPublisher) Wait(ctx context.Context, run string) error {
 	p.mu.Lock()
 	rp := p.runs[run]
+	var idle chan struct{}
+	if rp != nil {
+		idle = rp.idle
+	}
 	p.mu.Unlock()
 	if rp == nil {
 		return nil
 	}
-	p.mu.Lock()
-	idle := rp.idle
-	p.mu.Unlock()
 	select {
 	case <-idle:
 	default:
