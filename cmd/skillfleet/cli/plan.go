@@ -120,7 +120,7 @@ func newPlanCommand(e *env) *cobra.Command {
 	var f suiteFlags
 	format := "text"
 	cmd := &cobra.Command{
-		Use:   "plan [--format text|json] [--skill GLOB] [--case GLOB] ROOT...",
+		Use:   "plan [--format text|json] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
 		Short: "Expand a suite's test cases into the jobs a run would execute",
 		Long: `Plan loads every skill under the roots, validates the skills, their requires and
 their test-case files (RFC prompt cases and tests/cases/*.yaml command cases), and lists the

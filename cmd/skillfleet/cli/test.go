@@ -36,7 +36,7 @@ func newTestCommand(e *env) *cobra.Command {
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
-		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--skill GLOB] [--case GLOB] ROOT...",
+		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
 		Short: "Run a suite's test cases locally: embedded NATS, a coordinator and N workers in one process",
 		Long: `Test validates and plans the suite under the roots, then runs every job in a hardened,
 throw-away Docker container through the same coordinator and workers a fleet uses, all in
