@@ -47,7 +47,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./skill/
 
 bench: build
-	$(SKILLFLEET) bench --out BENCHMARKS.md
+	$(BIN)/skillfleet-bench --out BENCHMARKS.md
 
 # protoc comes from Debian (protobuf-compiler); the plugin is pinned to the runtime's version.
 generate:
@@ -69,7 +69,7 @@ check-helm:
 IMAGE ?= skillfleet/skillfleet:dev
 image:
 	rm -rf $(BIN)/image && mkdir -p $(BIN)/image
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/image/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/image/ ./cmd/coordinator ./cmd/worker ./cmd/skillfleet
 	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/
 	docker build -f deploy/docker/Dockerfile -t $(IMAGE) $(BIN)/image
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // forwarderScript is the in-sandbox forwarder from 127.0.0.1:PORT to the gateway's socket.
@@ -189,8 +191,5 @@ func excerpt(b []byte) string {
 	if s == "" {
 		return "(no stderr)"
 	}
-	if len(s) > stderrExcerpt {
-		s = "…" + strings.ToValidUTF8(s[len(s)-stderrExcerpt:], "")
-	}
-	return s
+	return text.Tail(s, stderrExcerpt)
 }

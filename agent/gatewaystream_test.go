@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	sftest "github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 // sseUpstream answers every chat completion with a stream of content chunks and, when asked
@@ -192,10 +194,8 @@ func TestGatewayMetersAStreamItsClientAbandons(t *testing.T) {
 		t.Fatal("the gateway never noticed the client hang up")
 	}
 	close(gone)
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Usage().Total() != 150 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	sftest.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool { return s.Usage().Total() == 150 },
+		"the abandoned stream's 150 tokens were never metered")
 	if u := s.Usage(); u.Total() != 150 || !s.BudgetExhausted() {
 		t.Errorf("usage %+v after the client hung up; want 150 tokens metered and the budget spent", u)
 	}

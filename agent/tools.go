@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // DefaultMaxToolOutput bounds what one tool call returns to the model when Limits leaves it 0.
@@ -154,7 +155,7 @@ type toolResult struct {
 // run executes one tool call. A non-nil error is the sandbox failing (not the command): the
 // run cannot go on. Everything the model did wrong comes back as a tool error in the result.
 func (ts *toolset) run(ctx context.Context, sb Sandbox, name, args string) (toolResult, error) {
-	res := toolResult{call: ToolCall{Name: name, Arguments: clipBytes(args, maxRecordedArguments), ExitCode: -1}}
+	res := toolResult{call: ToolCall{Name: name, Arguments: text.ClipBytes(args, maxRecordedArguments), ExitCode: -1}}
 	content, activated, err := ts.dispatch(ctx, sb, name, args, &res.call)
 	var te toolError
 	switch {
@@ -177,7 +178,7 @@ func (ts *toolset) dispatch(ctx context.Context, sb Sandbox, name, args string, 
 		if name == toolBash || name == toolRead || name == toolWrite {
 			return "", "", toolErrorf("tool %s is not allowed by the skill's allowed-tools", name)
 		}
-		return "", "", toolErrorf("unknown tool %q; the tools are: %s", clipBytes(name, 64), strings.Join(ts.names, ", "))
+		return "", "", toolErrorf("unknown tool %q; the tools are: %s", text.ClipBytes(name, 64), strings.Join(ts.names, ", "))
 	}
 	switch name {
 	case toolBash:
@@ -227,7 +228,7 @@ func (ts *toolset) dispatch(ctx context.Context, sb Sandbox, name, args string, 
 		}
 		rec.ExitCode = r.ExitCode
 		if r.ExitCode != 0 {
-			return "", "", toolErrorf("cannot read %s: %s", *a.Path, clipBytes(strings.TrimSpace(string(r.Stderr)), 512))
+			return "", "", toolErrorf("cannot read %s: %s", *a.Path, text.ClipBytes(strings.TrimSpace(string(r.Stderr)), 512))
 		}
 		if !isSkill {
 			skill = ""
@@ -254,7 +255,7 @@ func (ts *toolset) dispatch(ctx context.Context, sb Sandbox, name, args string, 
 		}
 		rec.ExitCode = r.ExitCode
 		if r.ExitCode != 0 {
-			return "", "", toolErrorf("cannot write %s: %s", *a.Path, clipBytes(strings.TrimSpace(string(r.Stderr)), 512))
+			return "", "", toolErrorf("cannot write %s: %s", *a.Path, text.ClipBytes(strings.TrimSpace(string(r.Stderr)), 512))
 		}
 		return "wrote " + strconv.Itoa(len(*a.Content)) + " bytes to " + *a.Path, "", nil
 	}
@@ -332,16 +333,4 @@ func (ts *toolset) cap(s string, sandboxTruncated bool) string {
 		s += "\n[output truncated by the sandbox]"
 	}
 	return s
-}
-
-// clipBytes bounds s to n bytes at a rune boundary, marking the cut.
-func clipBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

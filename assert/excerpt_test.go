@@ -82,15 +82,3 @@ func TestLineCol(t *testing.T) {
 		}
 	}
 }
-
-func TestRuneAround(t *testing.T) {
-	s := "a\xe2\x82\xacb\x91\xe2\x82c" // a € b <stray continuation> <truncated sequence> c
-	tests := []struct{ i, start, end int }{
-		{0, 0, 0}, {1, 1, 1}, {2, 1, 4}, {3, 1, 4}, {4, 4, 4}, {5, 5, 5}, {6, 6, 6}, {7, 7, 7}, {8, 8, 8}, {9, 9, 9}, {100, 9, 9},
-	}
-	for _, tt := range tests {
-		if s0, e0 := runeAround(s, tt.i); s0 != tt.start || e0 != tt.end {
-			t.Errorf("runeAround(%d) = %d,%d want %d,%d", tt.i, s0, e0, tt.start, tt.end)
-		}
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/skillfleet/skillfleet/internal/text"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
@@ -232,10 +233,10 @@ func (p *preparer) segment(text []byte, seg string) []byte {
 }
 
 // origStart maps a position in the prepared text where a match starts to the original.
-func (t *prepared) origStart(pos int) int { return runeStart(t.orig, t.origPos(pos, false)) }
+func (t *prepared) origStart(pos int) int { return text.RuneStart(t.orig, t.origPos(pos, false)) }
 
 // origEnd maps a position in the prepared text where a match ends to the original.
-func (t *prepared) origEnd(pos int) int { return runeEnd(t.orig, t.origPos(pos, true)) }
+func (t *prepared) origEnd(pos int) int { return text.RuneEnd(t.orig, t.origPos(pos, true)) }
 
 func (t *prepared) origPos(pos int, end bool) int {
 	k := sort.Search(len(t.spans), func(k int) bool { return t.spans[k].t0 > pos }) - 1

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/skillfleet/skillfleet/internal/text"
 	"golang.org/x/text/cases"
 )
 
@@ -101,7 +102,7 @@ func FuzzContains(f *testing.F) {
 				continue
 			}
 			s, e, ok := containsText(h, n, fold)
-			if ok && (s < 0 || e > len(h) || s > e || runeStart(h, s) != s || runeStart(h, e) != e) {
+			if ok && (s < 0 || e > len(h) || s > e || text.RuneStart(h, s) != s || text.RuneStart(h, e) != e) {
 				t.Fatalf("fold=%v: match of %q in %q at bad range [%d,%d)", fold, n, h, s, e)
 			}
 			if !fold {

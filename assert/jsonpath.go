@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // pathStack is the JSONPath of the value being compared, kept as a stack so that the string is
@@ -131,7 +133,7 @@ func writeJSON(w *boundedWriter, v any) {
 	case string:
 		// Quote only what can be shown.
 		if len(x) > w.limit {
-			x = x[:runeStart(x, w.limit)]
+			x = x[:text.RuneStart(x, w.limit)]
 		}
 		w.write(jsonString(x))
 	case []any:

@@ -15,8 +15,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/ctxio"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -55,7 +57,7 @@ func spool(ctx context.Context, r io.Reader, path string, limit int64) (string, 
 	}
 	defer func() { _ = f.Close() }()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(ctxReader{ctx, r}, limit+1))
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(ctxio.Reader(ctx, r), limit+1))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -68,20 +70,7 @@ func spool(ctx context.Context, r io.Reader, path string, limit int64) (string, 
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("spool upload: %w", err)
 	}
-	return suite.DigestPrefix + hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// ctxReader ends a copy when ctx is done, so a stalled upload of a gone client stops.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
+	return bundle.DigestPrefix + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // extract checks the spooled tar and unpacks it into tree. The check reads the file once more
@@ -93,7 +82,7 @@ func extract(tarPath, tree string) error {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	if _, err := suite.CheckBundle(f); err != nil {
+	if _, err := bundle.CheckBundle(f); err != nil {
 		return fmt.Errorf("check bundle: %w", err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -103,7 +92,7 @@ func extract(tarPath, tree string) error {
 	if err := os.Mkdir(tree, 0o755); err != nil {
 		return err
 	}
-	if err := suite.ExtractBundle(f, tree); err != nil {
+	if err := bundle.ExtractBundle(f, tree); err != nil {
 		return fmt.Errorf("extract bundle: %w", err)
 	}
 	return nil
@@ -121,22 +110,22 @@ func (c *Coordinator) checkJobSizes(r *run) error {
 			longest = a.Agent
 		}
 	}
-	var diags skill.Diagnostics
+	var diags diag.Diagnostics
 	for _, pc := range r.plan.Cases {
 		agent := longest
 		if pc.Kind == suite.KindCommand {
 			agent = ""
 		}
 		j := suite.Job{ID: suite.JobID(pc.Skill.Name, pc.Name, pc.Kind, pc.Runs, agent), Case: pc, Epoch: pc.Runs, Agent: agent}
-		msg, err := jobMessage(r.spec, r.plan, j, c.cfg.MaxAttempts, r.spec.GetCreatedAt())
+		msg, err := jobMessage(r.spec, r.plan, r.catalog, j, c.cfg.MaxAttempts, r.spec.GetCreatedAt())
 		if err != nil {
 			return &PlanError{Err: err}
 		}
 		// Published, it carries its secret too (the run's key is made only once admitted).
 		msg.Secret = jobSecret(make([]byte, 32), msg.GetId())
 		if n := proto.Size(msg); n > limit {
-			diags = append(diags, skill.Diagnostic{
-				Rule: "job.tooLarge", Severity: skill.SeverityError, File: pc.File, Line: pc.Line,
+			diags = append(diags, diag.Diagnostic{
+				Rule: "job.tooLarge", Severity: diag.SeverityError, File: pc.File, Line: pc.Line,
 				Message: fmt.Sprintf("case %s: its job message is %d bytes, over the %d the queue takes (its input, command, stdin, env and assertions are too big)", pc.Name, n, limit),
 			})
 			if len(diags) == 100 {
@@ -153,11 +142,9 @@ func (c *Coordinator) checkJobSizes(r *run) error {
 // maxJobBytes is the largest job message the queue takes: the connection's max payload (the
 // server's) less room for the headers, or the jobs stream's max message size if smaller.
 func (c *Coordinator) maxJobBytes() int {
-	limit := int(c.topo.JS.Conn().MaxPayload()) - jobHeaderRoom
-	if c.topo.Jobs != nil {
-		if m := int(c.topo.Jobs.CachedInfo().Config.MaxMsgSize); m > 0 {
-			limit = min(limit, m-jobHeaderRoom)
-		}
+	limit := int(c.queue.MaxPayload()) - jobHeaderRoom
+	if m := int(c.queue.JobsMaxMsgSize()); m > 0 {
+		limit = min(limit, m-jobHeaderRoom)
 	}
 	return limit
 }

@@ -18,7 +18,7 @@ import (
 func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	// The example suite: 20 jobs; the cap lets one run per caller in, not two.
-	c, err := New(Config{DataDir: t.TempDir(), MaxJobsPerPrincipal: 30}, Deps{Topology: topo})
+	c, err := New(Config{DataDir: t.TempDir(), MaxJobsPerPrincipal: 30}, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
 	if err != nil {
 		t.Fatal(err)
 	}

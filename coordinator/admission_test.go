@@ -9,17 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/local"
+	"github.com/skillfleet/skillfleet/fleet"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
-	"github.com/skillfleet/skillfleet/skill"
-	"github.com/skillfleet/skillfleet/suite"
 	"github.com/skillfleet/skillfleet/suite/suitetest"
 )
 
@@ -36,7 +35,7 @@ func newCoordinatorOn(t testing.TB, cfg coordinator.Config, qcfg queue.Config) (
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	c, err := coordinator.New(cfg, coordinator.Deps{Topology: topo})
+	c, err := coordinator.New(cfg, coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +44,6 @@ func newCoordinatorOn(t testing.TB, cfg coordinator.Config, qcfg queue.Config) (
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c, topo
-}
-
-// tarOfSuite is bundleOf for benchmarks too.
-func tarOfSuite(t testing.TB, root string) []byte {
-	t.Helper()
-	s := suite.Load([]string{root}, skill.Options{})
-	var buf bytes.Buffer
-	if _, err := suite.WriteBundle(&buf, s.Graph, s.Catalog.Skills()); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // assertNothingStored fails when a refused submission left a bundle, a run, or anything in
@@ -166,8 +154,18 @@ func TestSubmitAdmission(t *testing.T) {
 	if st.GetTotalJobs() != exampleJobs {
 		t.Errorf("%d jobs, want %d", st.GetTotalJobs(), exampleJobs)
 	}
-	if b, err := topo.ListBundles(context.Background()); err != nil || len(b) != 1 || b[0].Digest != st.GetSpec().GetBundleDigest() {
-		t.Errorf("bundles after an admitted submission: %v (%v)", b, err)
+	// Stored: the bundle, and the catalog its prompt jobs name, each under the digest the
+	// run's spec gives.
+	var stored []string
+	b, err := topo.ListBundles(context.Background())
+	for _, o := range b {
+		stored = append(stored, o.Digest)
+	}
+	slices.Sort(stored)
+	wantStored := []string{st.GetSpec().GetBundleDigest(), st.GetSpec().GetCatalogDigest()}
+	slices.Sort(wantStored)
+	if err != nil || st.GetSpec().GetCatalogDigest() == "" || !slices.Equal(stored, wantStored) {
+		t.Errorf("objects after an admitted submission: %v (%v), want the bundle and the catalog %v", stored, err, wantStored)
 	}
 	// The extracted upload went into the bundle cache, and nothing else stayed behind.
 	entries, err := os.ReadDir(filepath.Join(dataDir, "bundles"))
@@ -183,7 +181,7 @@ func TestSubmitAdmission(t *testing.T) {
 // TestSubmitJobsPerPrincipal: the jobs of one caller's unfinished runs are capped; a finished
 // (here: cancelled) run gives its jobs back.
 func TestSubmitJobsPerPrincipal(t *testing.T) {
-	a := startAPI(t, func(cfg *local.Config, _ *coordinator.APIConfig) {
+	a := startAPI(t, func(cfg *fleet.InProcessConfig, _ *coordinator.APIConfig) {
 		cfg.Coordinator.MaxJobsPerPrincipal = exampleJobs + 5
 	})
 	good := bundleOf(t, examples)
@@ -270,7 +268,7 @@ func TestJobBombRefusedInBoundedMemory(t *testing.T) {
 	if err := suitetest.GenerateRuns(root, 100, 100, 1000); err != nil {
 		t.Fatal(err)
 	}
-	bundle := tarOfSuite(t, root)
+	bundle := bundleOf(t, root)
 	c, _ := newCoordinator(t, coordinator.Config{})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -294,7 +292,7 @@ func BenchmarkSubmitJobBomb(b *testing.B) {
 	if err := suitetest.GenerateRuns(root, 100, 100, 1000); err != nil {
 		b.Fatal(err)
 	}
-	bundle := tarOfSuite(b, root)
+	bundle := bundleOf(b, root)
 	c, _ := newCoordinator(b, coordinator.Config{})
 	b.ReportAllocs()
 	for b.Loop() {

@@ -17,9 +17,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/diag"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
-	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -172,7 +173,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
-	body := http.MaxBytesReader(w, io.NopCloser(in), suite.MaxBundleBytes+64<<20)
+	body := http.MaxBytesReader(w, io.NopCloser(in), bundle.MaxBundleBytes+64<<20)
 	st, err := a.c.Submit(r.Context(), body, spec)
 	// The server's write deadline ran from the request's headers, through the whole upload:
 	// the answer gets its own.
@@ -371,8 +372,8 @@ type apiError struct {
 
 // writeError answers err; its text and diagnostics lose any server path (see hidePaths).
 func writeError(w http.ResponseWriter, code int, err error, diags any) {
-	if d, ok := diags.(skill.Diagnostics); ok {
-		clean := make(skill.Diagnostics, len(d))
+	if d, ok := diags.(diag.Diagnostics); ok {
+		clean := make(diag.Diagnostics, len(d))
 		for i, x := range d {
 			x.File, x.Message = hidePaths(x.File), hidePaths(x.Message)
 			clean[i] = x

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"github.com/skillfleet/skillfleet/local/localtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,13 +18,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/fleet/fleettest"
+
+	"github.com/skillfleet/skillfleet/diag"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/local"
+	"github.com/skillfleet/skillfleet/fleet"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/skill"
@@ -33,7 +36,7 @@ import (
 	"github.com/skillfleet/skillfleet/worker"
 )
 
-// These tests live in an external package so that they can build a whole fleet with local,
+// These tests live in an external package so that they can build a whole fleet with package fleet,
 // which imports coordinator.
 
 const (
@@ -52,18 +55,18 @@ const (
 
 // apiFleet is an in-process fleet with the coordinator's API on an httptest server.
 type apiFleet struct {
-	fleet *local.Fleet
-	exec  *localtest.Executor
+	fleet *fleet.InProcess
+	exec  *fleettest.Executor
 	reg   *prometheus.Registry
 	srv   *httptest.Server
 	// dataDir holds the fleet's JetStream store and the coordinator's bundle cache.
 	dataDir string
 }
 
-func startAPI(t *testing.T, mutate func(*local.Config, *coordinator.APIConfig)) *apiFleet {
+func startAPI(t *testing.T, mutate func(*fleet.InProcessConfig, *coordinator.APIConfig)) *apiFleet {
 	t.Helper()
-	a := &apiFleet{exec: &localtest.Executor{Failing: failing}, reg: prometheus.NewRegistry(), dataDir: t.TempDir()}
-	cfg := local.Config{
+	a := &apiFleet{exec: &fleettest.Executor{Failing: failing}, reg: prometheus.NewRegistry(), dataDir: t.TempDir()}
+	cfg := fleet.InProcessConfig{
 		DataDir: a.dataDir, Workers: 3, Slots: 2, Queue: queue.DefaultConfig(), Executor: a.exec,
 		Worker:   worker.Config{RetryDelay: 50 * time.Millisecond, FetchWait: 100 * time.Millisecond, DrainGrace: time.Second},
 		Log:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
@@ -73,7 +76,7 @@ func startAPI(t *testing.T, mutate func(*local.Config, *coordinator.APIConfig)) 
 	if mutate != nil {
 		mutate(&cfg, &api)
 	}
-	f, err := local.Start(context.Background(), cfg)
+	f, err := fleet.StartInProcess(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +166,7 @@ func final(s pb.RunState) bool {
 }
 
 // bundleOf writes the bundle `skillfleet submit` would upload for the suite under root.
-func bundleOf(t *testing.T, root string) []byte {
+func bundleOf(t testing.TB, root string) []byte {
 	t.Helper()
 	s := suite.Load([]string{root}, skill.Options{})
 	var buf bytes.Buffer
@@ -243,8 +246,8 @@ func tarOf(t *testing.T, name string, typ byte) []byte {
 }
 
 type apiErrorBody struct {
-	Error       string            `json:"error"`
-	Diagnostics skill.Diagnostics `json:"diagnostics"`
+	Error       string           `json:"error"`
+	Diagnostics diag.Diagnostics `json:"diagnostics"`
 }
 
 func decodeError(t *testing.T, body []byte) apiErrorBody {
@@ -436,7 +439,7 @@ func TestAPISubmitRefusals(t *testing.T) {
 			}
 			found := false
 			for _, d := range e.Diagnostics {
-				if d.File == tc.file && d.Line == tc.line && d.Rule == tc.rule && d.Severity == skill.SeverityError && d.Message != "" {
+				if d.File == tc.file && d.Line == tc.line && d.Rule == tc.rule && d.Severity == diag.SeverityError && d.Message != "" {
 					found = true
 				}
 				if filepath.IsAbs(d.File) || strings.Contains(d.File, "bundles") {
@@ -780,7 +783,7 @@ func TestAPIEvents(t *testing.T) {
 // headers) before the run has anything to say. Here no job finishes and progress is saved
 // hourly, so no event comes for a long time; the headers must still arrive.
 func TestAPIEventStreamOpensAtOnce(t *testing.T) {
-	a := startAPI(t, func(c *local.Config, api *coordinator.APIConfig) {
+	a := startAPI(t, func(c *fleet.InProcessConfig, api *coordinator.APIConfig) {
 		c.Coordinator.StatusEvery = time.Hour
 		api.SSEKeepAlive = time.Hour
 	})

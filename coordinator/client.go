@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/diag"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	"github.com/skillfleet/skillfleet/skill"
 )
 
 // lenient reads what a newer coordinator writes: fields this client does not know are skipped
@@ -44,7 +44,7 @@ func NewClient(base, token string, hc *http.Client) *Client {
 type APIError struct {
 	Status      int
 	Message     string
-	Diagnostics skill.Diagnostics
+	Diagnostics diag.Diagnostics
 }
 
 func (e *APIError) Error() string {
@@ -231,8 +231,8 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		var e struct {
-			Error       string            `json:"error"`
-			Diagnostics skill.Diagnostics `json:"diagnostics"`
+			Error       string           `json:"error"`
+			Diagnostics diag.Diagnostics `json:"diagnostics"`
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {

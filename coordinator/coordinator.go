@@ -18,12 +18,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/clock"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -60,7 +62,7 @@ type Config struct {
 	// resumed after a restart are not counted: the run record does not name its submitter.
 	MaxJobsPerPrincipal int
 	// MaxBundleBytes caps an upload (the tar, headers included); 0 means
-	// suite.MaxBundleBytes plus 64 MiB of tar overhead.
+	// bundle.MaxBundleBytes plus 64 MiB of tar overhead.
 	MaxBundleBytes int64
 	// Retention is how long a finished run's record is kept: set it to the results stream's
 	// max age, after which the run's report could not be rebuilt. Bundles no kept run refers
@@ -96,7 +98,7 @@ func (c *Config) defaults() error {
 		c.MaxJobsPerPrincipal = 4 * c.MaxJobsPerRun
 	}
 	if c.MaxBundleBytes <= 0 {
-		c.MaxBundleBytes = suite.MaxBundleBytes + 64<<20
+		c.MaxBundleBytes = bundle.MaxBundleBytes + 64<<20
 	}
 	if len(c.KnownAgents) == 0 {
 		c.KnownAgents = c.Agents
@@ -130,12 +132,18 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// Deps are a coordinator's collaborators.
+// Deps are a coordinator's collaborators. A *queue.Topology is the Queue and the
+// BundleStore, and its Runs() the RunStore.
 type Deps struct {
-	Topology *queue.Topology
+	Queue    Queue
+	Runs     RunStore
+	Bundles  BundleStore
 	Log      *zap.Logger
 	Registry prometheus.Registerer
-	// Now is the clock; nil means time.Now.
+	// Clock times the run loop (deadlines, progress writes, retries); nil means the system
+	// clock.
+	Clock clock.Clock
+	// Now stamps runs, results and events; nil means Clock.Now.
 	Now func() time.Time
 	// NewRunID makes run ids; nil means a sortable time-and-random id.
 	NewRunID func() string
@@ -146,7 +154,7 @@ var ErrNotFound = errors.New("run not found")
 
 // PlanError is returned when a submitted suite cannot be planned: it carries the diagnostics.
 type PlanError struct {
-	Diagnostics skill.Diagnostics
+	Diagnostics diag.Diagnostics
 	Err         error
 }
 
@@ -158,7 +166,7 @@ func (e *PlanError) Error() string {
 	fmt.Fprintf(&b, "suite has %d error(s):", e.Diagnostics.Errors())
 	n := 0
 	for _, d := range e.Diagnostics {
-		if d.Severity == skill.SeverityError && n < 10 {
+		if d.Severity == diag.SeverityError && n < 10 {
 			b.WriteString("\n  " + d.String())
 			n++
 		}
@@ -168,14 +176,17 @@ func (e *PlanError) Error() string {
 
 // Coordinator runs runs.
 type Coordinator struct {
-	cfg     Config
-	topo    *queue.Topology
-	log     *zap.Logger
-	now     func() time.Time
-	newID   func() string
-	metrics *metrics
-	cache   *suite.Cache
-	pub     *queue.JobPublisher
+	cfg      Config
+	queue    Queue
+	runStore RunStore
+	bundles  BundleStore
+	log      *zap.Logger
+	now      func() time.Time
+	clock    clock.Clock
+	newID    func() string
+	metrics  *metrics
+	cache    *bundle.Cache
+	pub      *queue.JobPublisher
 
 	base context.Context
 	stop context.CancelFunc
@@ -198,19 +209,22 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	if deps.Topology == nil {
-		return nil, errors.New("coordinator: a topology is required")
+	if deps.Queue == nil || deps.Runs == nil || deps.Bundles == nil {
+		return nil, errors.New("coordinator: a queue, a run store and a bundle store are required")
 	}
 	if deps.Log == nil {
 		deps.Log = zap.NewNop()
 	}
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
+	}
 	if deps.Now == nil {
-		deps.Now = time.Now
+		deps.Now = deps.Clock.Now
 	}
 	if deps.NewRunID == nil {
 		deps.NewRunID = func() string { return newRunID(deps.Now()) }
 	}
-	cache, err := suite.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Topology, cfg.KeepBundles)
+	cache, err := bundle.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Bundles, cfg.KeepBundles)
 	if err != nil {
 		return nil, err
 	}
@@ -218,13 +232,13 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := deps.Topology.NewJobPublisher(queue.DefaultJobPublisherConfig())
+	pub, err := deps.Queue.NewJobPublisher(queue.DefaultJobPublisherConfig())
 	if err != nil {
 		return nil, err
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Coordinator{
-		cfg: cfg, topo: deps.Topology, log: deps.Log, now: deps.Now, newID: deps.NewRunID,
+		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
 		metrics: m, cache: cache, pub: pub, base: base, stop: stop,
 		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
@@ -233,7 +247,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 // Start resumes every run the KV bucket holds as unfinished, and starts watching for jobs that
 // ran out of deliveries without a result.
 func (c *Coordinator) Start(ctx context.Context) error {
-	stop, err := c.topo.WatchExhausted(c.base, c.exhausted)
+	stop, err := c.queue.WatchExhausted(c.base, c.exhausted)
 	if err != nil {
 		return err
 	}
@@ -256,6 +270,11 @@ func (c *Coordinator) Start(ctx context.Context) error {
 				return err
 			}
 			continue
+		}
+		// Its prompt jobs name the catalog by digest: stored at admission, or now for a run
+		// an older coordinator admitted.
+		if err := c.storeCatalog(ctx, r); err != nil {
+			return fmt.Errorf("resume run %s: %w", st.GetId(), err)
 		}
 		r.key = st.GetJobKey()
 		if len(r.key) == 0 {
@@ -303,11 +322,11 @@ func (c *Coordinator) recoverLoop(ctx context.Context) {
 }
 
 // RecoverExhausted records as errored, exactly as the advisory handler does, every job that ran
-// out of deliveries and is still queued (queue.Topology.ExhaustedJobs), and returns how many it
+// out of deliveries and is still queued (Queue.ExhaustedJobs), and returns how many it
 // found. A job the advisory handler records at the same time gets a second errored result, which
 // the run counts as a duplicate.
 func (c *Coordinator) RecoverExhausted(ctx context.Context) (int, error) {
-	jobs, undecided, err := c.topo.ExhaustedJobs(ctx)
+	jobs, undecided, err := c.queue.ExhaustedJobs(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -369,6 +388,14 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 	if err != nil {
 		return nil, err
 	}
+	return c.admit(ctx, r, tarPath, tree)
+}
+
+// admit applies the admission limits a plan is checked against (job sizes, the principal's
+// jobs), and then stores the bundle at tarPath, keeps its extracted tree (if any) and starts
+// the run. A refused run leaves nothing behind.
+func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (*pb.RunStatus, error) {
+	spec, digest := r.spec, r.spec.GetBundleDigest()
 	if err := c.checkJobSizes(r); err != nil {
 		return nil, err
 	}
@@ -389,16 +416,21 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 	// the run record refers to it.
 	c.sweepMu.RLock()
 	defer c.sweepMu.RUnlock()
-	stored, err := c.topo.PutBundleFile(ctx, tarPath)
+	stored, err := c.bundles.PutBundleFile(ctx, tarPath)
 	if err != nil {
 		return nil, fmt.Errorf("store bundle: %w", err)
 	}
 	if stored != digest {
 		return nil, fmt.Errorf("store bundle: the spooled upload changed: hashed %s, stored %s", digest, stored)
 	}
-	if err := c.cache.Adopt(digest, tree); err != nil {
-		// Only a cache miss later: the bundle is stored, so Get extracts it again.
-		c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
+	if err := c.storeCatalog(ctx, r); err != nil {
+		return nil, err
+	}
+	if tree != "" {
+		if err := c.cache.Adopt(digest, tree); err != nil {
+			// Only a cache miss later: the bundle is stored, so Get extracts it again.
+			c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
+		}
 	}
 	if r.key, err = newJobKey(); err != nil {
 		return nil, err
@@ -445,23 +477,37 @@ func (c *Coordinator) planIn(dir string, spec *pb.RunSpec, maxJobs int) (*run, e
 		Agents:  agents,
 		MaxJobs: maxJobs,
 	})
-	var tooMany *suite.TooManyJobsError
-	if errors.As(err, &tooMany) {
-		return nil, &PlanError{Diagnostics: skill.Diagnostics{{
-			Rule: "plan.maxJobs", Severity: skill.SeverityError, File: relTo(dir, tooMany.File), Line: tooMany.Line,
-			Message: fmt.Sprintf("the suite expands into more than %d jobs, this coordinator's limit per run (cases × runs × agents; case %s crossed it)", tooMany.Max, tooMany.Case),
-		}}}
-	}
-	if err != nil {
-		return nil, &PlanError{Err: err}
-	}
-	if len(plan.Jobs) == 0 {
-		return nil, &PlanError{Err: errors.New("no test cases matched")}
+	if err := planError(dir, plan, err); err != nil {
+		return nil, err
 	}
 	for _, pc := range plan.Cases {
 		pc.File = relTo(dir, pc.File)
 	}
-	return newRun(spec, plan), nil
+	// The catalog is what the extracted bundle holds, which may be more than the plan selected.
+	cat, err := catalogOf(s.Catalog.Skills())
+	if err != nil {
+		return nil, err
+	}
+	return newRun(spec, plan, cat), nil
+}
+
+// planError turns what planning returned into the admission's answer: nil for a plan with
+// jobs, else a *PlanError, with file names relative to dir.
+func planError(dir string, plan *suite.Plan, err error) error {
+	var tooMany *suite.TooManyJobsError
+	if errors.As(err, &tooMany) {
+		return &PlanError{Diagnostics: diag.Diagnostics{{
+			Rule: "plan.maxJobs", Severity: diag.SeverityError, File: relTo(dir, tooMany.File), Line: tooMany.Line,
+			Message: fmt.Sprintf("the suite expands into more than %d jobs, this coordinator's limit per run (cases × runs × agents; case %s crossed it)", tooMany.Max, tooMany.Case),
+		}}}
+	}
+	if err != nil {
+		return &PlanError{Err: err}
+	}
+	if len(plan.Jobs) == 0 {
+		return &PlanError{Err: errors.New("no test cases matched")}
+	}
+	return nil
 }
 
 func (c *Coordinator) launch(r *run) {
@@ -614,7 +660,7 @@ func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
 		}
 		data, err := proto.Marshal(res)
 		if err == nil {
-			err = c.topo.PublishResult(ctx, job.GetRunId(), job.GetId(), int(x.Deliveries), data)
+			err = c.queue.PublishResult(ctx, job.GetRunId(), job.GetId(), int(x.Deliveries), data)
 		}
 		if err != nil {
 			c.log.Error("recording an exhausted job failed; it stays queued until the run's deadline", zap.String("job", job.GetId()), zap.Error(err))
@@ -622,7 +668,7 @@ func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
 		}
 		c.log.Warn("job exhausted its deliveries; recorded as errored", zap.String("run", x.Run), zap.String("job", job.GetId()))
 	}
-	if err := c.topo.DeleteJob(ctx, x.Seq); err != nil {
+	if err := c.queue.DeleteJob(ctx, x.Seq); err != nil {
 		c.log.Warn("removing an exhausted job failed", zap.Uint64("seq", x.Seq), zap.Error(err))
 	}
 }
@@ -642,7 +688,7 @@ func (c *Coordinator) save(ctx context.Context, st *pb.RunStatus, key []byte) er
 	if err != nil {
 		return err
 	}
-	if _, err := c.topo.Runs.Put(ctx, st.GetId(), b); err != nil {
+	if _, err := c.runStore.Put(ctx, st.GetId(), b); err != nil {
 		return fmt.Errorf("store run %s: %w", st.GetId(), err)
 	}
 	return nil
@@ -662,27 +708,27 @@ func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error
 	if queue.ValidateRunID(id) != nil || id == probeKey {
 		return nil, ErrNotFound
 	}
-	e, err := c.topo.Runs.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	value, _, err := c.runStore.Get(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
 	st := &pb.RunStatus{}
-	if err := proto.Unmarshal(e.Value(), st); err != nil {
+	if err := proto.Unmarshal(value, st); err != nil {
 		return nil, fmt.Errorf("run %s: stored state is unreadable: %w", id, err)
 	}
 	return st, nil
 }
 
 func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
-	lister, err := c.topo.Runs.ListKeys(ctx)
+	keys, err := c.runStore.Keys(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []*pb.RunStatus
-	for k := range lister.Keys() {
+	for _, k := range keys {
 		if k == probeKey {
 			continue
 		}
@@ -717,8 +763,8 @@ func newRunID(now time.Time) string {
 
 // relativeTo rewrites diagnostic paths inside an extracted bundle to bundle-relative ones, so
 // messages name the files the user wrote, not the coordinator's cache.
-func relativeTo(dir string, diags skill.Diagnostics) skill.Diagnostics {
-	out := make(skill.Diagnostics, len(diags))
+func relativeTo(dir string, diags diag.Diagnostics) diag.Diagnostics {
+	out := make(diag.Diagnostics, len(diags))
 	for i, d := range diags {
 		d.File = relTo(dir, d.File)
 		out[i] = d

@@ -14,22 +14,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/httpserve"
-	"github.com/skillfleet/skillfleet/local"
-	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
 
 // TestAPIAnonymousRules: without a token the API serves only what a browser on another site
 // cannot send: loopback Hosts, no Origin, tar uploads.
 func TestAPIAnonymousRules(t *testing.T) {
-	a := startAPI(t, func(_ *local.Config, api *coordinator.APIConfig) { api.Token = "" })
+	a := startAPI(t, func(_ *fleet.InProcessConfig, api *coordinator.APIConfig) { api.Token = "" })
 	bundle := bundleOf(t, examples)
 	for _, tc := range []struct {
 		name, method, host, origin, ctype string
@@ -94,7 +91,7 @@ func TestAPISeveralTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startAPI(t, func(_ *local.Config, api *coordinator.APIConfig) { api.Token, api.Tokens = "", toks })
+	a := startAPI(t, func(_ *fleet.InProcessConfig, api *coordinator.APIConfig) { api.Token, api.Tokens = "", toks })
 	for _, tok := range []string{"a-secret", "bob-secret"} {
 		if resp, b := a.do(t, "GET", "/v1/runs", tok, nil); resp.StatusCode != http.StatusOK {
 			t.Errorf("token %s: %d %s", tok, resp.StatusCode, b)
@@ -126,7 +123,7 @@ func openStream(t *testing.T, url, tok string) *http.Response {
 // TestAPIEventStreamCaps: over the cap per token, and over the global cap, a stream request
 // gets 429 with Retry-After; other callers are not hit by one caller's cap.
 func TestAPIEventStreamCaps(t *testing.T) {
-	a := startAPI(t, func(c *local.Config, api *coordinator.APIConfig) {
+	a := startAPI(t, func(c *fleet.InProcessConfig, api *coordinator.APIConfig) {
 		api.Tokens = []coordinator.Token{{Name: "alice", Secret: "a-secret"}}
 		api.MaxStreams, api.MaxStreamsPerCaller = 3, 2
 	})
@@ -174,10 +171,10 @@ func (c *fakeClock) now() time.Time {
 // the read deadline, 408 too; nothing is stored.
 func TestAPIMinimumUploadRate(t *testing.T) {
 	clock := &fakeClock{t: time.Now()}
-	a := startAPI(t, func(_ *local.Config, api *coordinator.APIConfig) {
+	a := startAPI(t, func(_ *fleet.InProcessConfig, api *coordinator.APIConfig) {
 		api.MinUploadRate, api.UploadRateWindow, api.Now = 64<<10, 10*time.Second, clock.now
 	})
-	stall := startAPI(t, func(_ *local.Config, api *coordinator.APIConfig) {
+	stall := startAPI(t, func(_ *fleet.InProcessConfig, api *coordinator.APIConfig) {
 		api.MinUploadRate, api.UploadRateWindow = 64<<10, 300*time.Millisecond
 	})
 	for _, tc := range []struct {
@@ -247,33 +244,12 @@ func TestAPIErrorsHideServerPaths(t *testing.T) {
 // JetStream stops taking writes (the server disables it, as nats-server does on a storage
 // failure) is not ready, and says why; the probe's answer is reused for a moment.
 func TestAPIReadyzFailsWhileTheStoreCannotWrite(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{JetStream: true, StoreDir: t.TempDir(), DontListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, nc, topo := queuetest.Start(t)
 	ctx := context.Background()
-	topo, err := queue.Ensure(ctx, js, queue.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	now := time.Now()
 	c, err := coordinator.New(coordinator.Config{DataDir: t.TempDir()}, coordinator.Deps{
-		Topology: topo, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry(),
+		Queue: topo, Runs: topo.Runs(), Bundles: topo, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry(),
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -85,5 +86,29 @@ func (b *broadcaster) close() {
 	for ch := range b.subs {
 		delete(b.subs, ch)
 		close(ch)
+	}
+}
+
+// Events calls fn for each live event of a run until its stream closes (the run ended, or this
+// subscriber fell a whole buffer behind and was dropped), fn returns an error, or ctx ends. It
+// keeps Client.Events' contract, so one loop follows a run in process and over HTTP alike.
+func (c *Coordinator) Events(ctx context.Context, id string, fn func(*pb.Event) error) error {
+	ch, cancel, err := c.Subscribe(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

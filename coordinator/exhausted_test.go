@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
@@ -24,7 +23,7 @@ import (
 func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	qcfg := queue.DefaultConfig()
 	qcfg.AckWait, qcfg.MaxDeliver = 300*time.Millisecond, 2
-	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	srv, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	c1 := recoveryCoordinator(t, topo, dataDir)
@@ -39,7 +38,7 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	held, heldMsg := fetchJob(t, topo)
 	done, doneMsg := fetchJob(t, topo)
 	publishResult(t, topo, done, 1, pb.Verdict_VERDICT_FAILED, done.GetSecret())
-	if err := doneMsg.DoubleAck(ctx); err != nil {
+	if err := doneMsg.AckSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The held job's worker is alive: it heartbeats until the test lets it finish.
@@ -64,22 +63,17 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	if again, _ := fetchJob(t, topo); again.GetId() != dying.GetId() {
 		t.Fatalf("redelivered %s, want %s", again.GetId(), dying.GetId())
 	}
-	exhausted, err := topo.JS.Stream(ctx, queue.ExhaustedStream)
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, "the server to give up on the job", func() bool {
 		// The server notices an exhausted job when a pull comes (a worker always has one).
-		if b, err := topo.OnDemand.FetchNoWait(1); err == nil {
-			for m := range b.Messages() {
-				t.Errorf("delivered again: %s", m.Subject())
+		if ds, err := onDemand(topo).Fetch(1, 0); err == nil {
+			for _, d := range ds {
+				t.Errorf("delivered again: %s", d.Subject())
 			}
 		}
-		info, err := exhausted.Info(ctx)
-		return err == nil && info.State.Msgs > 0
+		return queuetest.StreamMsgs(t, srv, queue.ExhaustedStream) > 0
 	})
-	if ci, err := topo.OnDemand.Info(ctx); err != nil || ci.NumAckPending == 0 {
-		t.Fatalf("the lane should be busy with the held job: %v, %v", ci, err)
+	if n := queuetest.AckPending(t, srv, queue.JobsStream, queue.OnDemandConsumer); n == 0 {
+		t.Fatal("the lane should be busy with the held job")
 	}
 
 	c2 := recoveryCoordinator(t, topo, dataDir)
@@ -91,7 +85,7 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 	close(stopBeats)
 	<-beating
 	publishResult(t, topo, held, 1, pb.Verdict_VERDICT_FAILED, held.GetSecret())
-	if err := heldMsg.DoubleAck(ctx); err != nil {
+	if err := heldMsg.AckSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var final *pb.RunStatus
@@ -108,7 +102,7 @@ func TestRecoverExhaustedWhileDownOnABusyLane(t *testing.T) {
 func recoveryCoordinator(t *testing.T, topo *queue.Topology, dataDir string) *coordinator.Coordinator {
 	t.Helper()
 	c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, MaxAttempts: 2, StatusEvery: 50 * time.Millisecond},
-		coordinator.Deps{Topology: topo, Registry: prometheus.NewRegistry()})
+		coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,17 +112,20 @@ func recoveryCoordinator(t *testing.T, topo *queue.Topology, dataDir string) *co
 	return c
 }
 
+// onDemand is the on-demand lane's consumer.
+func onDemand(topo *queue.Topology) *queue.LaneConsumer { return topo.LaneConsumers()[0] }
+
 // fetchJob takes the next on-demand job, as a worker would.
-func fetchJob(t *testing.T, topo *queue.Topology) (*pb.Job, jetstream.Msg) {
+func fetchJob(t *testing.T, topo *queue.Topology) (*pb.Job, *queue.Delivery) {
 	t.Helper()
-	batch, err := topo.OnDemand.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	ds, err := onDemand(topo).Fetch(1, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := <-batch.Messages()
-	if !ok {
-		t.Fatalf("no job delivered: %v", batch.Error())
+	if len(ds) == 0 {
+		t.Fatal("no job delivered")
 	}
+	m := ds[0]
 	job := &pb.Job{}
 	if err := proto.Unmarshal(m.Data(), job); err != nil {
 		t.Fatal(err)

@@ -1,19 +1,20 @@
 package coordinator
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/assert/assertpb"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
 // jobMessage turns a planned job into what travels to a worker: everything the worker needs
-// to run and judge the case, so a worker never re-reads case files.
-func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, now *timestamppb.Timestamp) (*pb.Job, error) {
+// to run and judge the case (the compiled assertions, the catalog its agent is shown, the
+// limits), so a worker never reads a case file or a SKILL.md.
+func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, maxAttempts int, now *timestamppb.Timestamp) (*pb.Job, error) {
 	c := j.Case
 	sd := p.Skill(c.Skill.Name)
 	if sd == nil {
@@ -32,6 +33,9 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, n
 	case suite.KindPrompt:
 		m.Kind = pb.CaseKind_CASE_KIND_PROMPT
 		m.Input = c.Input
+		m.AllowedTools = cat.allowed[c.Skill.Name]
+		// By reference: the catalog is the same for every prompt job of the run.
+		m.CatalogDigest = cat.digest
 	case suite.KindCommand:
 		m.Kind = pb.CaseKind_CASE_KIND_COMMAND
 		m.Command = c.Command
@@ -41,13 +45,9 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, j suite.Job, maxAttempts int, n
 		m.Env = c.Env
 	}
 	for _, a := range c.Assertions {
-		pa := &pb.Assertion{Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: c.File, Line: int32(a.Line), Votes: int32(a.Votes)}
-		if a.JSON != nil {
-			b, err := json.Marshal(a.JSON)
-			if err != nil {
-				return nil, fmt.Errorf("case %s/%s: stdout-json: %w", c.Skill.Name, c.Name, err)
-			}
-			pa.Json = b
+		pa, err := assertpb.Encode(a.Assertion, c.File, a.Line, a.Votes)
+		if err != nil {
+			return nil, fmt.Errorf("case %s/%s: %w", c.Skill.Name, c.Name, err)
 		}
 		m.Assertions = append(m.Assertions, pa)
 	}

@@ -35,7 +35,7 @@ func (p *storeProbe) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	p.last = nil
-	if _, err := p.c.topo.Runs.Put(ctx, probeKey, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+	if _, err := p.c.runStore.Put(ctx, probeKey, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
 		p.last = fmt.Errorf("the store cannot write: %w", err)
 	}
 	p.at = now

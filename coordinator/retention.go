@@ -49,7 +49,7 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 	inUse := make(map[string]bool)
 	for _, st := range statuses {
 		if isFinal(st.GetState()) && st.GetFinishedAt() != nil && st.GetFinishedAt().AsTime().Before(cutoff) {
-			if err := c.topo.Runs.Delete(ctx, st.GetId()); err != nil {
+			if err := c.runStore.Delete(ctx, st.GetId()); err != nil {
 				return out, err
 			}
 			c.finished.drop(st.GetId())
@@ -57,8 +57,11 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 			continue
 		}
 		inUse[st.GetSpec().GetBundleDigest()] = true
+		if d := st.GetSpec().GetCatalogDigest(); d != "" {
+			inUse[d] = true
+		}
 	}
-	bundles, err := c.topo.ListBundles(ctx)
+	bundles, err := c.bundles.ListBundles(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -66,7 +69,7 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 		if inUse[b.Digest] || b.Stored.After(now.Add(-bundleGrace)) {
 			continue
 		}
-		if err := c.topo.DeleteBundle(ctx, b.Digest); err != nil {
+		if err := c.bundles.DeleteBundle(ctx, b.Digest); err != nil {
 			return out, err
 		}
 		out.Bundles++

@@ -36,12 +36,12 @@ func TestSweepKeepsWhatReportsNeed(t *testing.T) {
 	base := time.Now() // the server stamps uploads with its own clock
 	clk := &clock{now: base}
 	c, err := coordinator.New(coordinator.Config{DataDir: t.TempDir(), Retention: 7 * 24 * time.Hour},
-		coordinator.Deps{Topology: topo, Now: clk.Now})
+		coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bundle := map[string]string{}
-	for _, name := range []string{"old", "shared", "active", "orphan"} {
+	for _, name := range []string{"old", "shared", "active", "orphan", "old catalog", "recent catalog"} {
 		d, err := topo.PutBundle(ctx, bytes.NewReader([]byte("bundle "+name)))
 		if err != nil {
 			t.Fatal(err)
@@ -54,14 +54,15 @@ func TestSweepKeepsWhatReportsNeed(t *testing.T) {
 		state    pb.RunState
 		finished time.Time // zero: not finished
 		bundle   string
+		catalog  string // the stored catalog its prompt jobs name, if any
 	}{
-		{"rold", pb.RunState_RUN_STATE_COMPLETED, base, "old"},
-		{"rcancelled", pb.RunState_RUN_STATE_CANCELLED, base, "shared"},
-		{"rrecent", pb.RunState_RUN_STATE_COMPLETED, base.Add(2 * day), "shared"},
-		{"rrunning", pb.RunState_RUN_STATE_RUNNING, time.Time{}, "active"},
+		{"rold", pb.RunState_RUN_STATE_COMPLETED, base, "old", "old catalog"},
+		{"rcancelled", pb.RunState_RUN_STATE_CANCELLED, base, "shared", ""},
+		{"rrecent", pb.RunState_RUN_STATE_COMPLETED, base.Add(2 * day), "shared", "recent catalog"},
+		{"rrunning", pb.RunState_RUN_STATE_RUNNING, time.Time{}, "active", ""},
 	}
 	for _, r := range runs {
-		st := &pb.RunStatus{Id: r.id, State: r.state, Spec: &pb.RunSpec{Id: r.id, BundleDigest: bundle[r.bundle], CreatedAt: timestamppb.New(base)}}
+		st := &pb.RunStatus{Id: r.id, State: r.state, Spec: &pb.RunSpec{Id: r.id, BundleDigest: bundle[r.bundle], CatalogDigest: bundle[r.catalog], CreatedAt: timestamppb.New(base)}}
 		if !r.finished.IsZero() {
 			st.FinishedAt = timestamppb.New(r.finished)
 		}
@@ -69,7 +70,7 @@ func TestSweepKeepsWhatReportsNeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := topo.Runs.Put(ctx, r.id, b); err != nil {
+		if _, err := topo.Runs().Put(ctx, r.id, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +87,7 @@ func TestSweepKeepsWhatReportsNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (coordinator.Swept{Runs: 2, Bundles: 2}); got != want {
+	if want := (coordinator.Swept{Runs: 2, Bundles: 3}); got != want {
 		t.Fatalf("sweep = %+v, want %+v", got, want)
 	}
 	for _, r := range runs {
@@ -109,8 +110,8 @@ func TestSweepKeepsWhatReportsNeed(t *testing.T) {
 		}
 	}
 	slices.Sort(kept)
-	if !slices.Equal(kept, []string{"active", "shared"}) {
-		t.Fatalf("bundles kept: %v, want active and shared (old lost its run, orphan had none)", kept)
+	if !slices.Equal(kept, []string{"active", "recent catalog", "shared"}) {
+		t.Fatalf("objects kept: %v, want active, shared and the recent run's catalog (old and its catalog lost their run, orphan had none)", kept)
 	}
 
 	// A second sweep finds nothing more.

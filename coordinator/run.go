@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/internal/clock"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -34,6 +34,7 @@ type run struct {
 	legacy   bool
 	lane     queue.Lane
 	plan     *suite.Plan
+	catalog  *jobCatalog
 	jobIndex map[string]int
 	done     []bool
 	builder  *report.Builder
@@ -53,9 +54,9 @@ type run struct {
 	status *pb.RunStatus
 }
 
-func newRun(spec *pb.RunSpec, plan *suite.Plan) *run {
+func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
 	r := &run{
-		id: spec.GetId(), spec: spec, plan: plan,
+		id: spec.GetId(), spec: spec, plan: plan, catalog: cat,
 		lane:     queue.LaneOnDemand,
 		jobIndex: make(map[string]int, len(plan.Jobs)),
 		done:     make([]bool, len(plan.Jobs)),
@@ -123,9 +124,9 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	log.Info("run started", zap.Int("jobs", len(r.plan.Jobs)), zap.Int("to_publish", len(pending)), zap.Int("results_so_far", existing))
 
 	deadline := c.deadline(r)
-	timer := time.NewTimer(max(deadline.Sub(c.now()), 0))
+	timer := c.clock.NewTimer(max(deadline.Sub(c.now()), 0))
 	defer timer.Stop()
-	tick := time.NewTicker(c.cfg.StatusEvery)
+	tick := c.clock.NewTicker(c.cfg.StatusEvery)
 	defer tick.Stop()
 	dirty := true
 
@@ -150,10 +151,10 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		case reason := <-r.cancel:
 			c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
 			return true
-		case <-timer.C:
+		case <-timer.C():
 			c.finish(ctx, r, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, "run deadline passed at "+deadline.UTC().Format(time.RFC3339))
 			return true
-		case <-tick.C:
+		case <-tick.C():
 			if dirty {
 				c.persist(r, log)
 				dirty = false
@@ -191,10 +192,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 				return
 			}
 			log.Error("publishing jobs failed; retrying", zap.Error(err))
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-			}
+			clock.Sleep(ctx, c.clock, time.Second)
 			continue
 		}
 		pending = pending[n:]
@@ -272,7 +270,7 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
 	now := timestamppb.New(c.now())
 	for _, i := range idx {
-		msg, err := jobMessage(r.spec, r.plan, r.plan.Jobs[i], c.cfg.MaxAttempts, now)
+		msg, err := jobMessage(r.spec, r.plan, r.catalog, r.plan.Jobs[i], c.cfg.MaxAttempts, now)
 		if err != nil {
 			return err
 		}
@@ -311,7 +309,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if state != pb.RunState_RUN_STATE_COMPLETED {
-		if err := c.topo.PurgeRunJobs(ctx, r.id); err != nil {
+		if err := c.queue.PurgeRunJobs(ctx, r.id); err != nil {
 			c.log.Error("removing queued jobs failed", zap.String("run", r.id), zap.Error(err))
 		}
 		r.builder.Skip(reason)
@@ -333,7 +331,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 			c.log.Error("saving the final run state failed; it will be resumed and finished again", zap.String("run", r.id), zap.Error(err))
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
 	c.finished.put(r.id, r.builder.Report())
 	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))
@@ -359,7 +357,7 @@ func (c *Coordinator) fail(ctx context.Context, r *run, reason string) {
 // follow streams a run's results from the first one stored, until stop is called; backlog is
 // how many were stored when it started.
 func (c *Coordinator) follow(ctx context.Context, id string) (<-chan queue.ResultMsg, int, func(), error) {
-	it, err := c.topo.FollowResults(ctx, id)
+	it, err := c.queue.FollowResults(ctx, id)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -370,7 +368,7 @@ func (c *Coordinator) follow(ctx context.Context, id string) (<-chan queue.Resul
 		for {
 			m, err := it.Next(ctx)
 			if err != nil {
-				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if ctx.Err() == nil && !errors.Is(err, queue.ErrStopped) {
 					c.log.Warn("results iterator ended", zap.String("run", id), zap.Error(err))
 				}
 				return

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -37,7 +38,7 @@ func startCoordinator(t *testing.T, topo *queue.Topology, dataDir string) (*coor
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, StatusEvery: 50 * time.Millisecond},
-		coordinator.Deps{Topology: topo, Registry: reg})
+		coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +85,7 @@ func publishResult(t *testing.T, topo *queue.Topology, job *pb.Job, attempt int,
 // eventually polls cond for up to 30 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, 20*time.Millisecond, cond, "timed out waiting for %s", what)
 }
 
 // results reads skillfleet_coordinator_results_total{outcome} from reg.
@@ -147,12 +142,12 @@ func TestForgedResultsAreRefused(t *testing.T) {
 	eventually(t, "the real result accepted", func() bool { return results(reg, "accepted") == 1 })
 
 	// The key is in the KV bucket, and in no answer of the API's methods.
-	e, err := topo.Runs.Get(ctx, st.GetId())
+	value, _, err := topo.Runs().Get(ctx, st.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored := &pb.RunStatus{}
-	if err := proto.Unmarshal(e.Value(), stored); err != nil || len(stored.GetJobKey()) != 32 {
+	if err := proto.Unmarshal(value, stored); err != nil || len(stored.GetJobKey()) != 32 {
 		t.Fatalf("stored run has a %d-byte job key (%v), want 32", len(stored.GetJobKey()), err)
 	}
 	got, err := c.Status(ctx, st.GetId())
@@ -204,7 +199,7 @@ func TestForgedResultsAreRefused(t *testing.T) {
 func TestRecoverExhaustedWhileDown(t *testing.T) {
 	qcfg := queue.DefaultConfig()
 	qcfg.AckWait, qcfg.MaxDeliver = 300*time.Millisecond, 2
-	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	srv, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	c1 := recoveryCoordinator(t, topo, dataDir)
@@ -216,7 +211,7 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 	first, _ := fetchJob(t, topo)
 	second, m2 := fetchJob(t, topo)
 	publishResult(t, topo, second, 1, pb.Verdict_VERDICT_FAILED, second.GetSecret())
-	if err := m2.DoubleAck(ctx); err != nil {
+	if err := m2.AckSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The coordinator goes down; the job's last delivery expires meanwhile.
@@ -229,13 +224,12 @@ func TestRecoverExhaustedWhileDown(t *testing.T) {
 	}
 	eventually(t, "the server to give up on the job", func() bool {
 		// The server notices an exhausted job when a pull comes (a worker always has one).
-		if b, err := topo.OnDemand.FetchNoWait(1); err == nil {
-			for m := range b.Messages() {
-				t.Errorf("delivered again after MaxDeliver: %s", m.Subject())
+		if ds, err := onDemand(topo).Fetch(1, 0); err == nil {
+			for _, d := range ds {
+				t.Errorf("delivered again after MaxDeliver: %s", d.Subject())
 			}
 		}
-		ci, err := topo.OnDemand.Info(ctx)
-		return err == nil && ci.NumAckPending == 0
+		return queuetest.AckPending(t, srv, queue.JobsStream, queue.OnDemandConsumer) == 0
 	})
 
 	c2 := recoveryCoordinator(t, topo, dataDir)
@@ -267,12 +261,12 @@ func TestLegacyRunResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What the old coordinator left: a record without a key, a result without a secret.
-	e, err := topo.Runs.Get(ctx, st.GetId())
+	value, _, err := topo.Runs().Get(ctx, st.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored := &pb.RunStatus{}
-	if err := proto.Unmarshal(e.Value(), stored); err != nil {
+	if err := proto.Unmarshal(value, stored); err != nil {
 		t.Fatal(err)
 	}
 	stored.JobKey = nil
@@ -280,7 +274,7 @@ func TestLegacyRunResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := topo.Runs.Put(ctx, st.GetId(), b); err != nil {
+	if _, err := topo.Runs().Put(ctx, st.GetId(), b); err != nil {
 		t.Fatal(err)
 	}
 	publishResult(t, topo, first, 1, pb.Verdict_VERDICT_FAILED, nil)

@@ -1,18 +1,17 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
 
 // natsCluster is three nats-server processes routed into one JetStream cluster.
@@ -45,26 +44,13 @@ cluster {
 		c.urls = append(c.urls, "nats://"+clients[i])
 	}
 	// Ready when the cluster has a JetStream meta leader to answer.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		nc, err := nats.Connect(strings.Join(c.urls, ","))
-		if err == nil {
-			var js jetstream.JetStream
-			if js, err = jetstream.New(nc); err == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				_, err = js.AccountInfo(ctx)
-				cancel()
-			}
-			nc.Close()
-			if err == nil {
-				return c
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NATS cluster not ready: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitJetStream(t, c.client(), 60*time.Second, slices.Collect(maps.Values(c.nodes))...)
+	return c
+}
+
+// client is how a test logs in to the cluster: any node will do.
+func (c *natsCluster) client() queue.ConnectConfig {
+	return queue.ConnectConfig{URL: strings.Join(c.urls, ",")}
 }
 
 func quoteAll(ss []string) []string {
@@ -78,26 +64,11 @@ func quoteAll(ss []string) []string {
 // streamLeader names the node that leads a stream now.
 func (c *natsCluster) streamLeader(t *testing.T, stream string) string {
 	t.Helper()
-	nc, err := nats.Connect(strings.Join(c.urls, ","))
-	if err != nil {
-		t.Fatal(err)
+	p := queuetest.StreamPlacement(t, c.client(), stream)
+	if p.Leader == "" || p.Replicas != 3 {
+		t.Fatalf("stream %s: placement %+v; want a leader and 3 replicas", stream, p)
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := s.CachedInfo()
-	if info.Cluster == nil || info.Cluster.Leader == "" || info.Config.Replicas != 3 {
-		t.Fatalf("stream %s: cluster %+v, replicas %d; want a leader and 3 replicas", stream, info.Cluster, info.Config.Replicas)
-	}
-	return info.Cluster.Leader
+	return p.Leader
 }
 
 // TestNATSClusterNodeLoss runs the example suite on a three-node JetStream cluster with every

@@ -16,16 +16,18 @@ const exampleJobs = 20
 type submitted struct {
 	code        int
 	out, errOut string
+	err         error // the submit did not end in time
 }
 
 // submitExamples submits the example suite with --follow --format json in the background.
 func submitExamples(t *testing.T, api, tokenFile string) <-chan submitted {
 	t.Helper()
 	done := make(chan submitted, 1)
+	bin := binary(t, "skillfleet")
 	go func() {
-		code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", api, "--token-file", tokenFile,
+		code, out, errOut, err := runCLIBounded(bin, 5*time.Minute, "submit", "--coordinator", api, "--token-file", tokenFile,
 			"--follow", "--format", "json", examples)
-		done <- submitted{code, out, errOut}
+		done <- submitted{code, out, errOut, err}
 	}()
 	return done
 }
@@ -55,6 +57,9 @@ func midRun(t *testing.T, api, token string) int {
 // 16 cases of which the 11 command cases passed and the 5 prompt cases errored.
 func checkExampleReport(t *testing.T, res submitted, after string) {
 	t.Helper()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
 	if res.code != 1 {
 		t.Fatalf("submit exit %d, want 1 (prompt cases have no agent)\nstdout:\n%s\nstderr:\n%s", res.code, res.out, res.errOut)
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
 
 // pki is a throw-away CA with a server certificate for 127.0.0.1 and a client certificate.
@@ -112,25 +112,30 @@ authorization { token: %q }
 	s.proc = start(t, "nats-server", binary(t, "nats-server"), nil, "-c", writeFile(t, dir, "nats.conf", conf))
 	s.URL = "tls://" + addr
 	// Ready when a client with every credential gets JetStream answers.
-	deadline := time.Now().Add(30 * time.Second)
+	waitJetStream(t, queue.ConnectConfig{URL: s.URL, TLSCA: s.PKI.CA, TLSCert: s.PKI.ClientCert, TLSKey: s.PKI.ClientKey, Token: s.Token},
+		30*time.Second, s.proc)
+	return s
+}
+
+// waitJetStream waits until a client logged in as cfg gets JetStream answers, failing the test
+// when within passes or one of the server processes procs exits first.
+func waitJetStream(t *testing.T, cfg queue.ConnectConfig, within time.Duration, procs ...*proc) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
-		nc, err := nats.Connect(s.URL, nats.RootCAs(s.PKI.CA), nats.ClientCert(s.PKI.ClientCert, s.PKI.ClientKey), nats.Token(s.Token))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := queuetest.JetStreamReady(ctx, cfg)
+		cancel()
 		if err == nil {
-			js, jerr := jetstream.New(nc)
-			if jerr == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_, jerr = js.AccountInfo(ctx)
-				cancel()
-				if jerr == nil {
-					nc.Close()
-					return s
-				}
-			}
-			nc.Close()
-			err = jerr
+			return
 		}
-		if !s.proc.running() || time.Now().After(deadline) {
-			t.Fatalf("nats-server not ready: %v\n%s", err, s.proc.out.String())
+		for _, p := range procs {
+			if !p.running() {
+				t.Fatalf("%s exited with %d before serving JetStream: %v\n%s", p.name, p.code, err, p.out.String())
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("NATS at %s did not serve JetStream within %s: %v", cfg.URL, within, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

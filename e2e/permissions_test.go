@@ -9,17 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
@@ -41,7 +39,8 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
 	}, "-c", conf)
 	url := "nats://" + addr
-	waitNATS(t, ns, url, nats.UserInfo("skillfleet-coordinator", coordPass), nats.CustomInboxPrefix("_INBOX_skillfleet_coordinator"))
+	waitJetStream(t, queue.ConnectConfig{URL: url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"},
+		30*time.Second, ns)
 
 	apiToken := "perms-api-token"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
@@ -88,18 +87,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	}
 
 	// What a worker's credentials must not allow, even to someone who steals them.
-	var mu sync.Mutex
-	var denied []string
-	nc, err := nats.Connect(url, nats.UserInfo("skillfleet-worker", workerPass), nats.CustomInboxPrefix("_INBOX_skillfleet_worker"),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			mu.Lock()
-			denied = append(denied, err.Error())
-			mu.Unlock()
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	worker := queue.ConnectConfig{URL: url, User: "skillfleet-worker", Password: workerPass, InboxPrefix: "_INBOX_skillfleet_worker"}
 	refused := []struct{ what, subject string }{
 		{"publish a job", "skillfleet.jobs.ondemand.r20260101t000000-00000000"},
 		{"write run state", "$KV.skillfleet_runs.r20260101t000000-00000000"},
@@ -121,10 +109,13 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"list bundles through an ephemeral consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles"},
 		{"walk the bundle store by sequence", "$JS.API.DIRECT.GET.OBJ_skillfleet_bundles"},
 	}
+	var missing, seen []string
 	for _, r := range refused {
-		if err := nc.Publish(r.subject, []byte("{}")); err != nil {
-			t.Fatalf("%s: %v", r.what, err)
+		err := queuetest.PublishAs(t, worker, r.subject, []byte("{}"))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("Permissions Violation for Publish to %q", r.subject)) {
+			missing = append(missing, r.what)
 		}
+		seen = append(seen, fmt.Sprintf("publish to %s: %v", r.subject, err))
 	}
 	refusedSubs := []struct{ what, subject string }{
 		{"read every result", "skillfleet.results.>"},
@@ -132,46 +123,24 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"read replies on the default prefix", "_INBOX.>"},
 	}
 	for _, r := range refusedSubs {
-		if _, err := nc.SubscribeSync(r.subject); err != nil {
-			t.Fatal(err)
+		err := queuetest.SubscribeAs(t, worker, r.subject)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("Permissions Violation for Subscription to %q", r.subject)) {
+			missing = append(missing, r.what)
 		}
+		seen = append(seen, fmt.Sprintf("subscribe to %s: %v", r.subject, err))
 	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		got := strings.Join(denied, "\n")
-		mu.Unlock()
-		missing := []string{}
-		for _, r := range refused {
-			if !strings.Contains(got, fmt.Sprintf("Permissions Violation for Publish to %q", r.subject)) {
-				missing = append(missing, r.what)
-			}
-		}
-		for _, r := range refusedSubs {
-			if !strings.Contains(got, fmt.Sprintf("Permissions Violation for Subscription to %q", r.subject)) {
-				missing = append(missing, r.what)
-			}
-		}
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker's user was not refused: %s\nerrors seen:\n%s", strings.Join(missing, ", "), got)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if len(missing) > 0 {
+		t.Fatalf("the worker's user was not refused: %s\nwhat the server said:\n%s", strings.Join(missing, ", "), strings.Join(seen, "\n"))
 	}
 
-	forgeVerdict(t, nc, api, apiToken)
+	forgeVerdict(t, worker, api, apiToken)
 }
 
 // forgeVerdict submits a case that fails (exit 1, after a pause that lets the forgery arrive
 // first), and publishes a PASSED result for it with the worker's credentials, as someone who
 // stole them and learnt the run id would: job ids are predictable, the job's secret is not.
 // The case must still end failed.
-func forgeVerdict(t *testing.T, nc *nats.Conn, api, apiToken string) {
+func forgeVerdict(t *testing.T, worker queue.ConnectConfig, api, apiToken string) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "forge-target", "tests", "cases"), 0o755); err != nil {
 		t.Fatal(err)
@@ -196,10 +165,6 @@ func forgeVerdict(t *testing.T, nc *nats.Conn, api, apiToken string) {
 	}
 	run := st.GetId()
 	jobID := suite.JobID("forge-target", "fails", suite.KindCommand, 1, "")
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for attempt, secret := range [][]byte{nil, bytes.Repeat([]byte{7}, 32)} {
 		data, err := proto.Marshal(&pb.Result{
 			JobId: jobID, RunId: run, Skill: "forge-target", CaseName: "fails", Epoch: 1,
@@ -209,7 +174,7 @@ func forgeVerdict(t *testing.T, nc *nats.Conn, api, apiToken string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := js.Publish(ctx, queue.ResultSubject(run), data); err != nil {
+		if err := queuetest.StoreAs(t, worker, queue.ResultSubject(run), data); err != nil {
 			t.Fatalf("publishing a result with the worker's credentials: %v", err)
 		}
 	}
@@ -240,27 +205,5 @@ func forgeVerdict(t *testing.T, nc *nats.Conn, api, apiToken string) {
 	}
 	if st.GetCases().GetFailed() != 1 || suites.Tests != 1 || suites.Failures != 1 {
 		t.Fatalf("a forged PASSED result counted: cases %v, JUnit %d tests, %d failures\n%s", st.GetCases(), suites.Tests, suites.Failures, junit.String())
-	}
-}
-
-// waitNATS waits until a client can log in to the server that p runs and use JetStream.
-func waitNATS(t *testing.T, p *proc, url string, opts ...nats.Option) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		nc, err := nats.Connect(url, opts...)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err = nc.RequestWithContext(ctx, "$JS.API.STREAM.INFO.SKILLFLEET_JOBS", nil)
-			cancel()
-			nc.Close()
-			if err == nil {
-				return
-			}
-		}
-		if !p.running() || time.Now().After(deadline) {
-			t.Fatalf("nats-server not ready: %v\n%s", err, p.out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -165,16 +165,26 @@ func exitCode(err error) int {
 // runCLI runs one skillfleet command to its end and returns its exit code and output.
 func runCLI(t *testing.T, timeout time.Duration, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	code, stdout, stderr, err := runCLIBounded(binary(t, "skillfleet"), timeout, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout, stderr
+}
+
+// runCLIBounded is runCLI for a goroutine other than the test's, where t.Fatal would end the
+// goroutine and leave its reader waiting forever: a run past timeout is an error.
+func runCLIBounded(bin string, timeout time.Duration, args ...string) (code int, stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t, "skillfleet"), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	runErr := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("skillfleet %s: still running after %s\nstderr:\n%s", strings.Join(args, " "), timeout, errb.String())
+		return 0, out.String(), errb.String(), fmt.Errorf("skillfleet %s: still running after %s\nstderr:\n%s", strings.Join(args, " "), timeout, errb.String())
 	}
-	return exitCode(err), out.String(), errb.String()
+	return exitCode(runErr), out.String(), errb.String(), nil
 }
 
 // freeAddr returns a loopback address nothing listens on now.

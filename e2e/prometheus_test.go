@@ -63,11 +63,17 @@ scrape_configs:
 		if code != 1 || !strings.Contains(out, "2 cases: 1 passed, 0 failed, 1 errored") {
 			t.Fatalf("submit exit %d, want 1 with 1 passed and 1 errored\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
-		// The second run must come after a scrape of the first, or increase() sees one sample.
+		// The second run must come after a scrape of the first, or increase() sees one sample;
+		// and both daemons are scraped on their own schedules, so each must have been scraped
+		// after the run (the worker's job durations feed a panel of their own).
 		want := float64(2 * (i + 1))
 		eventually(t, fmt.Sprintf("Prometheus has scraped run %d", i+1), func() (bool, string) {
-			v, err := queryScalar(api, "sum(skillfleet_coordinator_cases_total)")
-			return err == nil && v == want, fmt.Sprintf("sum of cases = %v (%v), want %v", v, err, want)
+			cases, err := queryScalar(api, "sum(skillfleet_coordinator_cases_total)")
+			if err != nil || cases != want {
+				return false, fmt.Sprintf("sum of cases = %v (%v), want %v", cases, err, want)
+			}
+			jobs, err := queryScalar(api, "sum(skillfleet_worker_job_duration_seconds_count)")
+			return err == nil && jobs == want, fmt.Sprintf("jobs timed by the worker = %v (%v), want %v", jobs, err, want)
 		})
 	}
 

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"sync"
+
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // Cache stores decided verdicts. Implementations must be safe for concurrent use.
@@ -81,9 +83,7 @@ func (c *LRU) Get(key string) (Verdict, bool) {
 
 // Put stores v under key, evicting the least recently used entry when full.
 func (c *LRU) Put(key string, v Verdict) {
-	if len(v.Evidence) > maxCachedEvidence {
-		v.Evidence = clipUTF8(v.Evidence, maxCachedEvidence)
-	}
+	v.Evidence = text.ClipBytes(v.Evidence, maxCachedEvidence)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[key]; ok {
@@ -104,11 +104,4 @@ func (c *LRU) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ll.Len()
-}
-
-func clipUTF8(s string, n int) string {
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

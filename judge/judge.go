@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // MaxVotes bounds the samples of one evaluation, whatever a suite asks for.
@@ -92,7 +93,7 @@ func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, v
 		votes = j.votes
 	}
 	votes = min(votes, MaxVotes)
-	res := assert.Result{Type: assert.SemanticMatch, Expected: clip(criterion, maxExcerpt)}
+	res := assert.Result{Type: assert.SemanticMatch, Expected: text.ClipEscaped(criterion, maxExcerpt)}
 	tag := fmt.Sprintf("model %s, %s", j.model, PromptVersion)
 	if strings.TrimSpace(criterion) == "" {
 		res.Errored = true
@@ -189,7 +190,7 @@ func verdictWord(passed bool) string {
 
 func (j *Judge) decided(res assert.Result, v Verdict, tag string) assert.Result {
 	res.Passed = v.Passed
-	res.Actual = clip(v.Evidence, maxExcerpt)
+	res.Actual = text.ClipEscaped(v.Evidence, maxExcerpt)
 	res.Message = fmt.Sprintf("judge (%s): %s — %s", tag, verdictWord(v.Passed), res.Actual)
 	return res
 }
@@ -221,7 +222,7 @@ func (j *Judge) sample(ctx context.Context, criterion, input, output string, vot
 	}
 	msg := comp.Choices[0].Message
 	if msg.Refusal != "" && strings.TrimSpace(msg.Content) == "" {
-		return Verdict{}, u, &sampleError{schema: true, msg: "refused: " + clip(msg.Refusal, 120)}
+		return Verdict{}, u, &sampleError{schema: true, msg: "refused: " + text.ClipEscaped(msg.Refusal, 120)}
 	}
 	v, err := parseVerdict(msg.Content)
 	if err != nil {
@@ -229,7 +230,7 @@ func (j *Judge) sample(ctx context.Context, criterion, input, output string, vot
 		if fr := comp.Choices[0].FinishReason; fr != "" && fr != "stop" {
 			why += " (finish reason " + fr + ")"
 		}
-		return Verdict{}, u, &sampleError{schema: true, msg: why + "; answer: " + clip(msg.Content, 80)}
+		return Verdict{}, u, &sampleError{schema: true, msg: why + "; answer: " + text.ClipEscaped(msg.Content, 80)}
 	}
 	return v, u, nil
 }

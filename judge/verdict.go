@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // Verdict is the judge's decision on one criterion.
@@ -61,7 +63,7 @@ func parseVerdict(content string) (Verdict, error) {
 			}
 			v.Evidence, haveEvidence = s, true
 		default:
-			return Verdict{}, fmt.Errorf("unexpected field %q", clip(key, 40))
+			return Verdict{}, fmt.Errorf("unexpected field %q", text.ClipEscaped(key, 40))
 		}
 	}
 	if _, err := dec.Token(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillfleet/skillfleet/internal/ctxio"
 )
 
 var (
@@ -38,7 +39,7 @@ func (t *Topology) PutBundle(ctx context.Context, r io.Reader) (digest string, e
 		_ = os.Remove(f.Name())
 	}()
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx, r})
+	size, err := io.Copy(io.MultiWriter(f, h), ctxio.Reader(ctx, r))
 	if err != nil {
 		return "", fmt.Errorf("queue: spool bundle: %w", err)
 	}
@@ -55,7 +56,7 @@ func (t *Topology) PutBundleFile(ctx context.Context, path string) (digest strin
 	}
 	defer func() { _ = f.Close() }()
 	h := sha256.New()
-	size, err := io.Copy(h, ctxReader{ctx, f})
+	size, err := io.Copy(h, ctxio.Reader(ctx, f))
 	if err != nil {
 		return "", fmt.Errorf("queue: store bundle: %w", err)
 	}
@@ -68,7 +69,7 @@ func (t *Topology) putSpooled(ctx context.Context, f *os.File, sum []byte, size 
 	// The object store records its own SHA-256 of what it was given, base64url-encoded.
 	storeDigest := "SHA-256=" + base64.URLEncoding.EncodeToString(sum)
 
-	info, err := t.Bundles.GetInfo(ctx, bundleObjectName(digest))
+	info, err := t.bundles.GetInfo(ctx, bundleObjectName(digest))
 	switch {
 	case err == nil && info.Digest == storeDigest && info.Size == uint64(size):
 		return digest, nil
@@ -78,7 +79,7 @@ func (t *Topology) putSpooled(ctx context.Context, f *os.File, sum []byte, size 
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", fmt.Errorf("queue: spool bundle: %w", err)
 	}
-	info, err = t.Bundles.Put(ctx, jetstream.ObjectMeta{
+	info, err = t.bundles.Put(ctx, jetstream.ObjectMeta{
 		Name:        bundleObjectName(digest),
 		Description: "skillfleet suite bundle",
 	}, f)
@@ -101,10 +102,10 @@ func (t *Topology) GetBundle(ctx context.Context, digest string, w io.Writer) er
 	if err := ValidateDigest(digest); err != nil {
 		return err
 	}
-	if t.Bundles == nil {
+	if t.bundles == nil {
 		return t.readBundleByName(ctx, digest, w)
 	}
-	obj, err := t.Bundles.Get(ctx, bundleObjectName(digest))
+	obj, err := t.bundles.Get(ctx, bundleObjectName(digest))
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return fmt.Errorf("%w: %s in object store %s", ErrBundleNotFound, digest, BundlesBucket)
 	}
@@ -160,7 +161,7 @@ func (t *Topology) GetBundleFile(ctx context.Context, digest, path string) error
 // all deploy/nats/permissions.conf lets a worker do.
 func (t *Topology) readBundleByName(ctx context.Context, digest string, w io.Writer) error {
 	meta := "$O." + BundlesBucket + ".M." + base64.URLEncoding.EncodeToString([]byte(bundleObjectName(digest)))
-	resp, err := t.JS.Conn().RequestWithContext(ctx, "$JS.API.DIRECT.GET."+bundlesStream+"."+meta, nil)
+	resp, err := t.conn.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+bundlesStream+"."+meta, nil)
 	if err != nil {
 		return fmt.Errorf("queue: get bundle %s: %w", digest, err)
 	}
@@ -178,7 +179,7 @@ func (t *Topology) readBundleByName(ctx context.Context, digest string, w io.Wri
 	}
 	h := sha256.New()
 	if info.Size > 0 {
-		oc, err := t.JS.OrderedConsumer(ctx, bundlesStream, jetstream.OrderedConsumerConfig{
+		oc, err := t.js.OrderedConsumer(ctx, bundlesStream, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{"$O." + BundlesBucket + ".C." + info.NUID},
 		})
 		if err != nil {
@@ -213,19 +214,6 @@ const bundlesStream = "OBJ_" + BundlesBucket
 
 func hexDigest(h hash.Hash) string { return DigestPrefix + hex.EncodeToString(h.Sum(nil)) }
 
-// ctxReader stops a copy when ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // BundleInfo describes one stored bundle.
 type BundleInfo struct {
 	Digest string
@@ -236,7 +224,7 @@ type BundleInfo struct {
 
 // ListBundles returns every stored bundle.
 func (t *Topology) ListBundles(ctx context.Context) ([]BundleInfo, error) {
-	infos, err := t.Bundles.List(ctx)
+	infos, err := t.bundles.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -258,7 +246,7 @@ func (t *Topology) DeleteBundle(ctx context.Context, digest string) error {
 	if err := ValidateDigest(digest); err != nil {
 		return err
 	}
-	err := t.Bundles.Delete(ctx, bundleObjectName(digest))
+	err := t.bundles.Delete(ctx, bundleObjectName(digest))
 	if err == nil || errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil
 	}

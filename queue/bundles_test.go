@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -40,7 +38,7 @@ func TestBundleRoundTrip(t *testing.T) {
 	if d1 != digestOf(bundle) {
 		t.Fatalf("digest %s, want %s", d1, digestOf(bundle))
 	}
-	before, err := topo.Bundles.Status(ctx)
+	before, err := topo.RawBundles().Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +46,14 @@ func TestBundleRoundTrip(t *testing.T) {
 	if err != nil || d2 != d1 {
 		t.Fatalf("second PutBundle = %s, %v", d2, err)
 	}
-	after, err := topo.Bundles.Status(ctx)
+	after, err := topo.RawBundles().Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.Size() != before.Size() {
 		t.Errorf("second PutBundle stored again: bucket grew from %d to %d bytes", before.Size(), after.Size())
 	}
-	objs, err := topo.Bundles.List(ctx)
+	objs, err := topo.RawBundles().List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +84,7 @@ func TestGetBundleErrors(t *testing.T) {
 	ctx := testCtx(t)
 	good, tampered := []byte("the real bundle"), []byte("something else!")
 	// Stored directly under the digest of other bytes, as a buggy or hostile writer could.
-	if _, err := topo.Bundles.PutBytes(ctx, digestOf(good), tampered); err != nil {
+	if _, err := topo.RawBundles().PutBytes(ctx, digestOf(good), tampered); err != nil {
 		t.Fatal(err)
 	}
 	missing := digestOf([]byte("never stored"))
@@ -143,7 +141,7 @@ func TestGetBundleFile(t *testing.T) {
 	}
 
 	bad := digestOf([]byte("x"))
-	if _, err := topo.Bundles.PutString(ctx, bad, "y"); err != nil {
+	if _, err := topo.RawBundles().PutString(ctx, bad, "y"); err != nil {
 		t.Fatal(err)
 	}
 	badPath := filepath.Join(dir, "bad.tar")
@@ -236,7 +234,7 @@ func BenchmarkBundle50MiB(b *testing.B) {
 			b.Fatalf("read back %d bytes", n)
 		}
 		// Each iteration stores a new bundle; drop it so the store does not grow.
-		if err := topo.Bundles.Delete(ctx, d); err != nil {
+		if err := topo.RawBundles().Delete(ctx, d); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -284,17 +282,13 @@ func TestPutBundleFile(t *testing.T) {
 // TestWorkerTopologyReadsBundlesByName: a topology from OpenWorker, which does not bind the
 // object store, reads bundles of any size by digest, and tells a missing one apart.
 func TestWorkerTopologyReadsBundlesByName(t *testing.T) {
-	_, nc, topo := queuetest.Start(t)
+	_, conn, topo := queuetest.Start(t)
 	ctx := testCtx(t)
-	js, err := jetstream.New(nc)
+	wtopo, err := queue.OpenWorker(ctx, conn, queue.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	wtopo, err := queue.OpenWorker(ctx, js, queue.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if wtopo.Bundles != nil || wtopo.Runs != nil || wtopo.Jobs != nil || wtopo.Results != nil {
+	if wtopo.RawBundles() != nil || wtopo.RawRuns() != nil || wtopo.RawJobs() != nil || wtopo.RawResults() != nil {
 		t.Fatal("OpenWorker bound more than the lane consumers")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

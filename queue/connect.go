@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/queue/internal/natsopts"
 )
 
 // ConnectConfig says where a NATS server is and how to authenticate. At most one of CredsFile,
@@ -42,8 +44,17 @@ type ConnectConfig struct {
 // to 1 s of jitter, so a restarted server is not hit by the whole fleet at once, and also after
 // authorisation errors, so rotated credentials are picked up), pings every 20 s so that a dead
 // peer is noticed within a minute, and logs disconnections, reconnections, asynchronous errors
-// and the final close through log. opts are applied last and override all that.
-func Connect(cfg ConnectConfig, log *zap.Logger, opts ...nats.Option) (*nats.Conn, error) {
+// and the final close through log.
+func Connect(cfg ConnectConfig, log *zap.Logger) (*Conn, error) {
+	nc, err := connect(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(nc)
+}
+
+// connect is Connect with the client library's options applied last, for this package's tests.
+func connect(cfg ConnectConfig, log *zap.Logger, opts ...nats.Option) (*nats.Conn, error) {
 	own, err := cfg.options()
 	if err != nil {
 		return nil, err
@@ -79,7 +90,7 @@ type RetryConfig struct {
 // is logged and tried again after a pause that doubles up to cfg.Max, until it succeeds or ctx
 // ends (SIGTERM). Settings that can never work (ConnectConfig.Validate) fail at once. Once
 // connected, the connection reconnects by itself, as Connect says.
-func ConnectRetry(ctx context.Context, cfg ConnectConfig, retry RetryConfig, log *zap.Logger, opts ...nats.Option) (*nats.Conn, error) {
+func ConnectRetry(ctx context.Context, cfg ConnectConfig, retry RetryConfig, log *zap.Logger) (*Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -91,12 +102,12 @@ func ConnectRetry(ctx context.Context, cfg ConnectConfig, retry RetryConfig, log
 	}
 	wait := retry.First
 	for attempt := 1; ; attempt++ {
-		nc, err := Connect(cfg, log, opts...)
+		c, err := Connect(cfg, log)
 		if err == nil {
 			if attempt > 1 {
 				log.Info("connected to NATS", zap.Int("attempts", attempt))
 			}
-			return nc, nil
+			return c, nil
 		}
 		if Refused(err) {
 			// The server is there and says no: waiting will not change its mind.
@@ -158,38 +169,13 @@ func (cfg ConnectConfig) Validate() error {
 	return nil
 }
 
+// options are the client options that name and authenticate the connection; the translation
+// lives in natsopts, which queuetest shares.
 func (cfg ConnectConfig) options() ([]nats.Option, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var opts []nats.Option
-	if cfg.Name != "" {
-		opts = append(opts, nats.Name(cfg.Name))
-	}
-	switch {
-	case cfg.CredsFile != "":
-		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
-	case cfg.NKeyFile != "":
-		o, err := nats.NkeyOptionFromSeed(cfg.NKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("queue: NATS nkey file %s: %w", cfg.NKeyFile, err)
-		}
-		opts = append(opts, o)
-	case cfg.Token != "":
-		opts = append(opts, nats.Token(cfg.Token))
-	case cfg.User != "":
-		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
-	}
-	if cfg.InboxPrefix != "" {
-		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
-	}
-	if cfg.TLSCA != "" {
-		opts = append(opts, nats.RootCAs(cfg.TLSCA))
-	}
-	if cfg.TLSCert != "" {
-		opts = append(opts, nats.ClientCert(cfg.TLSCert, cfg.TLSKey))
-	}
-	return opts, nil
+	return natsopts.Options(natsopts.Settings(cfg))
 }
 
 // clientOptions are the handlers every skillfleet connection has.

@@ -111,10 +111,19 @@ func (e *Embedded) ClientURL() string {
 	return "nats://" + net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.cfg.Port))
 }
 
-// Connect returns a client connection: over the network when the server listens, in-process
-// otherwise. Either way it reconnects forever (100 ms apart), so it survives Restart, and logs
-// like Connect. opts are applied last.
-func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
+// Connect returns a client connection named name in server monitoring: over the network when
+// the server listens, in-process otherwise. Either way it reconnects forever (100 ms apart), so
+// it survives Restart, and logs like Connect.
+func (e *Embedded) Connect(name string) (*Conn, error) {
+	nc, err := e.connect(nats.Name(name))
+	if err != nil {
+		return nil, err
+	}
+	return newConn(nc)
+}
+
+// connect is Connect with the client library's options applied last, for this package's tests.
+func (e *Embedded) connect(opts ...nats.Option) (*nats.Conn, error) {
 	all := append(clientOptions(e.log),
 		nats.Name("skillfleet-local"),
 		nats.MaxReconnects(-1),
@@ -190,6 +199,21 @@ func (e *Embedded) DropClients() (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// DisableJetStream turns JetStream off while clients stay connected, as nats-server does
+// itself on a storage failure: every stream, bucket and store then refuses reads and writes.
+func (e *Embedded) DisableJetStream() error {
+	e.mu.Lock()
+	srv := e.srv
+	e.mu.Unlock()
+	if srv == nil {
+		return errors.New("queue: embedded NATS server is not running")
+	}
+	if err := srv.DisableJetStream(); err != nil {
+		return fmt.Errorf("queue: disable JetStream: %w", err)
+	}
+	return nil
 }
 
 // Shutdown stops the server and waits until it has. Close clients first: a client still

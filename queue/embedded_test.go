@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -35,24 +34,28 @@ func TestRestartKeepsJobsAndClientsReconnect(t *testing.T) {
 			onReconnect := nats.ReconnectHandler(func(*nats.Conn) { reconnected <- struct{}{} })
 			var nc *nats.Conn
 			if tc.port == 0 {
-				nc = queuetest.Connect(t, e, onReconnect)
+				nc, err = e.ConnectRaw(onReconnect)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(nc.Close)
 			} else {
 				if e.ClientURL() == "" {
 					t.Fatal("listening server has no client URL")
 				}
-				nc, err = queue.Connect(queue.ConnectConfig{URL: e.ClientURL(), Name: "test"}, testLog(t),
+				nc, err = queue.ConnectRaw(queue.ConnectConfig{URL: e.ClientURL(), Name: "test"}, testLog(t),
 					nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(0, 0), onReconnect)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(nc.Close)
 			}
-			js, err := jetstream.New(nc)
+			conn, err := queue.ConnOf(nc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := testCtx(t)
-			topo, err := queue.Ensure(ctx, js, queue.DefaultConfig())
+			topo, err := queue.Ensure(ctx, conn, queue.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +73,7 @@ func TestRestartKeepsJobsAndClientsReconnect(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("client did not reconnect")
 			}
-			if _, err := queue.Ensure(ctx, js, queue.DefaultConfig()); err != nil {
+			if _, err := queue.Ensure(ctx, conn, queue.DefaultConfig()); err != nil {
 				t.Fatalf("Ensure after restart: %v", err)
 			}
 			for i := range 5 {
@@ -90,7 +93,7 @@ func TestRestartKeepsJobsAndClientsReconnect(t *testing.T) {
 			if err := p.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got := streamMsgs(t, topo.Jobs, ""); got != 15 {
+			if got := streamMsgs(t, topo.RawJobs(), ""); got != 15 {
 				t.Errorf("jobs stored = %d, want 15", got)
 			}
 			// The durable consumers survived too.
@@ -135,14 +138,14 @@ func TestJobPublisherRidesOutADrop(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != jobs {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != jobs {
 		t.Errorf("jobs stored = %d, want %d", got, jobs)
 	}
 	st := p.Stats()
 	if st.Stored+st.Duplicates != jobs || st.Failed != 0 {
 		t.Errorf("stats = %+v", st)
 	}
-	t.Logf("publisher stats across the drop: %+v; reconnects %d", st, topo.JS.Conn().Stats().Reconnects)
+	t.Logf("publisher stats across the drop: %+v; reconnects %d", st, topo.RawJS().Conn().Stats().Reconnects)
 }
 
 func TestStartEmbeddedErrors(t *testing.T) {
@@ -239,7 +242,7 @@ func TestEmbeddedTokenIsRequired(t *testing.T) {
 			}
 		})
 	}
-	nc, err := e.Connect()
+	nc, err := e.Connect("test")
 	if err != nil {
 		t.Fatalf("the server's own Connect: %v", err)
 	}

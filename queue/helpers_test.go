@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -27,20 +26,20 @@ func testLog(t testing.TB) *zap.Logger {
 	return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 }
 
-// startBare starts a server and a client without any topology.
-func startBare(t testing.TB) (*queue.Embedded, *nats.Conn, jetstream.JetStream) {
+// startBare starts a server and a client without any topology; js is the client's raw view.
+func startBare(t testing.TB) (*queue.Embedded, *queue.Conn, jetstream.JetStream) {
 	t.Helper()
 	e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir()}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Shutdown)
-	nc := queuetest.Connect(t, e)
-	js, err := jetstream.New(nc)
+	conn := queuetest.Connect(t, e)
+	js, err := jetstream.New(conn.NATS())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, nc, js
+	return e, conn, js
 }
 
 // fastConfig is DefaultConfig with an AckWait short enough to test redelivery.

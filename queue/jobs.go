@@ -23,9 +23,9 @@ import (
 // either (so ctx is checked between polls, at most idle apart): a job delivered to an abandoned
 // request waits out AckWait and comes back with one delivery attempt fewer.
 //
-// The caller owns the message: heartbeat it with InProgress every Config.HeartbeatInterval, then
-// Ack it after publishing the result, or see Attempt for the last allowed delivery.
-func (t *Topology) NextJob(ctx context.Context, idle time.Duration) (jetstream.Msg, Lane, error) {
+// The caller owns the delivery: heartbeat it with InProgress every Config.HeartbeatInterval,
+// then Ack it after publishing the result, or see Delivery.Attempt for the last allowed one.
+func (t *Topology) NextJob(ctx context.Context, idle time.Duration) (*Delivery, Lane, error) {
 	if idle <= 0 {
 		return nil, "", fmt.Errorf("queue: NextJob idle must be positive, got %s", idle)
 	}
@@ -34,9 +34,9 @@ func (t *Topology) NextJob(ctx context.Context, idle time.Duration) (jetstream.M
 			return nil, "", err
 		}
 		for _, lane := range Lanes() {
-			batch, err := t.Consumer(lane).FetchNoWait(1)
+			batch, err := t.consumer(lane).FetchNoWait(1)
 			if m, err := first(batch, err); err != nil || m != nil {
-				return m, lane, err
+				return t.delivery(m, lane), lane, err
 			}
 		}
 		wait := idle
@@ -48,11 +48,24 @@ func (t *Topology) NextJob(ctx context.Context, idle time.Duration) (jetstream.M
 			<-ctx.Done()
 			return nil, "", ctx.Err()
 		}
-		batch, err := t.OnDemand.Fetch(1, jetstream.FetchMaxWait(wait))
+		batch, err := t.onDemand.Fetch(1, jetstream.FetchMaxWait(wait))
 		if m, err := first(batch, err); err != nil || m != nil {
-			return m, LaneOnDemand, err
+			return t.delivery(m, LaneOnDemand), LaneOnDemand, err
 		}
 	}
+}
+
+// delivery wraps a message of lane; nil stays nil.
+func (t *Topology) delivery(m jetstream.Msg, lane Lane) *Delivery {
+	if m == nil {
+		return nil
+	}
+	maxDeliver := t.Config.MaxDeliver
+	if c := t.consumer(lane); c != nil && c.CachedInfo() != nil {
+		// What the server enforces, if another process ensured a different value.
+		maxDeliver = c.CachedInfo().Config.MaxDeliver
+	}
+	return &Delivery{msg: m, lane: lane, maxDeliver: maxDeliver}
 }
 
 // first returns the batch's message, nil when it had none, or its error. An expired pull
@@ -68,37 +81,6 @@ func first(batch jetstream.MessageBatch, err error) (jetstream.Msg, error) {
 		return nil, fmt.Errorf("queue: fetch job: %w", err)
 	}
 	return nil, nil
-}
-
-// Attempt returns the 1-based delivery attempt of a job message and whether it is the last one
-// the consumer allows.
-//
-// On the last attempt the worker must finish the job itself: if it cannot produce a verdict it
-// publishes an errored result, then calls TermWithReason (or Ack). The server does not remove a
-// job that runs out of deliveries from the WorkQueue stream: it stops delivering it, leaves the
-// message in place and sends a MAX_DELIVERIES advisory (see WatchExhausted). A worker must not
-// Nak on the last attempt: the job would never be seen again.
-func (t *Topology) Attempt(m jetstream.Msg) (attempt int, last bool, err error) {
-	md, err := m.Metadata()
-	if err != nil {
-		return 0, false, fmt.Errorf("queue: job metadata: %w", err)
-	}
-	maxDeliver := t.Config.MaxDeliver
-	if c := t.consumerByName(md.Consumer); c != nil {
-		// What the server enforces, if another process ensured a different value.
-		maxDeliver = c.CachedInfo().Config.MaxDeliver
-	}
-	attempt = int(md.NumDelivered)
-	return attempt, maxDeliver > 0 && attempt >= maxDeliver, nil
-}
-
-func (t *Topology) consumerByName(name string) jetstream.Consumer {
-	for _, l := range Lanes() {
-		if c := t.Consumer(l); c != nil && c.CachedInfo().Name == name {
-			return c
-		}
-	}
-	return nil
 }
 
 // ParseJobSubject splits a job subject into its lane and run id.
@@ -121,7 +103,7 @@ func (t *Topology) PurgeRunJobs(ctx context.Context, run string) error {
 	if err := ValidateRunID(run); err != nil {
 		return err
 	}
-	if err := t.Jobs.Purge(ctx, jetstream.WithPurgeSubject(JobSubject("*", run))); err != nil {
+	if err := t.jobs.Purge(ctx, jetstream.WithPurgeSubject(JobSubject("*", run))); err != nil {
 		return fmt.Errorf("queue: purge jobs of run %s: %w", run, err)
 	}
 	return nil
@@ -157,10 +139,10 @@ type maxDeliveriesAdvisory struct {
 // attempt) and then DeleteJob; an advisory is acknowledged once fn returns, and one whose job
 // is gone already (acked late, terminated, purged) is acknowledged without calling fn.
 func (t *Topology) WatchExhausted(ctx context.Context, fn func(ExhaustedJob)) (stop func(), err error) {
-	if t.Exhausted == nil {
+	if t.exhausted == nil {
 		return nil, errors.New("queue: watch exhausted jobs: the topology has no advisory consumer (has Ensure run?)")
 	}
-	cc, err := t.Exhausted.Consume(func(msg jetstream.Msg) {
+	cc, err := t.exhausted.Consume(func(msg jetstream.Msg) {
 		var adv maxDeliveriesAdvisory
 		if json.Unmarshal(msg.Data(), &adv) == nil && adv.Stream == JobsStream {
 			job, ok, err := t.exhaustedJob(ctx, adv)
@@ -187,7 +169,7 @@ func (t *Topology) WatchExhausted(ctx context.Context, fn func(ExhaustedJob)) (s
 
 // exhaustedJob looks up the job an advisory names; false when it is gone.
 func (t *Topology) exhaustedJob(ctx context.Context, adv maxDeliveriesAdvisory) (ExhaustedJob, bool, error) {
-	raw, err := t.Jobs.GetMsg(ctx, adv.StreamSeq)
+	raw, err := t.jobs.GetMsg(ctx, adv.StreamSeq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return ExhaustedJob{}, false, nil
 	}
@@ -219,7 +201,7 @@ func (t *Topology) exhaustedJob(ctx context.Context, adv maxDeliveriesAdvisory) 
 // later call, at a moment when its pending jobs have settled (or by the advisory).
 func (t *Topology) ExhaustedJobs(ctx context.Context) (out []ExhaustedJob, undecided int, err error) {
 	for _, lane := range Lanes() {
-		info, err := t.Consumer(lane).Info(ctx)
+		info, err := t.consumer(lane).Info(ctx)
 		if err != nil {
 			return nil, 0, fmt.Errorf("queue: exhausted jobs of lane %s: %w", lane, err)
 		}
@@ -232,7 +214,7 @@ func (t *Topology) ExhaustedJobs(ctx context.Context) (out []ExhaustedJob, undec
 			continue
 		}
 		for seq := uint64(1); seq <= upTo; {
-			raw, err := t.Jobs.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(lane.filter()))
+			raw, err := t.jobs.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(lane.filter()))
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				break
 			}
@@ -259,12 +241,12 @@ func (t *Topology) ExhaustedJobs(ctx context.Context) (out []ExhaustedJob, undec
 // DeleteJob removes one job message by its stream sequence. A message that is gone already is
 // not an error.
 func (t *Topology) DeleteJob(ctx context.Context, seq uint64) error {
-	err := t.Jobs.DeleteMsg(ctx, seq)
+	err := t.jobs.DeleteMsg(ctx, seq)
 	if err == nil {
 		return nil
 	}
 	// The delete error carries the server's reason only as text; ask whether the message is gone.
-	if _, gerr := t.Jobs.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+	if _, gerr := t.jobs.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
 		return nil
 	}
 	return fmt.Errorf("queue: delete job message %d: %w", seq, err)

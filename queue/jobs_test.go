@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -19,28 +20,28 @@ func TestUnackedJobIsRedeliveredAfterAckWait(t *testing.T) {
 	if err := topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "j1", []byte("job")); err != nil {
 		t.Fatal(err)
 	}
-	first := fetchOne(t, topo.OnDemand, 5*time.Second)
+	first := fetchOne(t, topo.RawOnDemand(), 5*time.Second)
 	if first == nil {
 		t.Fatal("no job")
 	}
-	if n, last, err := topo.Attempt(first); err != nil || n != 1 || last {
+	if n, last, err := topo.DeliveryOf(first, queue.LaneOnDemand).Attempt(); err != nil || n != 1 || last {
 		t.Fatalf("first Attempt = %d, %t, %v; want 1, false", n, last, err)
 	}
 	// Not acked: the same job comes back once AckWait (300 ms) has passed.
-	second := fetchOne(t, topo.OnDemand, 5*time.Second)
+	second := fetchOne(t, topo.RawOnDemand(), 5*time.Second)
 	if second == nil {
 		t.Fatal("job not redelivered")
 	}
 	if md := metadata(t, second); md.NumDelivered != 2 || md.Sequence.Stream != metadata(t, first).Sequence.Stream {
 		t.Errorf("redelivery: delivered %d times, seq %d", md.NumDelivered, md.Sequence.Stream)
 	}
-	if n, last, err := topo.Attempt(second); err != nil || n != 2 || last {
+	if n, last, err := topo.DeliveryOf(second, queue.LaneOnDemand).Attempt(); err != nil || n != 2 || last {
 		t.Errorf("second Attempt = %d, %t, %v; want 2, false (MaxDeliver 3)", n, last, err)
 	}
 	if err := second.DoubleAck(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != 0 {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != 0 {
 		t.Errorf("jobs left after ack = %d", got)
 	}
 }
@@ -53,7 +54,7 @@ func TestInProgressKeepsTheJob(t *testing.T) {
 	if err := topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "j1", nil); err != nil {
 		t.Fatal(err)
 	}
-	m := fetchOne(t, topo.OnDemand, 5*time.Second)
+	m := fetchOne(t, topo.RawOnDemand(), 5*time.Second)
 	if m == nil {
 		t.Fatal("no job")
 	}
@@ -78,7 +79,7 @@ func TestInProgressKeepsTheJob(t *testing.T) {
 			}
 		}
 	}()
-	again := fetchOne(t, topo.OnDemand, 2*cfg.AckWait)
+	again := fetchOne(t, topo.RawOnDemand(), 2*cfg.AckWait)
 	close(stop)
 	if err := <-beats; err != nil {
 		t.Fatal(err)
@@ -112,10 +113,10 @@ func TestMaxDeliver(t *testing.T) {
 		t.Helper()
 		var m jetstream.Msg
 		for i := 1; i <= want; i++ {
-			if m = fetchOne(t, topo.OnDemand, 5*time.Second); m == nil {
+			if m = fetchOne(t, topo.RawOnDemand(), 5*time.Second); m == nil {
 				t.Fatalf("delivery %d did not come", i)
 			}
-			n, last, err := topo.Attempt(m)
+			n, last, err := topo.DeliveryOf(m, queue.LaneOnDemand).Attempt()
 			if err != nil || n != i || last != (i == want) {
 				t.Fatalf("Attempt = %d, %t, %v on delivery %d of %d", n, last, err, i, want)
 			}
@@ -131,7 +132,7 @@ func TestMaxDeliver(t *testing.T) {
 		// nats-server 2.15 notices the exhaustion lazily: the advisory went out when the next
 		// pull request came, not when the last AckWait ran out (none came in 60 s without one).
 		// Workers always have a pull request waiting, so in practice it is prompt.
-		if again := fetchOne(t, topo.OnDemand, 3*cfg.AckWait); again != nil {
+		if again := fetchOne(t, topo.RawOnDemand(), 3*cfg.AckWait); again != nil {
 			t.Errorf("delivered again after max deliveries (delivery %d)", metadata(t, again).NumDelivered)
 		}
 		var j queue.ExhaustedJob
@@ -144,10 +145,10 @@ func TestMaxDeliver(t *testing.T) {
 			j.Deliveries != uint64(cfg.MaxDeliver) || string(j.Data) != "payload" || j.Seq != metadata(t, lastMsg).Sequence.Stream {
 			t.Errorf("exhausted job = %+v", j)
 		}
-		if got := streamMsgs(t, topo.Jobs, ""); got != 1 {
+		if got := streamMsgs(t, topo.RawJobs(), ""); got != 1 {
 			t.Errorf("jobs stored after max deliveries = %d, want 1 (the server keeps it)", got)
 		}
-		ci, err := topo.OnDemand.Info(ctx)
+		ci, err := topo.RawOnDemand().Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestMaxDeliver(t *testing.T) {
 		if err := topo.DeleteJob(ctx, j.Seq); err != nil {
 			t.Fatal(err)
 		}
-		if got := streamMsgs(t, topo.Jobs, ""); got != 0 {
+		if got := streamMsgs(t, topo.RawJobs(), ""); got != 0 {
 			t.Errorf("jobs stored after DeleteJob = %d, want 0", got)
 		}
 		if found, _, err := topo.ExhaustedJobs(ctx); err != nil || len(found) != 0 {
@@ -180,7 +181,7 @@ func TestMaxDeliver(t *testing.T) {
 			t.Fatal(err)
 		}
 		lastMsg := deliverAll(cfg.MaxDeliver)
-		if again := fetchOne(t, topo.OnDemand, 3*cfg.AckWait); again != nil {
+		if again := fetchOne(t, topo.RawOnDemand(), 3*cfg.AckWait); again != nil {
 			t.Fatalf("delivered again after max deliveries (delivery %d)", metadata(t, again).NumDelivered)
 		}
 		select {
@@ -191,10 +192,10 @@ func TestMaxDeliver(t *testing.T) {
 		if err := lastMsg.TermWithReason("recorded errored late"); err != nil {
 			t.Fatal(err)
 		}
-		if err := topo.JS.Conn().Flush(); err != nil {
+		if err := topo.RawJS().Conn().Flush(); err != nil {
 			t.Fatal(err)
 		}
-		waitForMsgs(t, topo.Jobs, 0)
+		waitForMsgs(t, topo.RawJobs(), 0)
 	})
 
 	t.Run("worker terminates on the last attempt", func(t *testing.T) {
@@ -210,23 +211,18 @@ func TestMaxDeliver(t *testing.T) {
 		if err := lastMsg.TermWithReason("sandbox failed to start"); err != nil {
 			t.Fatal(err)
 		}
-		if err := topo.JS.Conn().Flush(); err != nil {
+		if err := topo.RawJS().Conn().Flush(); err != nil {
 			t.Fatal(err)
 		}
-		waitForMsgs(t, topo.Jobs, 0)
+		waitForMsgs(t, topo.RawJobs(), 0)
 	})
 }
 
 // waitForMsgs polls until stream holds want messages: a term is processed asynchronously.
 func waitForMsgs(t *testing.T, s jetstream.Stream, want uint64) {
 	t.Helper()
-	for range 100 {
-		if streamMsgs(t, s, "") == want {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("stream %s holds %d messages, want %d", s.CachedInfo().Config.Name, streamMsgs(t, s, ""), want)
+	testutil.Eventually(t, 2*time.Second, 20*time.Millisecond, func() bool { return streamMsgs(t, s, "") == want },
+		"stream %s never held %d messages", s.CachedInfo().Config.Name, want)
 }
 
 func TestNextJobPrefersOnDemand(t *testing.T) {
@@ -244,8 +240,8 @@ func TestNextJobPrefersOnDemand(t *testing.T) {
 	}
 	// A consumer learns of new messages asynchronously; a no-wait fetch just after the publish
 	// can miss them. Start once both lanes have seen theirs.
-	waitPending(t, topo.OnDemand, 2)
-	waitPending(t, topo.Scheduled, 2)
+	waitPending(t, topo.RawOnDemand(), 2)
+	waitPending(t, topo.RawScheduled(), 2)
 	var got []string
 	for range 4 {
 		m, lane, err := topo.NextJob(ctx, time.Second)
@@ -273,7 +269,7 @@ func TestNextJobPrefersOnDemand(t *testing.T) {
 
 	// An idle worker is handed a new on-demand job while it waits.
 	type next struct {
-		m   jetstream.Msg
+		m   *queue.Delivery
 		err error
 	}
 	done := make(chan next, 1)
@@ -293,17 +289,13 @@ func TestNextJobPrefersOnDemand(t *testing.T) {
 // waitPending polls until c has want messages pending.
 func waitPending(t *testing.T, c jetstream.Consumer, want uint64) {
 	t.Helper()
-	for range 100 {
+	testutil.Eventually(t, time.Second, 10*time.Millisecond, func() bool {
 		info, err := c.Info(testCtx(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.NumPending == want {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("consumer %s never had %d pending", c.CachedInfo().Name, want)
+		return info.NumPending == want
+	}, "consumer %s never had %d pending", c.CachedInfo().Name, want)
 }
 
 func TestPurgeRunJobsRemovesOnlyThatRun(t *testing.T) {
@@ -322,7 +314,7 @@ func TestPurgeRunJobsRemovesOnlyThatRun(t *testing.T) {
 	if err := topo.PurgeRunJobs(ctx, "cancelled"); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != 4 {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != 4 {
 		t.Errorf("jobs left = %d, want 4", got)
 	}
 	for range 4 {

@@ -19,7 +19,7 @@ func (t *Topology) PublishJob(ctx context.Context, lane Lane, run, jobID string,
 	if err != nil {
 		return err
 	}
-	if err := publishIdempotent(ctx, t.JS, m); err != nil {
+	if err := publishIdempotent(ctx, t.js, m); err != nil {
 		return fmt.Errorf("queue: publish job %s of run %s: %w", jobID, run, err)
 	}
 	return nil
@@ -33,7 +33,7 @@ func (t *Topology) PublishResult(ctx context.Context, run, jobID string, attempt
 	if err != nil {
 		return err
 	}
-	if err := publishIdempotent(ctx, t.JS, m); err != nil {
+	if err := publishIdempotent(ctx, t.js, m); err != nil {
 		return fmt.Errorf("queue: publish result of job %s attempt %d of run %s: %w", jobID, attempt, run, err)
 	}
 	return nil
@@ -344,7 +344,7 @@ type runPublications struct {
 // NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
 // JetStream context, so its ack handlers see only its own publishes. Close it when done.
 func (t *Topology) NewJobPublisher(cfg PublisherConfig) (*JobPublisher, error) {
-	p, err := newAsyncPublisher(t.JS.Conn(), cfg, "job")
+	p, err := newAsyncPublisher(t.conn.nc, cfg, "job")
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +466,7 @@ type ResultPublisher struct {
 // NewResultPublisher returns a ResultPublisher on the topology's connection. Close it when
 // done.
 func (t *Topology) NewResultPublisher(cfg PublisherConfig) (*ResultPublisher, error) {
-	p, err := newAsyncPublisher(t.JS.Conn(), cfg, "result")
+	p, err := newAsyncPublisher(t.conn.nc, cfg, "result")
 	if err != nil {
 		return nil, err
 	}

@@ -29,10 +29,10 @@ func TestPublishJobDeduplicates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != 3 {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != 3 {
 		t.Errorf("jobs stored = %d, want 3", got)
 	}
-	if got := streamMsgs(t, topo.Jobs, queue.JobSubject(queue.LaneOnDemand, "run1")); got != 2 {
+	if got := streamMsgs(t, topo.RawJobs(), queue.JobSubject(queue.LaneOnDemand, "run1")); got != 2 {
 		t.Errorf("run1 jobs stored = %d, want 2", got)
 	}
 }
@@ -46,7 +46,7 @@ func TestPublishJobIDStaysDeduplicatedAfterAck(t *testing.T) {
 	if err := topo.PublishJob(ctx, queue.LaneScheduled, "run1", "j1", nil); err != nil {
 		t.Fatal(err)
 	}
-	m := fetchOne(t, topo.Scheduled, 5e9)
+	m := fetchOne(t, topo.RawScheduled(), 5e9)
 	if m == nil {
 		t.Fatal("no job")
 	}
@@ -56,7 +56,7 @@ func TestPublishJobIDStaysDeduplicatedAfterAck(t *testing.T) {
 	if err := topo.PublishJob(ctx, queue.LaneScheduled, "run1", "j1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != 0 {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != 0 {
 		t.Errorf("jobs stored after re-publishing an acked job = %d, want 0", got)
 	}
 }
@@ -82,7 +82,7 @@ func TestPublishResultDeduplicatesPerAttempt(t *testing.T) {
 	if err := topo.PublishResult(ctx, "run1", "j1", 1, []byte("another result")); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamMsgs(t, topo.Results, ""); got != 4 {
+	if got := streamMsgs(t, topo.RawResults(), ""); got != 4 {
 		t.Errorf("results stored = %d, want 4", got)
 	}
 }
@@ -146,7 +146,7 @@ func TestJobPublisher(t *testing.T) {
 	if got, want := p.Stats(), (queue.PublishStats{Stored: jobs, Duplicates: jobs / 2}); got != want {
 		t.Errorf("stats = %+v, want %+v", got, want)
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != jobs {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != jobs {
 		t.Errorf("jobs stored = %d, want %d", got, jobs)
 	}
 	if err := p.Close(ctx); err != nil {
@@ -164,9 +164,9 @@ func TestJobPublisherReportsRefusals(t *testing.T) {
 	defer p.Close(ctx)
 	// A jobs stream that is full and discards new messages refuses publishes for good; the
 	// refusals must surface in Wait, not vanish.
-	cfg := topo.Jobs.CachedInfo().Config
+	cfg := topo.RawJobs().CachedInfo().Config
 	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
-	if _, err := topo.JS.UpdateStream(ctx, cfg); err != nil {
+	if _, err := topo.RawJS().UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Publish(ctx, queue.LaneOnDemand, "run1", "ok", nil); err != nil {
@@ -236,7 +236,7 @@ func TestResultPublisherSettlesEachResult(t *testing.T) {
 	if st := p.Stats(); st.Stored != 2 || st.Duplicates != 1 {
 		t.Errorf("stats = %+v, want 2 stored and 1 duplicate", st)
 	}
-	if n := streamMsgs(t, topo.Results, ""); n != 2 {
+	if n := streamMsgs(t, topo.RawResults(), ""); n != 2 {
 		t.Errorf("results stored = %d, want 2", n)
 	}
 
@@ -317,7 +317,7 @@ func TestJobPublisherKeepsFailuresPerRun(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := streamMsgs(t, topo.Jobs, queue.JobSubject(queue.LaneOnDemand, "good")); got != 1+rounds*jobs {
+	if got := streamMsgs(t, topo.RawJobs(), queue.JobSubject(queue.LaneOnDemand, "good")); got != 1+rounds*jobs {
 		t.Errorf("good's jobs stored = %d, want %d", got, 1+rounds*jobs)
 	}
 }

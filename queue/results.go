@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,7 +45,7 @@ func (t *Topology) FollowResults(ctx context.Context, run string) (*ResultIterat
 	if err := ValidateRunID(run); err != nil {
 		return nil, err
 	}
-	cons, err := t.JS.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{
+	cons, err := t.js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{ResultSubject(run)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
@@ -69,6 +70,9 @@ func (s *ResultIterator) Backlog() uint64 { return s.backlog }
 // Next returns the next result, waiting for one to be stored until ctx is done.
 func (s *ResultIterator) Next(ctx context.Context) (ResultMsg, error) {
 	m, err := s.it.Next(jetstream.NextContext(ctx))
+	if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, ErrStopped)
+	}
 	if err != nil {
 		return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, err)
 	}
@@ -86,6 +90,9 @@ func (s *ResultIterator) Next(ctx context.Context) (ResultMsg, error) {
 	}, nil
 }
 
-// Stop ends the iteration; Next then returns an error wrapping jetstream.ErrMsgIteratorClosed.
+// ErrStopped is what ResultIterator.Next returns once Stop was called.
+var ErrStopped = errors.New("queue: iteration stopped")
+
+// Stop ends the iteration; Next then returns an error wrapping ErrStopped.
 // The server drops the consumer after its inactivity threshold.
 func (s *ResultIterator) Stop() { s.it.Stop() }

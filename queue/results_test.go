@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -67,8 +65,8 @@ func TestFollowResultsReplaysThenFollows(t *testing.T) {
 	}
 
 	it.Stop()
-	if _, err := it.Next(ctx); !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-		t.Errorf("Next after Stop = %v, want ErrMsgIteratorClosed", err)
+	if _, err := it.Next(ctx); !errors.Is(err, queue.ErrStopped) {
+		t.Errorf("Next after Stop = %v, want ErrStopped", err)
 	}
 }
 
@@ -87,8 +85,8 @@ func TestFollowResultsRecoversFromALostConsumer(t *testing.T) {
 	expectResults(t, it, "run1", 0, 2)
 
 	deleted := 0
-	for name := range topo.Results.ConsumerNames(ctx).Name() {
-		if err := topo.Results.DeleteConsumer(ctx, name); err != nil {
+	for name := range topo.RawResults().ConsumerNames(ctx).Name() {
+		if err := topo.RawResults().DeleteConsumer(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		deleted++

@@ -13,50 +13,53 @@ import (
 // (retention or storage). Ensure refuses to touch it; an operator must migrate it.
 var ErrIncompatibleStream = errors.New("queue: incompatible existing stream")
 
-// Topology is the set of JetStream assets skillfleet runs on, as ensured by Ensure.
+// Topology is the set of JetStream assets skillfleet runs on, as ensured by Ensure. Its
+// methods are the only way to them: no client library type leaves this package.
 type Topology struct {
-	// JS is the JetStream context everything was ensured (or opened) with.
-	JS jetstream.JetStream
-	// Jobs is the SKILLFLEET_JOBS work queue; Results the SKILLFLEET_RESULTS stream.
-	Jobs, Results jetstream.Stream
-	// OnDemand and Scheduled are the lanes' durable pull consumers on Jobs.
-	OnDemand, Scheduled jetstream.Consumer
-	// Runs is the run-state KV bucket, keyed by run id.
-	Runs jetstream.KeyValue
-	// Exhausted is the coordinators' consumer of the kept MAX_DELIVERIES advisories.
-	Exhausted jetstream.Consumer
-	// Bundles is the bundle object store; use PutBundle and GetBundle rather than it.
-	Bundles jetstream.ObjectStore
 	// Config is what the topology was ensured (or opened) with.
 	Config Config
+
+	conn *Conn
+	js   jetstream.JetStream
+	// jobs is the SKILLFLEET_JOBS work queue; results the SKILLFLEET_RESULTS stream.
+	jobs, results jetstream.Stream
+	// onDemand and scheduled are the lanes' durable pull consumers on jobs.
+	onDemand, scheduled jetstream.Consumer
+	// runs is the run-state KV bucket, keyed by run id.
+	runs jetstream.KeyValue
+	// exhausted is the coordinators' consumer of the kept MAX_DELIVERIES advisories.
+	exhausted jetstream.Consumer
+	// bundles is the bundle object store.
+	bundles jetstream.ObjectStore
 }
 
 // Ensure creates the streams, consumers, KV bucket and object store, or updates them to cfg.
 // It is idempotent and safe to run from every coordinator and worker at start-up. A stream that
 // exists with another retention policy or storage type is reported with ErrIncompatibleStream,
 // naming it, and left alone: the server cannot change either in place.
-func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+func Ensure(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Topology{JS: js, Config: cfg}
+	js := conn.js
+	t := &Topology{conn: conn, js: js, Config: cfg}
 	var err error
-	if t.Jobs, err = ensureStream(ctx, js, jobsStreamConfig(cfg)); err != nil {
+	if t.jobs, err = ensureStream(ctx, js, jobsStreamConfig(cfg)); err != nil {
 		return nil, err
 	}
-	if t.Results, err = ensureStream(ctx, js, resultsStreamConfig(cfg)); err != nil {
+	if t.results, err = ensureStream(ctx, js, resultsStreamConfig(cfg)); err != nil {
 		return nil, err
 	}
-	if t.OnDemand, err = ensureLaneConsumer(ctx, t.Jobs, LaneOnDemand, cfg); err != nil {
+	if t.onDemand, err = ensureLaneConsumer(ctx, t.jobs, LaneOnDemand, cfg); err != nil {
 		return nil, err
 	}
-	if t.Scheduled, err = ensureLaneConsumer(ctx, t.Jobs, LaneScheduled, cfg); err != nil {
+	if t.scheduled, err = ensureLaneConsumer(ctx, t.jobs, LaneScheduled, cfg); err != nil {
 		return nil, err
 	}
-	if t.Exhausted, err = ensureExhausted(ctx, js, cfg); err != nil {
+	if t.exhausted, err = ensureExhausted(ctx, js, cfg); err != nil {
 		return nil, err
 	}
-	t.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	t.runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      RunsBucket,
 		Description: "skillfleet run state, keyed by run id",
 		History:     1,
@@ -69,7 +72,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 	if err := checkObjectStoreShrink(ctx, js, cfg.BundlesMaxBytes); err != nil {
 		return nil, err
 	}
-	t.Bundles, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	t.bundles, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      BundlesBucket,
 		Description: "skillfleet suite bundles, keyed by content digest",
 		Storage:     jetstream.FileStorage,
@@ -88,43 +91,44 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 // Open binds to a topology that Ensure created, changing nothing: for processes (workers, say)
 // whose NATS permissions do not allow managing streams. cfg should match what Ensure was given;
 // what the server enforces is in the consumers' and streams' CachedInfo.
-func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+func Open(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Topology{JS: js, Config: cfg}
+	js := conn.js
+	t := &Topology{conn: conn, js: js, Config: cfg}
 	var err error
-	if t.Jobs, err = js.Stream(ctx, JobsStream); err != nil {
+	if t.jobs, err = js.Stream(ctx, JobsStream); err != nil {
 		return nil, fmt.Errorf("queue: open stream %s (has Ensure run?): %w", JobsStream, err)
 	}
-	if t.Results, err = js.Stream(ctx, ResultsStream); err != nil {
+	if t.results, err = js.Stream(ctx, ResultsStream); err != nil {
 		return nil, fmt.Errorf("queue: open stream %s (has Ensure run?): %w", ResultsStream, err)
 	}
-	if t.OnDemand, err = t.Jobs.Consumer(ctx, OnDemandConsumer); err != nil {
+	if t.onDemand, err = t.jobs.Consumer(ctx, OnDemandConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, OnDemandConsumer, err)
 	}
-	if t.Scheduled, err = t.Jobs.Consumer(ctx, ScheduledConsumer); err != nil {
+	if t.scheduled, err = t.jobs.Consumer(ctx, ScheduledConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
 	}
-	if t.Exhausted, err = js.Consumer(ctx, ExhaustedStream, ExhaustedConsumer); err != nil {
+	if t.exhausted, err = js.Consumer(ctx, ExhaustedStream, ExhaustedConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", ExhaustedStream, ExhaustedConsumer, err)
 	}
-	if t.Runs, err = js.KeyValue(ctx, RunsBucket); err != nil {
+	if t.runs, err = js.KeyValue(ctx, RunsBucket); err != nil {
 		return nil, fmt.Errorf("queue: open KV bucket %s (has Ensure run?): %w", RunsBucket, err)
 	}
-	if t.Bundles, err = js.ObjectStore(ctx, BundlesBucket); err != nil {
+	if t.bundles, err = js.ObjectStore(ctx, BundlesBucket); err != nil {
 		return nil, fmt.Errorf("queue: open object store %s (has Ensure run?): %w", BundlesBucket, err)
 	}
 	return t, nil
 }
 
-// Consumer returns the durable consumer of lane, or nil for an unknown lane.
-func (t *Topology) Consumer(lane Lane) jetstream.Consumer {
+// consumer returns the durable consumer of lane, or nil for an unknown lane.
+func (t *Topology) consumer(lane Lane) jetstream.Consumer {
 	switch lane {
 	case LaneOnDemand:
-		return t.OnDemand
+		return t.onDemand
 	case LaneScheduled:
-		return t.Scheduled
+		return t.scheduled
 	}
 	return nil
 }
@@ -314,21 +318,35 @@ func ensureLaneConsumer(ctx context.Context, s jetstream.Stream, lane Lane, cfg 
 }
 
 // OpenWorker binds what a worker uses, and nothing more: the two lane consumers, by name,
-// without a stream lookup. Jobs, Results, Runs and Bundles stay nil; GetBundle then reads a
+// without a stream lookup. The streams, the run store and the object store stay unbound; GetBundle then reads a
 // bundle by its name alone. A worker's NATS user thereby needs no STREAM.INFO on any stream:
 // with a subjects_filter, that lists every subject, and so every run id (the jobs, results and
 // run-state streams) or every bundle (the object store) (deploy/nats/permissions.conf).
-func OpenWorker(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+func OpenWorker(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Topology{JS: js, Config: cfg}
+	js := conn.js
+	t := &Topology{conn: conn, js: js, Config: cfg}
 	var err error
-	if t.OnDemand, err = js.Consumer(ctx, JobsStream, OnDemandConsumer); err != nil {
+	if t.onDemand, err = js.Consumer(ctx, JobsStream, OnDemandConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, OnDemandConsumer, err)
 	}
-	if t.Scheduled, err = js.Consumer(ctx, JobsStream, ScheduledConsumer); err != nil {
+	if t.scheduled, err = js.Consumer(ctx, JobsStream, ScheduledConsumer); err != nil {
 		return nil, fmt.Errorf("queue: open consumer %s > %s (has Ensure run?): %w", JobsStream, ScheduledConsumer, err)
 	}
 	return t, nil
+}
+
+// MaxPayload is the largest message the server takes on the topology's connection, headers
+// included.
+func (t *Topology) MaxPayload() int64 { return t.conn.MaxPayload() }
+
+// JobsMaxMsgSize is the largest job message the jobs stream takes, as the server enforces it;
+// 0 means no limit of its own (or a topology opened without the stream, OpenWorker).
+func (t *Topology) JobsMaxMsgSize() int32 {
+	if t.jobs == nil {
+		return 0
+	}
+	return max(t.jobs.CachedInfo().Config.MaxMsgSize, 0)
 }

@@ -16,17 +16,17 @@ import (
 func TestEnsureIsIdempotent(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := testCtx(t)
-	before := topo.Jobs.CachedInfo().Created
+	before := topo.RawJobs().CachedInfo().Created
 
-	again, err := queue.Ensure(ctx, topo.JS, topo.Config)
+	again, err := queue.Ensure(ctx, topo.RawConn(), topo.Config)
 	if err != nil {
 		t.Fatalf("second Ensure: %v", err)
 	}
-	if got := again.Jobs.CachedInfo().Created; !got.Equal(before) {
+	if got := again.RawJobs().CachedInfo().Created; !got.Equal(before) {
 		t.Errorf("jobs stream recreated: created %v, then %v", before, got)
 	}
 	names := map[string]bool{}
-	for name := range again.Jobs.ConsumerNames(ctx).Name() {
+	for name := range again.RawJobs().ConsumerNames(ctx).Name() {
 		names[name] = true
 	}
 	if len(names) != 2 || !names[queue.OnDemandConsumer] || !names[queue.ScheduledConsumer] {
@@ -38,11 +38,11 @@ func TestEnsureIsIdempotent(t *testing.T) {
 	cfg.AckWait = 45 * time.Second
 	cfg.MaxDeliver = 5
 	cfg.MaxWaiting = 17
-	updated, err := queue.Ensure(ctx, topo.JS, cfg)
+	updated, err := queue.Ensure(ctx, topo.RawConn(), cfg)
 	if err != nil {
 		t.Fatalf("Ensure with new settings: %v", err)
 	}
-	for _, c := range []jetstream.Consumer{updated.OnDemand, updated.Scheduled} {
+	for _, c := range []jetstream.Consumer{updated.RawOnDemand(), updated.RawScheduled()} {
 		got := c.CachedInfo().Config
 		if got.AckWait != 45*time.Second || got.MaxDeliver != 5 {
 			t.Errorf("%s: AckWait %s MaxDeliver %d, want 45s and 5", c.CachedInfo().Name, got.AckWait, got.MaxDeliver)
@@ -57,22 +57,22 @@ func TestEnsureIsIdempotent(t *testing.T) {
 }
 
 func TestOpen(t *testing.T) {
-	_, _, js := startBare(t)
+	_, conn, _ := startBare(t)
 	ctx := testCtx(t)
-	if _, err := queue.Open(ctx, js, queue.DefaultConfig()); err == nil || !strings.Contains(err.Error(), "has Ensure run?") {
+	if _, err := queue.Open(ctx, conn, queue.DefaultConfig()); err == nil || !strings.Contains(err.Error(), "has Ensure run?") {
 		t.Fatalf("Open before Ensure = %v, want a hint to run Ensure", err)
 	}
-	if _, err := queue.Ensure(ctx, js, queue.DefaultConfig()); err != nil {
+	if _, err := queue.Ensure(ctx, conn, queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
-	topo, err := queue.Open(ctx, js, queue.DefaultConfig())
+	topo, err := queue.Open(ctx, conn, queue.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "j1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if m := fetchOne(t, topo.OnDemand, 5*time.Second); m == nil {
+	if m := fetchOne(t, topo.RawOnDemand(), 5*time.Second); m == nil {
 		t.Error("no job through an opened topology")
 	}
 }
@@ -81,11 +81,11 @@ func TestEnsureCreatesTheTopology(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	def := queue.DefaultConfig()
 
-	jobs := topo.Jobs.CachedInfo().Config
+	jobs := topo.RawJobs().CachedInfo().Config
 	if jobs.Retention != jetstream.WorkQueuePolicy || jobs.Storage != jetstream.FileStorage || jobs.Duplicates != def.JobsDuplicates {
 		t.Errorf("jobs stream: retention %s storage %s duplicates %s", jobs.Retention, jobs.Storage, jobs.Duplicates)
 	}
-	results := topo.Results.CachedInfo().Config
+	results := topo.RawResults().CachedInfo().Config
 	if results.Retention != jetstream.LimitsPolicy || results.MaxAge != def.ResultsMaxAge || results.Duplicates != def.ResultsDuplicates {
 		t.Errorf("results stream: retention %s max age %s duplicates %s", results.Retention, results.MaxAge, results.Duplicates)
 	}
@@ -94,8 +94,8 @@ func TestEnsureCreatesTheTopology(t *testing.T) {
 		name   string
 		filter string
 	}{
-		{topo.OnDemand, "workers-ondemand", "skillfleet.jobs.ondemand.>"},
-		{topo.Scheduled, "workers-scheduled", "skillfleet.jobs.scheduled.>"},
+		{topo.RawOnDemand(), "workers-ondemand", "skillfleet.jobs.ondemand.>"},
+		{topo.RawScheduled(), "workers-scheduled", "skillfleet.jobs.scheduled.>"},
 	} {
 		info := tc.c.CachedInfo()
 		if info.Name != tc.name || info.Config.FilterSubject != tc.filter || info.Config.AckPolicy != jetstream.AckExplicitPolicy ||
@@ -103,14 +103,14 @@ func TestEnsureCreatesTheTopology(t *testing.T) {
 			t.Errorf("consumer %s: %+v", tc.name, info.Config)
 		}
 	}
-	kv, err := topo.Runs.Status(testCtx(t))
+	kv, err := topo.RawRuns().Status(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if kv.Bucket() != queue.RunsBucket || kv.History() != 1 {
 		t.Errorf("runs bucket %s history %d", kv.Bucket(), kv.History())
 	}
-	obs, err := topo.Bundles.Status(testCtx(t))
+	obs, err := topo.RawBundles().Status(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +132,12 @@ func TestEnsureRefusesIncompatibleStreams(t *testing.T) {
 			Name: queue.ResultsStream, Subjects: []string{"skillfleet.results.>"}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, js := startBare(t)
+			_, conn, js := startBare(t)
 			ctx := testCtx(t)
 			if _, err := js.CreateStream(ctx, tc.stream); err != nil {
 				t.Fatal(err)
 			}
-			_, err := queue.Ensure(ctx, js, queue.DefaultConfig())
+			_, err := queue.Ensure(ctx, conn, queue.DefaultConfig())
 			if !errors.Is(err, queue.ErrIncompatibleStream) {
 				t.Fatalf("Ensure = %v, want ErrIncompatibleStream", err)
 			}
@@ -176,7 +176,7 @@ func TestWorkQueueConsumerConstraints(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.AckPolicy = jetstream.AckExplicitPolicy
-			_, err := topo.Jobs.CreateConsumer(ctx, tc.cfg)
+			_, err := topo.RawJobs().CreateConsumer(ctx, tc.cfg)
 			var apiErr *jetstream.APIError
 			if !errors.As(err, &apiErr) || apiErr.ErrorCode != tc.wantErr {
 				t.Fatalf("CreateConsumer = %v, want API error %d", err, tc.wantErr)
@@ -228,16 +228,16 @@ func TestConfigValidate(t *testing.T) {
 // existing topology too; a full jobs stream refuses new jobs rather than dropping queued ones;
 // a limit below what a stream holds is refused rather than letting the server delete.
 func TestEnsureAppliesLimits(t *testing.T) {
-	_, _, js := startBare(t)
+	_, conn, js := startBare(t)
 	ctx := testCtx(t)
 	// A topology as older versions made it: no limits, and a jobs stream that discards old.
 	unlimited := queue.DefaultConfig()
 	unlimited.JobsMaxBytes, unlimited.JobsMaxMsgs, unlimited.ResultsMaxBytes, unlimited.BundlesMaxBytes = 0, 0, 0, 0
-	old, err := queue.Ensure(ctx, js, unlimited)
+	old, err := queue.Ensure(ctx, conn, unlimited)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jcfg := old.Jobs.CachedInfo().Config
+	jcfg := old.RawJobs().CachedInfo().Config
 	jcfg.Discard = jetstream.DiscardOld
 	if _, err := js.UpdateStream(ctx, jcfg); err != nil {
 		t.Fatal(err)
@@ -250,18 +250,18 @@ func TestEnsureAppliesLimits(t *testing.T) {
 
 	cfg := queue.DefaultConfig()
 	cfg.JobsMaxMsgs, cfg.JobsMaxMsgSize, cfg.BundlesMaxBytes = 3, 64<<10, 4096
-	topo, err := queue.Ensure(ctx, js, cfg)
+	topo, err := queue.Ensure(ctx, conn, cfg)
 	if err != nil {
 		t.Fatalf("Ensure with limits over an unlimited topology: %v", err)
 	}
-	jobs := topo.Jobs.CachedInfo().Config
+	jobs := topo.RawJobs().CachedInfo().Config
 	if jobs.MaxMsgs != 3 || jobs.MaxBytes != cfg.JobsMaxBytes || jobs.MaxMsgSize != 64<<10 || jobs.Discard != jetstream.DiscardNew {
 		t.Errorf("jobs stream: MaxMsgs %d MaxBytes %d MaxMsgSize %d Discard %s", jobs.MaxMsgs, jobs.MaxBytes, jobs.MaxMsgSize, jobs.Discard)
 	}
-	if got := topo.Results.CachedInfo().Config.MaxBytes; got != cfg.ResultsMaxBytes {
+	if got := topo.RawResults().CachedInfo().Config.MaxBytes; got != cfg.ResultsMaxBytes {
 		t.Errorf("results stream MaxBytes %d, want %d", got, cfg.ResultsMaxBytes)
 	}
-	st, err := topo.Bundles.Status(ctx)
+	st, err := topo.RawBundles().Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestEnsureAppliesLimits(t *testing.T) {
 	if err := topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "j3", []byte("job")); err == nil {
 		t.Error("a fourth job was accepted by a jobs stream limited to 3")
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != 3 {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != 3 {
 		t.Errorf("%d jobs queued, want the 3 first", got)
 	}
 	// A bundle over the store's limit is refused.
@@ -283,10 +283,10 @@ func TestEnsureAppliesLimits(t *testing.T) {
 
 	// Lowering the limit below what is queued would delete jobs: refused, nothing deleted.
 	cfg.JobsMaxMsgs = 2
-	if _, err := queue.Ensure(ctx, js, cfg); !errors.Is(err, queue.ErrIncompatibleStream) || !strings.Contains(err.Error(), "would delete") {
+	if _, err := queue.Ensure(ctx, conn, cfg); !errors.Is(err, queue.ErrIncompatibleStream) || !strings.Contains(err.Error(), "would delete") {
 		t.Errorf("Ensure lowering the limit below the queue = %v, want ErrIncompatibleStream", err)
 	}
-	if got := streamMsgs(t, topo.Jobs, ""); got != 3 {
+	if got := streamMsgs(t, topo.RawJobs(), ""); got != 3 {
 		t.Errorf("%d jobs queued after a refused shrink, want 3", got)
 	}
 }

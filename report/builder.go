@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/verdict"
 )
 
 // CaseKey names a case of a run: its skill, its name and the agent it ran against (empty for
@@ -156,7 +157,7 @@ func (b *Builder) Add(r *skillfleetv1.Result) (accepted bool) {
 
 // record counts r and keeps its evidence if it may be the one shown.
 func (cs *caseState) record(r *skillfleetv1.Result) {
-	v, why := jobVerdict(r)
+	v, why := verdict.Counted(r)
 	cs.duration += jobDurationMS(r.GetTimings())
 	cs.usage.add(r.GetUsage())
 	cs.attempts = max(cs.attempts, r.GetAttempt())

@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/skillfleet/skillfleet/internal/text"
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -84,48 +84,16 @@ func clip(s string) string {
 
 // excerpt returns a copy of s of about at most limit bytes: when s is longer, its head and
 // tail (where a command's error usually is) around a marker saying how much was left out.
-// Cuts fall on rune boundaries. It reports whether anything was left out.
+// Cuts fall on rune boundaries. It reports whether anything was left out. The copy keeps a
+// report from holding on to a large result's buffer.
 func excerpt(s string, limit int) (string, bool) {
-	if len(s) <= limit {
-		return strings.Clone(s), false
+	out, cut := text.HeadTail(s, limit, func(omitted int) string {
+		return fmt.Sprintf("\n…[%d bytes omitted]…\n", omitted)
+	})
+	if !cut {
+		out = strings.Clone(s)
 	}
-	head := s[:limit/2]
-	for len(head) > 0 && !utf8.RuneStart(s[len(head)]) {
-		head = head[:len(head)-1]
-	}
-	tail := s[len(s)-limit/2:]
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
-	omitted := len(s) - len(head) - len(tail)
-	return head + fmt.Sprintf("\n…[%d bytes omitted]…\n", omitted) + tail, true
-}
-
-// jobVerdict is the verdict a result counts with. The worker's verdict is used, except that
-// a pass it cannot back with assertions is counted as errored: only assertions decide a
-// pass, and a false pass is the one mistake a report must never make.
-func jobVerdict(r *skillfleetv1.Result) (skillfleetv1.Verdict, string) {
-	v := r.GetVerdict()
-	switch v {
-	case skillfleetv1.Verdict_VERDICT_PASSED:
-		if len(r.GetAssertions()) == 0 {
-			return skillfleetv1.Verdict_VERDICT_ERRORED,
-				"the worker reported a pass without any assertion result; only assertions decide a pass"
-		}
-		for _, a := range r.GetAssertions() {
-			if !a.GetPassed() || a.GetErrored() {
-				return skillfleetv1.Verdict_VERDICT_ERRORED,
-					fmt.Sprintf("the worker reported a pass but assertion %q did not pass", a.GetType())
-			}
-		}
-		return v, r.GetReason()
-	case skillfleetv1.Verdict_VERDICT_FAILED, skillfleetv1.Verdict_VERDICT_ERRORED,
-		skillfleetv1.Verdict_VERDICT_TIMED_OUT, skillfleetv1.Verdict_VERDICT_SKIPPED:
-		return v, r.GetReason()
-	default:
-		return skillfleetv1.Verdict_VERDICT_ERRORED,
-			fmt.Sprintf("the worker reported no usable verdict (%v)", v)
-	}
+	return out, cut
 }
 
 // jobDurationMS is the time a job spent on a worker: sandbox start plus execution, so the

@@ -4,20 +4,17 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // hostile is text a hostile case or agent could produce.
 const hostile = "]]> </failure><script>alert(1)</script> & \"q\" 'a'\x00NUL \x1b[31mred\x1b[0m " +
@@ -108,27 +105,6 @@ func fixture() Report {
 	return b.Report()
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./report -update` to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; if the change is intended, run `go test ./report -update` and review the diff.\n--- got ---\n%s", path, got)
-	}
-}
-
 func TestGoldens(t *testing.T) {
 	r := fixture()
 	tests := []struct {
@@ -149,7 +125,7 @@ func TestGoldens(t *testing.T) {
 			if err := tt.write(&buf); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.file, buf.Bytes())
+			testutil.Golden(t, filepath.Join("testdata", tt.file), buf.Bytes())
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/skillfleet/skillfleet/internal/text"
 )
 
 // TextOptions shape the terminal summary.
@@ -72,7 +74,7 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 	switch {
 	case len(passed) == 0:
 	case opts.MaxPassedListed < 0 || len(passed) > opts.MaxPassedListed:
-		t.printf("%s\n\n", t.paint(sgrGreen, fmt.Sprintf("%d passed %s (not listed)", len(passed), plural(len(passed), "case", "cases"))))
+		t.printf("%s\n\n", t.paint(sgrGreen, fmt.Sprintf("%d passed %s (not listed)", len(passed), text.Plural(len(passed), "case", "cases"))))
 	default:
 		t.printf("%s\n", t.paint(sgrGreen, fmt.Sprintf("passed (%d):", len(passed))))
 		for _, c := range passed {
@@ -86,7 +88,7 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 	if s.Pending > 0 {
 		pending = fmt.Sprintf(", %d pending", s.Pending)
 	}
-	t.printf("%d %s: %s, %s, %s, %s, %s%s (run %s)\n", s.Total, plural(s.Total, "case", "cases"),
+	t.printf("%d %s: %s, %s, %s, %s, %s%s (run %s)\n", s.Total, text.Plural(s.Total, "case", "cases"),
 		t.count(s.Passed, "passed", sgrGreen), t.count(s.Failed, "failed", sgrRed),
 		t.count(s.Errored, "errored", sgrRed), t.count(s.TimedOut, "timed out", sgrYellow),
 		t.count(s.Skipped, "skipped", sgrCyan), pending, oneLine(r.Run, maxValueRunes))
@@ -201,18 +203,18 @@ func (t *textWriter) problem(c Case) {
 	t.printf("\n")
 }
 
-// excerpt writes at most MaxOutputLines lines of text: its head, or for stdout and stderr
+// excerpt writes at most MaxOutputLines lines of out: its head, or for stdout and stderr
 // its tail, where a command's error usually is.
-func (t *textWriter) excerpt(name, text string, tail bool) {
-	text = strings.TrimRight(cleanTerminal(text), "\n")
-	if strings.TrimSpace(text) == "" {
+func (t *textWriter) excerpt(name, out string, tail bool) {
+	out = strings.TrimRight(cleanTerminal(out), "\n")
+	if strings.TrimSpace(out) == "" {
 		return
 	}
-	lines := strings.Split(text, "\n")
+	lines := strings.Split(out, "\n")
 	more := len(lines) - t.opts.MaxOutputLines
 	t.printf("    %s:\n", name)
 	if more > 0 && tail {
-		t.printf("      %s\n", t.paint(sgrDim, fmt.Sprintf("… %d earlier %s", more, plural(more, "line", "lines"))))
+		t.printf("      %s\n", t.paint(sgrDim, fmt.Sprintf("… %d earlier %s", more, text.Plural(more, "line", "lines"))))
 		lines = lines[more:]
 	} else if more > 0 {
 		lines = lines[:t.opts.MaxOutputLines]
@@ -221,7 +223,7 @@ func (t *textWriter) excerpt(name, text string, tail bool) {
 		t.printf("      %s %s\n", t.paint(sgrDim, "|"), foldLine(l))
 	}
 	if more > 0 && !tail {
-		t.printf("      %s\n", t.paint(sgrDim, fmt.Sprintf("… %d more %s", more, plural(more, "line", "lines"))))
+		t.printf("      %s\n", t.paint(sgrDim, fmt.Sprintf("… %d more %s", more, text.Plural(more, "line", "lines"))))
 	}
 }
 
@@ -262,11 +264,4 @@ func foldLine(l string) string {
 		return l
 	}
 	return string([]rune(l)[:maxLineRunes-1]) + "…"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -8,19 +8,15 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	sftest "github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 // eventually polls cond until it holds, failing after a generous bound. It waits for
 // background work (pool refills); it asserts nothing about time.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for range 3000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("gave up waiting for %s", what)
+	sftest.Eventually(t, 30*time.Second, 10*time.Millisecond, cond, "gave up waiting for %s", what)
 }
 
 func TestPoolFake(t *testing.T) {

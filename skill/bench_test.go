@@ -3,6 +3,7 @@ package skill_test
 import (
 	"testing"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/skill/skilltest"
 )
@@ -24,7 +25,7 @@ func BenchmarkValidateDeps10k(b *testing.B) {
 	}
 }
 
-func validateDeps(root string) skill.Diagnostics {
+func validateDeps(root string) diag.Diagnostics {
 	opts := skill.Options{}
 	cat, ds := skill.Discover([]string{root}, opts)
 	for _, s := range cat.All() {

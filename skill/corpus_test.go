@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // TestCorpus validates and lints every skill of the anthropics/skills snapshot and asserts the
@@ -80,7 +82,7 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-func ruleSet(ds Diagnostics) []string {
+func ruleSet(ds diag.Diagnostics) []string {
 	var out []string
 	for _, d := range ds {
 		if !slices.Contains(out, d.Rule) {

@@ -1,17 +1,18 @@
 package skill
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 )
 
 // Limits on the frontmatter, so that hostile YAML costs a diagnostic and not memory or time.
@@ -27,33 +28,26 @@ const (
 // decodeFrontmatter decodes the YAML between the delimiters into s. Form problems (syntax,
 // duplicate keys, aliases, depth) are returned; problems with field types are kept in s for
 // Validate. yamlLine is the file line of the first YAML line.
-func decodeFrontmatter(s *Skill, text []byte, yamlLine int) Diagnostics {
-	d := &decoder{s: s, file: s.File, offset: yamlLine - 1, lines: yamlLineTable(text)}
-	if len(text) > MaxFrontmatterSize {
-		return Diagnostics{errorAt(RuleFrontmatterTooLarge, s.File, yamlLine-1,
-			fmt.Sprintf("frontmatter is %d bytes; the limit is %d", len(text), MaxFrontmatterSize))}
+func decodeFrontmatter(s *Skill, text []byte, yamlLine int) diag.Diagnostics {
+	d := &decoder{s: s, file: s.File, offset: yamlLine - 1}
+	doc, problems := yamlstrict.Parse(text, yamlstrict.Options{
+		MaxBytes: MaxFrontmatterSize, MaxDepth: MaxYAMLDepth, DuplicateKeys: true,
+	})
+	var form diag.Diagnostics
+	for _, p := range problems {
+		form = append(form, d.problem(p, len(text)))
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(text, &root); err != nil {
-		line, msg := yamlErrorLine(err)
-		// An error found at the end of the stream (an unclosed bracket) is reported on the
-		// last line of the frontmatter rather than on the closing ---.
-		line = min(line, max(d.yamlLineCount(text), 1))
-		return Diagnostics{errorAt(RuleFrontmatterYAML, s.File, d.line(line), "invalid YAML: "+msg)}
+	if form.HasErrors() && doc == nil {
+		return form
 	}
-	if root.Kind == 0 || len(root.Content) == 0 {
+	if doc == nil {
 		// Nothing but comments or blank lines: an empty mapping, so Validate reports the
 		// required fields by name instead of a vaguer "not a mapping".
 		s.decoded = true
 		return nil
 	}
-	doc := root.Content[0]
-	var form Diagnostics
-	if !d.checkTree(doc, 1, &form) {
-		return form
-	}
 	if doc.Kind != yaml.MappingNode {
-		return append(form, errorAt(RuleFrontmatterNotMapping, s.File, d.line(doc.Line),
+		return append(form, diag.Error(RuleFrontmatterNotMapping, s.File, d.line(doc.Line),
 			fmt.Sprintf("frontmatter must be a YAML mapping of fields, not %s", describe(doc))))
 	}
 	s.decoded = true
@@ -61,176 +55,38 @@ func decodeFrontmatter(s *Skill, text []byte, yamlLine int) Diagnostics {
 	return form
 }
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
-
-// yamlParserProblems are the problems yaml.v3's parser (as opposed to its scanner) reports.
-// For these the library prints a 0-based line, the start of the construct being parsed.
-var yamlParserProblems = []string{
-	"did not find expected <stream-start>",
-	"did not find expected <document start>",
-	"found undefined tag handle",
-	"did not find expected node content",
-	"did not find expected '-' indicator",
-	"did not find expected key",
-	"did not find expected ',' or ']'",
-	"did not find expected ',' or '}'",
-	"found duplicate %YAML directive",
-	"found incompatible YAML document",
-	"found duplicate %TAG directive",
-}
-
-// yamlErrorLine splits a yaml.v3 error into its 1-based, frontmatter-relative line and its
-// message. The library omits the line when it is the first one, and numbers parser errors
-// from 0 and scanner errors from 1.
-func yamlErrorLine(err error) (int, string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = strings.TrimPrefix(err.Error(), m[0])
+// problem words a refusal of the YAML reader as a frontmatter diagnostic.
+func (d *decoder) problem(p yamlstrict.Problem, size int) diag.Diagnostic {
+	switch p.Kind {
+	case yamlstrict.TooLarge:
+		return diag.Error(RuleFrontmatterTooLarge, d.file, d.offset,
+			fmt.Sprintf("frontmatter is %d bytes; the limit is %d", size, MaxFrontmatterSize))
+	case yamlstrict.Alias:
+		return diag.Error(RuleFrontmatterAlias, d.file, d.line(p.Line),
+			fmt.Sprintf("YAML %s: anchors and aliases are not allowed in frontmatter", p.Message))
+	case yamlstrict.TooDeep:
+		return diag.Error(RuleFrontmatterTooDeep, d.file, d.line(p.Line),
+			fmt.Sprintf("frontmatter nests deeper than %d levels", MaxYAMLDepth))
+	case yamlstrict.DuplicateKey:
+		return diag.Error(RuleFrontmatterDuplicateKey, d.file, d.line(p.Line),
+			fmt.Sprintf("key %q repeats the one on line %d", clip(p.Message), d.line(p.FirstLine)))
+	default:
+		return diag.Error(RuleFrontmatterYAML, d.file, d.line(p.Line), "invalid YAML: "+p.Message)
 	}
-	for _, p := range yamlParserProblems {
-		if msg == p {
-			line++
-			break
-		}
-	}
-	return max(line, 1), msg
 }
 
 type decoder struct {
 	s      *Skill
 	file   string
-	offset int   // file line = offset + line within the frontmatter
-	lines  []int // YAML line -> line within the frontmatter, when they differ (see yamlLineTable)
+	offset int // file line = offset + line within the frontmatter
 }
 
-// line converts a line number of yaml.v3 to a file line.
+// line converts a line within the frontmatter to a file line.
 func (d *decoder) line(yamlLine int) int {
-	if d.lines == nil || yamlLine < 1 {
-		return d.offset + yamlLine
-	}
-	return d.offset + d.lines[min(yamlLine, len(d.lines)-1)]
+	return d.offset + yamlLine
 }
 
-// yamlLineCount is the number of YAML line breaks in text: the last line an error can be on
-// (the text ends with a break, being cut before the closing ---).
-func (d *decoder) yamlLineCount(text []byte) int {
-	if d.lines != nil {
-		return len(d.lines) - 2
-	}
-	return bytes.Count(text, []byte("\n"))
-}
-
-// yamlLineTable maps yaml.v3's line numbers to lines counted by "\n", as editors and this
-// package's diagnostics count them. yaml.v3 also breaks lines at a lone CR and at NEL, LS and
-// PS; the table is nil when the text has none of those and the numbers agree.
-func yamlLineTable(text []byte) []int {
-	extra := false
-	for i, b := range text {
-		if (b == '\r' && (i+1 == len(text) || text[i+1] != '\n')) || b == 0xC2 || b == 0xE2 {
-			extra = true
-			break
-		}
-	}
-	if !extra {
-		return nil
-	}
-	table := []int{0, 1} // table[yamlLine] = line; index 0 unused
-	line := 1
-	for i := 0; i < len(text); {
-		width := 0 // of a YAML line break at i
-		switch {
-		case text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n', text[i] == '\n':
-			line++
-			width = 1
-			if text[i] == '\r' {
-				width = 2
-			}
-		case text[i] == '\r':
-			width = 1
-		case bytes.HasPrefix(text[i:], []byte("\u0085")):
-			width = 2
-		case bytes.HasPrefix(text[i:], []byte("\u2028")), bytes.HasPrefix(text[i:], []byte("\u2029")):
-			width = 3
-		}
-		if width == 0 {
-			i++
-			continue
-		}
-		i += width
-		table = append(table, line)
-	}
-	return table
-}
-
-// checkTree rejects what makes YAML dangerous or ambiguous: anchors and aliases (the source of
-// billion-laughs expansion; a Node tree never expands them, but every consumer walking the tree
-// would have to guard against them), nesting beyond MaxYAMLDepth, and duplicate keys. It reports
-// the first alias and the first over-deep node only, and returns false when decoding must stop.
-func (d *decoder) checkTree(n *yaml.Node, depth int, out *Diagnostics) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		what := "anchor &" + n.Anchor
-		if n.Kind == yaml.AliasNode {
-			what = "alias *" + n.Value
-		}
-		*out = append(*out, errorAt(RuleFrontmatterAlias, d.file, d.line(n.Line),
-			fmt.Sprintf("YAML %s: anchors and aliases are not allowed in frontmatter", what)))
-		return false
-	}
-	if depth > MaxYAMLDepth {
-		*out = append(*out, errorAt(RuleFrontmatterTooDeep, d.file, d.line(n.Line),
-			fmt.Sprintf("frontmatter nests deeper than %d levels", MaxYAMLDepth)))
-		return false
-	}
-	ok := true
-	if n.Kind == yaml.MappingNode {
-		d.checkDuplicateKeys(n, out)
-	}
-	for _, c := range n.Content {
-		if !d.checkTree(c, depth+1, out) {
-			ok = false
-			break
-		}
-	}
-	return ok
-}
-
-// checkDuplicateKeys reports keys that repeat an earlier key of mapping m. Frontmatter
-// mappings are small, so a quadratic scan beats a map until they are not.
-func (d *decoder) checkDuplicateKeys(m *yaml.Node, out *Diagnostics) {
-	var seen map[string]int
-	if len(m.Content) > 32 {
-		seen = make(map[string]int, len(m.Content)/2)
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if k.Kind != yaml.ScalarNode {
-			continue // reported where the mapping is decoded, if it matters
-		}
-		first := 0
-		if seen != nil {
-			first = seen[k.Value]
-		} else {
-			for j := 0; j < i; j += 2 {
-				if p := m.Content[j]; p.Kind == yaml.ScalarNode && p.Value == k.Value {
-					first = p.Line
-					break
-				}
-			}
-		}
-		if first > 0 {
-			*out = append(*out, errorAt(RuleFrontmatterDuplicateKey, d.file, d.line(k.Line),
-				fmt.Sprintf("key %q repeats the one on line %d", clip(k.Value), d.line(first))))
-			continue
-		}
-		if seen != nil {
-			seen[k.Value] = k.Line
-		}
-	}
-}
-
-// pairs yields the key/value pairs of a mapping, skipping repeated keys (reported by checkTree)
+// pairs yields the key/value pairs of a mapping, skipping repeated keys (reported by the reader)
 // and non-scalar keys (reported with rule).
 func (d *decoder) pairs(m *yaml.Node, rule, where string, yield func(key string, k, v *yaml.Node)) {
 	var seen map[string]bool
@@ -243,7 +99,7 @@ func (d *decoder) pairs(m *yaml.Node, rule, where string, yield func(key string,
 			d.typeErr(rule, "", k.Line, fmt.Sprintf("%s has a key that is %s; keys must be plain strings", where, describe(k)))
 			continue
 		}
-		// A repeated key is reported by checkDuplicateKeys; the first value is used.
+		// A repeated key is reported by the reader; the first value is used.
 		if seen != nil {
 			if seen[k.Value] {
 				continue
@@ -270,7 +126,7 @@ func repeatedKey(m *yaml.Node, i int) bool {
 // typeErr records a field problem for Validate. field, when set, marks the field as having the
 // wrong type so Validate does not pile value checks on top.
 func (d *decoder) typeErr(rule, field string, yamlLine int, msg string) {
-	d.s.decodeDiags = append(d.s.decodeDiags, errorAt(rule, d.file, d.line(yamlLine), msg))
+	d.s.decodeDiags = append(d.s.decodeDiags, diag.Error(rule, d.file, d.line(yamlLine), msg))
 	if field != "" {
 		if d.s.badType == nil {
 			d.s.badType = map[string]bool{}
@@ -280,7 +136,7 @@ func (d *decoder) typeErr(rule, field string, yamlLine int, msg string) {
 }
 
 func (d *decoder) typeWarn(rule string, yamlLine int, msg string) {
-	d.s.decodeDiags = append(d.s.decodeDiags, warningAt(rule, d.file, d.line(yamlLine), msg))
+	d.s.decodeDiags = append(d.s.decodeDiags, diag.Warning(rule, d.file, d.line(yamlLine), msg))
 }
 
 func (d *decoder) fields(m *yaml.Node) {

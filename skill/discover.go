@@ -12,18 +12,44 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // Discovery layout, in one place.
 var (
-	// skippedDirs are never searched: dependency trees and VCS data hold no skills of the
-	// project, and can be huge.
-	skippedDirs = []string{"node_modules", ".git"}
-	// agentDirs are the hidden directories that agents read skills from; only their skills/
-	// subdirectory is searched (.claude/skills, .agents/skills, .github/skills). Every other
-	// hidden directory is skipped.
-	agentDirs = []string{".claude", ".agents", ".github"}
+	// skippedDirs are the directory names discovery never enters, hidden or not: version
+	// control data, and dependency, virtualenv and cache trees, which hold no skills of the
+	// project (a dependency's skills are its own) and can be huge. Every other directory is
+	// searched, hidden ones included, because agents keep skills in .claude/skills,
+	// .agents/skills, .github/skills, .gemini/skills, .codex/skills, .cursor/skills,
+	// .crush/skills, and catalogs in skills/.curated, .experimental and .system. vendor is
+	// searched: it is also an ordinary directory name, and Go and PHP vendor trees are small.
+	skippedDirs = []string{
+		".git", ".hg", ".svn", ".bzr", ".jj", "CVS", // version control
+		"node_modules", "bower_components", // JavaScript dependencies
+		".venv", "venv", "__pycache__", ".tox", ".nox", // Python environments and bytecode
+		".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", // tool caches
+	}
+	// fileNames make a directory a skill, the first present winning: the reference
+	// validator accepts a lowercase skill.md too.
+	fileNames = []string{FileName, "skill.md"}
 )
+
+// SkippedDirNames returns the directory names discovery never enters, for help texts.
+func SkippedDirNames() []string { return slices.Clone(skippedDirs) }
+
+// SkillFile returns the file that makes dir a skill, SKILL.md or else a lowercase skill.md,
+// and whether there is one (a regular file, or a link to one).
+func SkillFile(dir string) (string, bool) {
+	for _, fn := range fileNames {
+		p := filepath.Join(dir, fn)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() {
+			return p, true
+		}
+	}
+	return "", false
+}
 
 // Catalog is the set of skills discovered in one or more layered roots.
 type Catalog struct {
@@ -70,7 +96,7 @@ func (c *Catalog) Root(s *Skill) string {
 // EmptyRoots reports, as discovery.empty errors, the roots in which no SKILL.md was found.
 // Roots that could not be read are left to discovery.root. A command given a mistyped path
 // must fail rather than report "0 skills, 0 errors".
-func (c *Catalog) EmptyRoots(ds Diagnostics) Diagnostics {
+func (c *Catalog) EmptyRoots(ds diag.Diagnostics) diag.Diagnostics {
 	found := make([]bool, len(c.roots))
 	for _, i := range c.rootOf {
 		found[i] = true
@@ -81,10 +107,10 @@ func (c *Catalog) EmptyRoots(ds Diagnostics) Diagnostics {
 			unreadable[d.File] = true
 		}
 	}
-	var out Diagnostics
+	var out diag.Diagnostics
 	for i, root := range c.roots {
 		if !found[i] && !unreadable[root] {
-			out = append(out, errorAt(RuleDiscoveryEmpty, root, 0, "no skill found: no "+FileName+" in this directory or below it"))
+			out = append(out, diag.Error(RuleDiscoveryEmpty, root, 0, "no skill found: no "+FileName+" in this directory or below it"))
 		}
 	}
 	return out
@@ -92,7 +118,7 @@ func (c *Catalog) EmptyRoots(ds Diagnostics) Diagnostics {
 
 // NewCatalog builds a catalog of already-parsed skills as if they had been found, in order, in
 // a single root. It applies the same duplicate-name rule as Discover.
-func NewCatalog(skills ...*Skill) (*Catalog, Diagnostics) {
+func NewCatalog(skills ...*Skill) (*Catalog, diag.Diagnostics) {
 	c := &Catalog{roots: []string{""}}
 	rootOf := make([]int, len(skills))
 	return c, c.index(skills, rootOf)
@@ -102,23 +128,23 @@ func NewCatalog(skills ...*Skill) (*Catalog, Diagnostics) {
 // Options.MaxDepth) for directories holding a SKILL.md; a root that holds one is itself the
 // only skill of that root. A skill directory is a leaf: its subdirectories are not searched,
 // because skills ship templates and examples (some of them SKILL.md files) in scripts/,
-// assets/ and the like, which are not skills of the root. Hidden directories are skipped except
-// the skills/ folders of .claude, .agents and .github; node_modules is skipped. Symlinked
+// assets/ and the like, which are not skills of the root. A lowercase skill.md counts when there
+// is no SKILL.md. Hidden directories are searched; SkippedDirNames are not. Symlinked
 // directories are followed when they stay inside the root and do not loop.
 //
 // Roots layer like PATH: the first root to define a name wins, later ones are shadowed. The
 // returned diagnostics hold discovery problems and every file's parse diagnostics.
-func Discover(roots []string, opts Options) (*Catalog, Diagnostics) {
+func Discover(roots []string, opts Options) (*Catalog, diag.Diagnostics) {
 	return discover(roots, opts, os.ReadDir)
 }
 
 // discover is Discover with the directory lister injected, so tests can make directories
 // unreadable even when they run as root.
-func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, Diagnostics) {
+func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, diag.Diagnostics) {
 	if readDir == nil {
 		readDir = os.ReadDir
 	}
-	var ds Diagnostics
+	var ds diag.Diagnostics
 	c := &Catalog{roots: slices.Clone(roots)}
 	var found []string
 	var rootOf []int
@@ -144,9 +170,9 @@ func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry,
 
 // parseAll parses files on a bounded pool of GOMAXPROCS workers. Results land at their input
 // index, so the outcome does not depend on scheduling.
-func parseAll(files []string) ([]*Skill, []Diagnostics) {
+func parseAll(files []string) ([]*Skill, []diag.Diagnostics) {
 	skills := make([]*Skill, len(files))
-	diags := make([]Diagnostics, len(files))
+	diags := make([]diag.Diagnostics, len(files))
 	workers := min(runtime.GOMAXPROCS(0), len(files))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -166,8 +192,8 @@ func parseAll(files []string) ([]*Skill, []Diagnostics) {
 }
 
 // index fills the name index in discovery order and reports duplicates and shadowing.
-func (c *Catalog) index(skills []*Skill, rootOf []int) Diagnostics {
-	var ds Diagnostics
+func (c *Catalog) index(skills []*Skill, rootOf []int) diag.Diagnostics {
+	var ds diag.Diagnostics
 	c.all = skills
 	c.rootOf = make(map[*Skill]int, len(skills))
 	c.byName = make(map[string]*Skill, len(skills))
@@ -184,12 +210,12 @@ func (c *Catalog) index(skills []*Skill, rootOf []int) Diagnostics {
 		}
 		line := max(s.Line("name"), 1)
 		if c.rootOf[prev] == rootOf[i] {
-			ds = append(ds, errorAt(RuleDiscoveryDuplicateName, s.File, line, fmt.Sprintf(
+			ds = append(ds, diag.Error(RuleDiscoveryDuplicateName, s.File, line, fmt.Sprintf(
 				"skill %q is defined twice in one root: %s and %s; the first is used", s.Name, prev.File, s.File)))
 			continue
 		}
 		c.shadowed = append(c.shadowed, Shadow{Skill: s, By: prev})
-		ds = append(ds, infoAt(RuleDiscoveryShadowed, s.File, line, fmt.Sprintf(
+		ds = append(ds, diag.Info(RuleDiscoveryShadowed, s.File, line, fmt.Sprintf(
 			"skill %q at %s is shadowed by %s from an earlier root", s.Name, s.File, prev.File)))
 	}
 	slices.SortFunc(c.sorted, func(a, b *Skill) int { return strings.Compare(a.Name, b.Name) })
@@ -205,27 +231,27 @@ type walker struct {
 	visited    map[string]bool
 	seenSkills map[string]bool
 	files      []string
-	diags      Diagnostics
+	diags      diag.Diagnostics
 }
 
 func (w *walker) run() {
 	info, err := os.Stat(w.root)
 	if err != nil {
-		w.diags = append(w.diags, errorAt(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be read: %v", unwrapPathError(err))))
+		w.diags = append(w.diags, diag.Error(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be read: %v", unwrapPathError(err))))
 		return
 	}
 	dir := w.root
 	if !info.IsDir() {
 		// A SKILL.md named directly stands for its directory.
 		if filepath.Base(w.root) != FileName {
-			w.diags = append(w.diags, errorAt(RuleDiscoveryRoot, w.root, 0, "skills root is not a directory"))
+			w.diags = append(w.diags, diag.Error(RuleDiscoveryRoot, w.root, 0, "skills root is not a directory"))
 			return
 		}
 		dir = filepath.Dir(w.root)
 	}
 	real, err := realPath(dir)
 	if err != nil {
-		w.diags = append(w.diags, errorAt(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be resolved: %v", err)))
+		w.diags = append(w.diags, diag.Error(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be resolved: %v", err)))
 		return
 	}
 	w.realRoot = real
@@ -249,17 +275,24 @@ func (w *walker) walk(dir, real string, depth int) {
 	// One lstat tells whether dir is a skill; listing it (several system calls) is only needed
 	// to descend. In a large root nearly every directory is a skill, so this halves the
 	// system calls of a walk.
-	if info, err := os.Lstat(filepath.Join(dir, FileName)); err == nil && w.isSkillFile(dir, info.Mode().Type()) {
-		w.addSkill(dir, real)
-		return
+	for _, fn := range fileNames {
+		info, err := os.Lstat(filepath.Join(dir, fn))
+		if err != nil {
+			continue
+		}
+		if w.isSkillFile(dir, fn, info.Mode().Type()) {
+			w.addSkill(dir, real, fn)
+			return
+		}
+		break
 	}
 	entries, err := w.readDir(dir)
 	if err != nil && len(entries) == 0 {
-		rule, sev := RuleDiscoveryUnreadable, SeverityWarning
+		rule, sev := RuleDiscoveryUnreadable, diag.SeverityWarning
 		if depth == 0 {
-			rule, sev = RuleDiscoveryRoot, SeverityError
+			rule, sev = RuleDiscoveryRoot, diag.SeverityError
 		}
-		w.diags = append(w.diags, Diagnostic{Rule: rule, Severity: sev, File: dir,
+		w.diags = append(w.diags, diag.Diagnostic{Rule: rule, Severity: sev, File: dir,
 			Message: fmt.Sprintf("directory cannot be read, skipped: %v", unwrapPathError(err))})
 		return
 	}
@@ -270,19 +303,6 @@ func (w *walker) walk(dir, real string, depth int) {
 		name := e.Name()
 		switch {
 		case slices.Contains(skippedDirs, name):
-		case slices.Contains(agentDirs, name):
-			hdir, hreal, ok := w.enter(dir, real, name, e.Type())
-			if !ok {
-				continue
-			}
-			info, err := os.Lstat(filepath.Join(hdir, "skills"))
-			if err != nil {
-				continue
-			}
-			if sdir, sreal, ok := w.enter(hdir, hreal, "skills", info.Mode().Type()); ok {
-				w.walk(sdir, sreal, depth+2)
-			}
-		case strings.HasPrefix(name, "."):
 		default:
 			if cdir, creal, ok := w.enter(dir, real, name, e.Type()); ok {
 				w.walk(cdir, creal, depth+1)
@@ -310,7 +330,7 @@ func (w *walker) enter(dir, real, name string, typ fs.FileMode) (string, string,
 		return "", "", false
 	}
 	if within(real, target) {
-		w.diags = append(w.diags, warningAt(RuleDiscoverySymlinkLoop, p, 0, fmt.Sprintf(
+		w.diags = append(w.diags, diag.Warning(RuleDiscoverySymlinkLoop, p, 0, fmt.Sprintf(
 			"symlink to %s leads back to one of its own parent directories; not followed", target)))
 		return "", "", false
 	}
@@ -323,12 +343,12 @@ func (w *walker) resolve(p string) (string, bool) {
 	target, err := realPath(p)
 	if err != nil {
 		if isLoop(err) {
-			w.diags = append(w.diags, warningAt(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
+			w.diags = append(w.diags, diag.Warning(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
 		}
 		return "", false
 	}
 	if !within(target, w.realRoot) {
-		w.diags = append(w.diags, warningAt(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
+		w.diags = append(w.diags, diag.Warning(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
 			"symlink resolves to %s, outside the skills root %s; skipped", target, w.realRoot)))
 		return "", false
 	}
@@ -353,21 +373,21 @@ func within(p, root string) bool {
 // isSkillFile reports whether the SKILL.md entry makes dir a skill: anything but a directory
 // (a FIFO, device or dangling symlink is then reported by ParseFile as unreadable), unless it
 // is a symlink that loops or leads outside the root.
-func (w *walker) isSkillFile(dir string, typ fs.FileMode) bool {
+func (w *walker) isSkillFile(dir, name string, typ fs.FileMode) bool {
 	if typ&fs.ModeSymlink == 0 {
 		return !typ.IsDir()
 	}
-	p := filepath.Join(dir, FileName)
+	p := filepath.Join(dir, name)
 	target, err := realPath(p)
 	if err != nil {
 		if isLoop(err) {
-			w.diags = append(w.diags, warningAt(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
+			w.diags = append(w.diags, diag.Warning(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
 			return false
 		}
 		return true
 	}
 	if !within(target, w.realRoot) {
-		w.diags = append(w.diags, warningAt(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
+		w.diags = append(w.diags, diag.Warning(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
 			"symlink resolves to %s, outside the skills root %s; skipped", target, w.realRoot)))
 		return false
 	}
@@ -375,10 +395,10 @@ func (w *walker) isSkillFile(dir string, typ fs.FileMode) bool {
 	return err == nil && !info.IsDir()
 }
 
-func (w *walker) addSkill(dir, real string) {
+func (w *walker) addSkill(dir, real, name string) {
 	if w.seenSkills[real] {
 		return // the same directory, already found through an earlier root
 	}
 	w.seenSkills[real] = true
-	w.files = append(w.files, filepath.Join(dir, FileName))
+	w.files = append(w.files, filepath.Join(dir, name))
 }

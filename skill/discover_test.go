@@ -20,19 +20,18 @@ func TestDiscoverLayout(t *testing.T) {
 	if len(ds) > 0 {
 		t.Errorf("diagnostics: %v", ds)
 	}
-	// .agents/skills, .claude/skills and .github/skills are searched; other hidden
-	// directories, node_modules, and directories inside a skill are not.
-	want := []string{"agents-one", "claude-one", "github-one", "plain", "still"}
+	// Hidden directories are searched; node_modules and directories inside a skill are not.
+	want := []string{"agents-one", "claude-one", "github-one", "not-found", "not-found-hidden", "plain", "still"}
 	if got := names(cat.Skills()); !slices.Equal(got, want) {
 		t.Errorf("skills %v, want %v", got, want)
 	}
 	if s := cat.Lookup("still"); s == nil || s.Dir != filepath.Join(root, "deep", "er", "still") {
 		t.Errorf("Lookup(still) = %+v", s)
 	}
-	if cat.Lookup("template") != nil || cat.Lookup("not-found-npm") != nil || cat.Lookup("not-found-hidden") != nil {
+	if cat.Lookup("template") != nil || cat.Lookup("not-found-npm") != nil {
 		t.Error("found a skill that should be skipped")
 	}
-	if got := names(cat.All()); !slices.Equal(got, []string{"agents-one", "claude-one", "github-one", "still", "plain"}) {
+	if got := names(cat.All()); !slices.Equal(got, []string{"agents-one", "not-found", "claude-one", "github-one", "not-found-hidden", "still", "plain"}) {
 		t.Errorf("discovery order %v", got)
 	}
 

@@ -3,7 +3,7 @@
 // against best practices, discovers skills below layered roots, and resolves requires into a
 // dependency graph.
 //
-// Every finding is a Diagnostic naming file, line and a stable rule id (Rules lists them all);
+// Every finding is a diag.Diagnostic naming file, line and a stable rule id (Rules lists them all);
 // bad input never panics, hangs or errors out: it becomes a diagnostic.
 //
 // # Stages

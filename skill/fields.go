@@ -2,8 +2,9 @@ package skill
 
 import (
 	"fmt"
-	"github.com/skillfleet/skillfleet/internal/textdist"
 	"slices"
+
+	"github.com/skillfleet/skillfleet/internal/textdist"
 )
 
 // The top-level frontmatter fields, in one place. A field in none of these lists is reported as

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // Budgets of the lint rules, from the specification's progressive-disclosure guidance.
@@ -26,12 +28,12 @@ const (
 // Lint checks a skill against best practices. Unlike Validate, its findings never make a skill
 // invalid: they are warnings, and info for gotchas-present. It reads the file system only to
 // check the body's references against Dir.
-func Lint(s *Skill) Diagnostics {
+func Lint(s *Skill) diag.Diagnostics {
 	if s == nil || (s.parsed && !s.decoded) {
 		return nil
 	}
 	lines := splitBody(s.Body, s.BodyLine)
-	var ds Diagnostics
+	var ds diag.Diagnostics
 	ds = append(ds, lintContextBudget(s, lines)...)
 	ds = append(ds, lintDescriptionQuality(s)...)
 	ds = append(ds, lintGenericInstructions(s, lines)...)
@@ -46,12 +48,12 @@ func Lint(s *Skill) Diagnostics {
 
 func bodyStart(s *Skill) int { return max(s.BodyLine, 1) }
 
-func lintContextBudget(s *Skill, lines []bodyLine) Diagnostics {
+func lintContextBudget(s *Skill, lines []bodyLine) diag.Diagnostics {
 	tokens := utf8.RuneCountInString(s.Body) / CharsPerToken
 	if len(lines) <= BodyLineBudget && tokens <= BodyTokenBudget {
 		return nil
 	}
-	return Diagnostics{warningAt(RuleLintContextBudget, s.File, bodyStart(s), fmt.Sprintf(
+	return diag.Diagnostics{diag.Warning(RuleLintContextBudget, s.File, bodyStart(s), fmt.Sprintf(
 		"body is %d lines and about %d tokens (estimated as characters/%d); the budget is %d lines and %d tokens, because agents load the whole body on activation: move detail into references/",
 		len(lines), tokens, CharsPerToken, BodyLineBudget, BodyTokenBudget))}
 }
@@ -61,11 +63,11 @@ func lintContextBudget(s *Skill, lines []bodyLine) Diagnostics {
 // "trigger(s|ed)", "invoke/activate (this skill) when", and "when the user / when users".
 var triggerRE = regexp.MustCompile(`(?i)\b(?:use(?: this(?: skill)?| it)? (?:when|whenever|for|if)\b|whenever\b|when to use\b|trigger|(?:invoke|activate)(?: this skill)? when\b|when (?:the |a )?users?\b)`)
 
-func lintDescriptionQuality(s *Skill) Diagnostics {
+func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) {
 		return nil
 	}
-	return Diagnostics{warningAt(RuleLintDescriptionQuality, s.File, s.Line("description"),
+	return diag.Diagnostics{diag.Warning(RuleLintDescriptionQuality, s.File, s.Line("description"),
 		`description says what the skill does but not when to use it; add a trigger clause such as "Use when the user asks to ..."`)}
 }
 
@@ -74,21 +76,21 @@ func lintDescriptionQuality(s *Skill) Diagnostics {
 // "use proper/appropriate error handling".
 var genericRE = regexp.MustCompile(`(?i)\bhandle (?:all |any )?(?:the )?(?:errors?|exceptions?|failures?|edge cases) (?:appropriately|properly|gracefully|correctly|as appropriate|as needed)\b|\bfollow (?:the |all |standard |common |general |industry |coding |recommended |established )*best[- ]practices\b|\b(?:use|add|implement|include|ensure|apply) (?:proper|appropriate|adequate|good|robust) error[- ]handling\b`)
 
-func lintGenericInstructions(s *Skill, lines []bodyLine) Diagnostics {
-	var ds Diagnostics
+func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
+	var ds diag.Diagnostics
 	for _, bl := range lines {
 		if bl.code {
 			continue
 		}
 		for _, m := range genericRE.FindAllString(bl.prose, -1) {
-			ds = append(ds, warningAt(RuleLintNoGenericInstruction, s.File, bl.line, fmt.Sprintf(
+			ds = append(ds, diag.Warning(RuleLintNoGenericInstruction, s.File, bl.line, fmt.Sprintf(
 				"vague instruction %q: say exactly what to do (which check, which command, which message)", m)))
 		}
 	}
 	return ds
 }
 
-func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) Diagnostics {
+func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) diag.Diagnostics {
 	if len(lines) < ProgressiveDisclosureLines {
 		return nil
 	}
@@ -102,7 +104,7 @@ func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) Dia
 			return nil
 		}
 	}
-	return Diagnostics{warningAt(RuleLintProgressive, s.File, bodyStart(s), fmt.Sprintf(
+	return diag.Diagnostics{diag.Warning(RuleLintProgressive, s.File, bodyStart(s), fmt.Sprintf(
 		"body is %d lines with no references/ directory and no links to documents in subdirectories; move supplementary detail into references/ and link to it",
 		len(lines)))}
 }
@@ -122,8 +124,8 @@ var (
 	sentEndRE = regexp.MustCompile(`[.!?;](?:\s|$)`)
 )
 
-func lintDefaultsOverMenus(s *Skill, lines []bodyLine) Diagnostics {
-	var ds Diagnostics
+func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
+	var ds diag.Diagnostics
 	for i, bl := range lines {
 		if bl.code || bl.prose == "" {
 			continue
@@ -145,7 +147,7 @@ func lintDefaultsOverMenus(s *Skill, lines []bodyLine) Diagnostics {
 		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) {
 			continue
 		}
-		ds = append(ds, warningAt(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(
+		ds = append(ds, diag.Warning(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(
 			"%q offers alternatives without a default; name the one to use and when to switch",
 			strings.TrimSpace(sentence))))
 	}
@@ -162,7 +164,7 @@ func nextProse(lines []bodyLine, i int) string {
 
 var gotchasRE = regexp.MustCompile(`(?i)gotcha|caveat|pitfall|edge[- ]cases?`)
 
-func lintGotchas(s *Skill, lines []bodyLine) Diagnostics {
+func lintGotchas(s *Skill, lines []bodyLine) diag.Diagnostics {
 	if len(lines) <= GotchasLines {
 		return nil
 	}
@@ -171,22 +173,22 @@ func lintGotchas(s *Skill, lines []bodyLine) Diagnostics {
 			return nil
 		}
 	}
-	return Diagnostics{infoAt(RuleLintGotchasPresent, s.File, bodyStart(s), fmt.Sprintf(
+	return diag.Diagnostics{diag.Info(RuleLintGotchasPresent, s.File, bodyStart(s), fmt.Sprintf(
 		"body is %d lines with no Gotchas, Caveats, Pitfalls or Edge cases heading; add a ## Gotchas section listing the mistakes an agent is likely to make",
 		len(lines)))}
 }
 
-func lintBrokenReferences(s *Skill, refs []reference) Diagnostics {
+func lintBrokenReferences(s *Skill, refs []reference) diag.Diagnostics {
 	if s.Dir == "" {
 		return nil
 	}
-	var ds Diagnostics
+	var ds diag.Diagnostics
 	for _, r := range refs {
 		if !r.checkable(s.Dir) {
 			continue
 		}
 		if why := r.problem(s.Dir); why != "" {
-			ds = append(ds, warningAt(RuleReferencesBroken, s.File, r.line, fmt.Sprintf("%q %s", r.target, why)))
+			ds = append(ds, diag.Warning(RuleReferencesBroken, s.File, r.line, fmt.Sprintf("%q %s", r.target, why)))
 		}
 	}
 	return ds

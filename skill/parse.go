@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // MaxFileSize caps how much of a SKILL.md is read. Real skills are a few kilobytes and the
@@ -18,32 +20,32 @@ const FileName = "SKILL.md"
 
 // ParseFile reads path (at most MaxFileSize bytes) and parses it. Dir is the file's directory.
 // Reading problems are diagnostics, never errors, so callers treat every file alike.
-func ParseFile(path string) (*Skill, Diagnostics) {
+func ParseFile(path string) (*Skill, diag.Diagnostics) {
 	data, d := readCapped(path)
 	if d != nil {
 		s := &Skill{File: path, Dir: filepath.Dir(path), Lines: map[string]int{}, parsed: true}
-		return s, Diagnostics{*d}
+		return s, diag.Diagnostics{*d}
 	}
 	s, ds := Parse(path, data)
 	s.Dir = filepath.Dir(path)
 	return s, ds
 }
 
-func readCapped(path string) ([]byte, *Diagnostic) {
+func readCapped(path string) ([]byte, *diag.Diagnostic) {
 	data, err := readRegular(path, MaxFileSize)
 	if err == nil {
 		return data, nil
 	}
-	var d Diagnostic
+	var d diag.Diagnostic
 	var nr *notRegularError
 	var tl *tooLargeError
 	switch {
 	case errors.As(err, &nr):
-		d = errorAt(RuleFileUnreadable, path, 0, "not a regular file but "+describeMode(nr.mode))
+		d = diag.Error(RuleFileUnreadable, path, 0, "not a regular file but "+describeMode(nr.mode))
 	case errors.As(err, &tl):
-		d = errorAt(RuleFileTooLarge, path, 0, fmt.Sprintf("file is %s bytes; the limit is %d (1 MiB)", tl.sizeText(), MaxFileSize))
+		d = diag.Error(RuleFileTooLarge, path, 0, fmt.Sprintf("file is %s bytes; the limit is %d (1 MiB)", tl.sizeText(), MaxFileSize))
 	default:
-		d = errorAt(RuleFileUnreadable, path, 0, fmt.Sprintf("cannot read: %v", unwrapPathError(err)))
+		d = diag.Error(RuleFileUnreadable, path, 0, fmt.Sprintf("cannot read: %v", unwrapPathError(err)))
 	}
 	return nil, &d
 }
@@ -99,38 +101,38 @@ var (
 // Parse parses the contents of a SKILL.md named file. It never panics; the returned Skill is
 // never nil and holds whatever could be decoded. The diagnostics are about the file's form
 // (encoding, frontmatter, YAML); Validate reports on the fields.
-func Parse(file string, data []byte) (s *Skill, ds Diagnostics) {
+func Parse(file string, data []byte) (s *Skill, ds diag.Diagnostics) {
 	s = &Skill{File: file, Dir: filepath.Dir(file), Lines: map[string]int{}, parsed: true}
 	defer func() {
 		// Parse is fed hostile input; a bug in a dependency must cost one diagnostic, not the
 		// process.
 		if r := recover(); r != nil {
 			s.decoded = false
-			ds = append(ds, errorAt(RuleFrontmatterYAML, file, 0, fmt.Sprintf("internal error while parsing: %v", r)))
+			ds = append(ds, diag.Error(RuleFrontmatterYAML, file, 0, fmt.Sprintf("internal error while parsing: %v", r)))
 		}
 	}()
 
 	if len(data) > MaxFileSize {
-		return s, Diagnostics{errorAt(RuleFileTooLarge, file, 0, fmt.Sprintf("file is %d bytes; the limit is %d (1 MiB)", len(data), MaxFileSize))}
+		return s, diag.Diagnostics{diag.Error(RuleFileTooLarge, file, 0, fmt.Sprintf("file is %d bytes; the limit is %d (1 MiB)", len(data), MaxFileSize))}
 	}
 	if bytes.HasPrefix(data, utf16LEBOM) || bytes.HasPrefix(data, utf16BEBOM) {
-		return s, Diagnostics{errorAt(RuleFileEncoding, file, 1, "file is UTF-16; save it as UTF-8")}
+		return s, diag.Diagnostics{diag.Error(RuleFileEncoding, file, 1, "file is UTF-16; save it as UTF-8")}
 	}
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return s, Diagnostics{errorAt(RuleFileBinary, file, lineOf(data, i), "file contains NUL bytes; it looks binary, not Markdown")}
+		return s, diag.Diagnostics{diag.Error(RuleFileBinary, file, lineOf(data, i), "file contains NUL bytes; it looks binary, not Markdown")}
 	}
 	if !utf8.Valid(data) {
 		i := firstInvalidUTF8(data)
-		return s, Diagnostics{errorAt(RuleFileEncoding, file, lineOf(data, i), fmt.Sprintf("invalid UTF-8 at byte offset %d", i))}
+		return s, diag.Diagnostics{diag.Error(RuleFileEncoding, file, lineOf(data, i), fmt.Sprintf("invalid UTF-8 at byte offset %d", i))}
 	}
 
 	fm, ok := splitFrontmatter(data)
 	switch {
 	case !ok && fm.openLine == 0:
-		return s, Diagnostics{errorAt(RuleFrontmatterMissing, file, 1, "SKILL.md must begin with YAML frontmatter: a line containing only ---")}
+		return s, diag.Diagnostics{diag.Error(RuleFrontmatterMissing, file, 1, "SKILL.md must begin with YAML frontmatter: a line containing only ---")}
 	case !ok:
-		return s, Diagnostics{errorAt(RuleFrontmatterUnterminated, file, fm.openLine, "frontmatter opened with --- is never closed by a line containing only ---")}
+		return s, diag.Diagnostics{diag.Error(RuleFrontmatterUnterminated, file, fm.openLine, "frontmatter opened with --- is never closed by a line containing only ---")}
 	}
 	s.Body = string(fm.body)
 	s.BodyLine = fm.bodyLine

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // referenceRE is the frontmatter regex of the reference implementation; splitFrontmatter must
@@ -154,7 +156,7 @@ func TestYAMLErrorLines(t *testing.T) {
 func TestSizeLimits(t *testing.T) {
 	head := "---\nname: s\ndescription: d\n---\n"
 	atLimit := head + strings.Repeat("x", MaxFileSize-len(head))
-	if _, ds := Parse("s/SKILL.md", []byte(atLimit)); slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Rule == RuleFileTooLarge }) {
+	if _, ds := Parse("s/SKILL.md", []byte(atLimit)); slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleFileTooLarge }) {
 		t.Errorf("a file of exactly MaxFileSize is accepted: %v", ds)
 	}
 	if _, ds := Parse("s/SKILL.md", []byte(atLimit+"x")); len(ds) != 1 || ds[0].Rule != RuleFileTooLarge {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // Bounds on cycle reporting. Tarjan's algorithm finds every strongly-connected group in linear
@@ -84,9 +85,9 @@ func (g *Graph) Closure(name string) []*Skill {
 // satisfy a minimum: requires.version says so, rather than passing a constraint nobody checked.
 // A metadata.version that is not SemVer is an error where a minimum depends on it, and a
 // warning on the skill itself otherwise.
-func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
+func Resolve(c *Catalog, opts Options) (*Graph, diag.Diagnostics) {
 	g := &Graph{out: map[string][]string{}, skills: map[string]*Skill{}}
-	var ds Diagnostics
+	var ds diag.Diagnostics
 	for _, s := range c.Skills() {
 		g.nodes = append(g.nodes, s.Name)
 		g.skills[s.Name] = s
@@ -96,7 +97,7 @@ func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
 	for _, s := range c.Skills() {
 		for _, r := range s.Requires {
 			if r.Skill == s.Name {
-				ds = append(ds, errorAt(RuleRequiresSelf, s.File, r.Line, fmt.Sprintf("skill %q requires itself", clip(s.Name))))
+				ds = append(ds, diag.Error(RuleRequiresSelf, s.File, r.Line, fmt.Sprintf("skill %q requires itself", clip(s.Name))))
 				continue
 			}
 			g.edges = append(g.edges, Edge{From: s.Name, To: r.Skill, Version: r.Version})
@@ -105,7 +106,7 @@ func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
 			if r.Version != "" {
 				v, err := semver.NewVersion(r.Version)
 				if err != nil {
-					ds = append(ds, errorAt(RuleRequiresInvalidVersion, s.File, r.Line, fmt.Sprintf(
+					ds = append(ds, diag.Error(RuleRequiresInvalidVersion, s.File, r.Line, fmt.Sprintf(
 						"required version %q of %q is not a SemVer version (like \"1.2.0\")", clip(r.Version), clip(r.Skill))))
 				} else {
 					minimum = v
@@ -115,9 +116,9 @@ func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
 			if t == nil {
 				msg := fmt.Sprintf("requires %q, which is not in the skills root", clip(r.Skill))
 				if opts.Force {
-					ds = append(ds, warningAt(RuleRequiresMissing, s.File, r.Line, msg+" (allowed by --force)"))
+					ds = append(ds, diag.Warning(RuleRequiresMissing, s.File, r.Line, msg+" (allowed by --force)"))
 				} else {
-					ds = append(ds, errorAt(RuleRequiresMissing, s.File, r.Line, msg))
+					ds = append(ds, diag.Error(RuleRequiresMissing, s.File, r.Line, msg))
 				}
 				continue
 			}
@@ -136,7 +137,7 @@ func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
 			continue
 		}
 		if _, err := semver.NewVersion(s.Version); err != nil {
-			ds = append(ds, warningAt(RuleRequiresInvalidVersion, s.File, max(s.Line("metadata.version"), 1), fmt.Sprintf(
+			ds = append(ds, diag.Warning(RuleRequiresInvalidVersion, s.File, max(s.Line("metadata.version"), 1), fmt.Sprintf(
 				"metadata.version %q is not a SemVer version (like \"1.2.0\"); skills that require a minimum version of %q cannot be checked", clip(s.Version), clip(s.Name))))
 		}
 	}
@@ -150,7 +151,7 @@ func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
 		for i, n := range cyc {
 			path[i] = clip(n)
 		}
-		ds = append(ds, errorAt(RuleRequiresCycle, from.File, entryLine[[2]string{cyc[0], cyc[1]}],
+		ds = append(ds, diag.Error(RuleRequiresCycle, from.File, entryLine[[2]string{cyc[0], cyc[1]}],
 			"dependency cycle: "+strings.Join(path, " -> ")))
 	}
 	if truncated {
@@ -158,28 +159,28 @@ func Resolve(c *Catalog, opts Options) (*Graph, Diagnostics) {
 		if len(g.cycles) > 0 {
 			where = g.skills[g.cycles[0][0]].File
 		}
-		ds = append(ds, errorAt(RuleRequiresCycle, where, 0, fmt.Sprintf(
+		ds = append(ds, diag.Error(RuleRequiresCycle, where, 0, fmt.Sprintf(
 			"more dependency cycles exist than the %d listed (the search stops early on very tangled graphs)", len(g.cycles))))
 	}
 	ds.Sort()
 	return g, ds
 }
 
-func checkMinimum(s *Skill, r Requirement, t *Skill, minimum *semver.Version) (Diagnostic, bool) {
+func checkMinimum(s *Skill, r Requirement, t *Skill, minimum *semver.Version) (diag.Diagnostic, bool) {
 	if t.Version == "" {
-		return errorAt(RuleRequiresVersion, s.File, r.Line, fmt.Sprintf(
+		return diag.Error(RuleRequiresVersion, s.File, r.Line, fmt.Sprintf(
 			"requires %q >= %s, but %s has no metadata.version", clip(r.Skill), r.Version, t.File)), true
 	}
 	present, err := semver.NewVersion(t.Version)
 	if err != nil {
-		return errorAt(RuleRequiresInvalidVersion, s.File, r.Line, fmt.Sprintf(
+		return diag.Error(RuleRequiresInvalidVersion, s.File, r.Line, fmt.Sprintf(
 			"requires %q >= %s, but its metadata.version %q (%s) is not a SemVer version", clip(r.Skill), r.Version, clip(t.Version), t.File)), true
 	}
 	if present.LessThan(minimum) {
-		return errorAt(RuleRequiresVersion, s.File, r.Line, fmt.Sprintf(
+		return diag.Error(RuleRequiresVersion, s.File, r.Line, fmt.Sprintf(
 			"requires %q >= %s, but %s is version %s", clip(r.Skill), r.Version, t.File, t.Version)), true
 	}
-	return Diagnostic{}, false
+	return diag.Diagnostic{}, false
 }
 
 // findCycles lists elementary cycles: Tarjan's algorithm finds the strongly-connected groups,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/diag"
 )
 
 // handSkill builds a skill as Parse would leave it, without a file.
@@ -16,7 +18,7 @@ func handSkill(name, version string, reqs ...Requirement) *Skill {
 	return &Skill{Name: name, Description: "d", Version: version, Requires: reqs, File: name + "/SKILL.md"}
 }
 
-func rules(ds Diagnostics) []string {
+func rules(ds diag.Diagnostics) []string {
 	var out []string
 	for _, d := range ds {
 		out = append(out, string(d.Severity)+" "+d.Rule)
@@ -205,7 +207,7 @@ func TestCycleListingIsBounded(t *testing.T) {
 	if len(g.Cycles()) != MaxReportedCycles {
 		t.Errorf("%d cycles listed, want %d", len(g.Cycles()), MaxReportedCycles)
 	}
-	if !slices.ContainsFunc(ds, func(d Diagnostic) bool { return strings.Contains(d.Message, "more dependency cycles") }) {
+	if !slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return strings.Contains(d.Message, "more dependency cycles") }) {
 		t.Error("truncation not reported")
 	}
 }

@@ -1,5 +1,7 @@
 package skill
 
+import "github.com/skillfleet/skillfleet/diag"
+
 // Rule ids. They are part of the user-facing contract (users filter and suppress by them), so
 // they never change meaning. Validation ids follow the table of the agentskills specification;
 // the lint ids follow its lint table; the rest are skillfleet's own.
@@ -66,14 +68,14 @@ const (
 // RuleInfo describes one rule for documentation and for tools that list the rules.
 type RuleInfo struct {
 	ID       string
-	Severity Severity // the usual severity; a few rules vary with Options (see Summary)
-	Stage    string   // parse, validate, resolve, discover or lint
+	Severity diag.Severity // the usual severity; a few rules vary with Options (see Summary)
+	Stage    string        // parse, validate, resolve, discover or lint
 	Summary  string
 }
 
 // Rules lists every rule id this package can emit.
 func Rules() []RuleInfo {
-	e, w, i := SeverityError, SeverityWarning, SeverityInfo
+	e, w, i := diag.SeverityError, diag.SeverityWarning, diag.SeverityInfo
 	return []RuleInfo{
 		{RuleFileUnreadable, e, "parse", "SKILL.md cannot be opened or read, or is not a regular file"},
 		{RuleFileTooLarge, e, "parse", "SKILL.md is larger than MaxFileSize"},

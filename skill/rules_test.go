@@ -1,12 +1,14 @@
 package skill
 
 import (
-	"github.com/skillfleet/skillfleet/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 // ruleCase is one fixture run through the whole pipeline (discover, parse, validate, lint,
@@ -147,7 +149,7 @@ func ruleCases() []ruleCase {
 }
 
 // runPipeline runs everything the CLI runs on roots and returns the sorted diagnostics.
-func runPipeline(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) Diagnostics {
+func runPipeline(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) diag.Diagnostics {
 	cat, ds := discover(roots, opts, readDir)
 	ds = append(ds, cat.EmptyRoots(ds)...)
 	for _, s := range cat.All() {
@@ -348,7 +350,7 @@ func TestUnreadableDirectoryReal(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 	cat, ds := Discover([]string{dir}, Options{})
-	if len(cat.Skills()) != 1 || !slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Rule == RuleDiscoveryUnreadable }) {
+	if len(cat.Skills()) != 1 || !slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleDiscoveryUnreadable }) {
 		t.Errorf("want 1 skill and discovery.unreadable, got %d skills, %v", len(cat.Skills()), ds)
 	}
 }

@@ -1,6 +1,10 @@
 package skill
 
-import "time"
+import (
+	"time"
+
+	"github.com/skillfleet/skillfleet/diag"
+)
 
 // Skill is one parsed SKILL.md. Parse fills what it can, so a Skill may be partial when its file
 // has errors; Validate reports what is wrong with it.
@@ -35,7 +39,7 @@ type Skill struct {
 
 	// What decoding learned that Validate reports: type errors found while decoding, the
 	// top-level keys in order, and whether the frontmatter could be decoded at all.
-	decodeDiags Diagnostics
+	decodeDiags diag.Diagnostics
 	badType     map[string]bool
 	keys        []string
 	parsed      bool // made by Parse or ParseFile (not built by hand)

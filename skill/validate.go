@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -24,7 +25,7 @@ const (
 // It does not repeat Parse's diagnostics: a skill whose frontmatter could not be decoded yields
 // none here. It touches the file system only to compare the name with Dir and to check that
 // test.cases exists.
-func Validate(s *Skill, opts Options) Diagnostics {
+func Validate(s *Skill, opts Options) diag.Diagnostics {
 	if s == nil {
 		return nil
 	}
@@ -33,7 +34,7 @@ func Validate(s *Skill, opts Options) Diagnostics {
 		return nil
 	}
 	ds := slices.Clone(s.decodeDiags)
-	add := func(d Diagnostic) { ds = append(ds, d) }
+	add := func(d diag.Diagnostic) { ds = append(ds, d) }
 	line := func(field string) int {
 		if l := s.Line(field); l > 0 {
 			return l
@@ -52,16 +53,16 @@ func Validate(s *Skill, opts Options) Diagnostics {
 	switch {
 	case s.badType["name"]:
 	case !present("name", s.Name):
-		add(errorAt(RuleNameRequired, s.File, line("name"), "missing required field name"))
+		add(diag.Error(RuleNameRequired, s.File, line("name"), "missing required field name"))
 	case s.Name == "":
-		add(errorAt(RuleNameRequired, s.File, line("name"), "name must not be empty"))
+		add(diag.Error(RuleNameRequired, s.File, line("name"), "name must not be empty"))
 	default:
 		for _, d := range nameDiagnostics(s.Name) {
-			add(errorAt(d.rule, s.File, line("name"), d.msg))
+			add(diag.Error(d.rule, s.File, line("name"), d.msg))
 		}
 		if s.Dir != "" {
 			if msg := nameMatchesDir(s.Name, s.Dir); msg != "" {
-				add(errorAt(RuleNameMatchesDirectory, s.File, line("name"), msg))
+				add(diag.Error(RuleNameMatchesDirectory, s.File, line("name"), msg))
 			}
 		}
 	}
@@ -70,13 +71,13 @@ func Validate(s *Skill, opts Options) Diagnostics {
 	switch {
 	case s.badType["description"]:
 	case !present("description", s.Description):
-		add(errorAt(RuleDescriptionRequired, s.File, line("description"), "missing required field description"))
+		add(diag.Error(RuleDescriptionRequired, s.File, line("description"), "missing required field description"))
 	case strings.TrimSpace(s.Description) == "":
 		// The specification says 1-1024 characters, non-empty; whitespace is not a description.
-		add(errorAt(RuleDescriptionRequired, s.File, line("description"), "description must not be empty"))
+		add(diag.Error(RuleDescriptionRequired, s.File, line("description"), "description must not be empty"))
 	default:
 		if n := utf8.RuneCountInString(strings.TrimSpace(s.Description)); n > MaxDescriptionLength {
-			add(errorAt(RuleDescriptionMaxLength, s.File, line("description"),
+			add(diag.Error(RuleDescriptionMaxLength, s.File, line("description"),
 				fmt.Sprintf("description is %d characters; the limit is %d", n, MaxDescriptionLength)))
 		}
 	}
@@ -86,10 +87,10 @@ func Validate(s *Skill, opts Options) Diagnostics {
 		n := utf8.RuneCountInString(s.Compatibility)
 		switch {
 		case strings.TrimSpace(s.Compatibility) == "":
-			add(errorAt(RuleCompatibilityEmpty, s.File, line("compatibility"),
+			add(diag.Error(RuleCompatibilityEmpty, s.File, line("compatibility"),
 				"compatibility is empty; the specification asks for 1-500 characters, or leave the field out"))
 		case n > MaxCompatibilityLength:
-			add(errorAt(RuleCompatibilityMaxLength, s.File, line("compatibility"),
+			add(diag.Error(RuleCompatibilityMaxLength, s.File, line("compatibility"),
 				fmt.Sprintf("compatibility is %d characters; the limit is %d", n, MaxCompatibilityLength)))
 		}
 	}
@@ -98,9 +99,9 @@ func Validate(s *Skill, opts Options) Diagnostics {
 	if s.Test != nil && !s.badType["test.cases"] && s.Test.Cases != "" && s.Dir != "" {
 		p := filepath.Join(s.Dir, filepath.FromSlash(s.Test.Cases))
 		if info, err := os.Stat(p); err != nil {
-			add(errorAt(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q does not exist", s.Test.Cases)))
+			add(diag.Error(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q does not exist", s.Test.Cases)))
 		} else if !info.Mode().IsRegular() {
-			add(errorAt(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q is not a regular file", s.Test.Cases)))
+			add(diag.Error(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q is not a regular file", s.Test.Cases)))
 		}
 	}
 
@@ -111,9 +112,9 @@ func Validate(s *Skill, opts Options) Diagnostics {
 		}
 		msg := unknownFieldMessage(k, opts.Strict)
 		if opts.Strict {
-			add(errorAt(RuleFrontmatterUnknownField, s.File, line(k), msg))
+			add(diag.Error(RuleFrontmatterUnknownField, s.File, line(k), msg))
 		} else {
-			add(warningAt(RuleFrontmatterUnknownField, s.File, line(k), msg))
+			add(diag.Warning(RuleFrontmatterUnknownField, s.File, line(k), msg))
 		}
 	}
 	ds.Sort()

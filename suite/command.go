@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -50,17 +51,17 @@ type testConfig struct {
 }
 
 // loadCommandCases reads tests/test-config.json and tests/cases/*.yaml of a skill.
-func loadCommandCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
+func loadCommandCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
 	dir := filepath.Join(s.Dir, filepath.FromSlash(commandCaseDir))
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, skill.Diagnostics{{Rule: "cases.file", Severity: skill.SeverityError,
+		return nil, diag.Diagnostics{{Rule: "cases.file", Severity: diag.SeverityError,
 			Message: "cannot read " + commandCaseDir + ": " + err.Error(), File: dir}}
 	}
-	var diags skill.Diagnostics
+	var diags diag.Diagnostics
 	cfg, cfgDiags := loadTestConfig(s)
 	diags = append(diags, cfgDiags...)
 
@@ -76,7 +77,7 @@ func loadCommandCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
 	}
 	slices.Sort(files)
 	if len(files) > maxCommandCases {
-		diags = append(diags, skill.Diagnostic{Rule: "cases.file", Severity: skill.SeverityError,
+		diags = append(diags, diag.Diagnostic{Rule: "cases.file", Severity: diag.SeverityError,
 			Message: "more than 10000 case files", File: dir})
 		files = files[:maxCommandCases]
 	}
@@ -86,13 +87,13 @@ func loadCommandCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
 		rel := commandCaseDir + "/" + name
 		path, err := paths.file(rel)
 		if err != nil {
-			diags = append(diags, skill.Diagnostic{Rule: "cases.file", Severity: skill.SeverityError,
+			diags = append(diags, diag.Diagnostic{Rule: "cases.file", Severity: diag.SeverityError,
 				Message: err.Error(), File: filepath.Join(dir, name)})
 			continue
 		}
 		data, err := readCapped(path, maxCaseFileBytes)
 		if err != nil {
-			diags = append(diags, skill.Diagnostic{Rule: "cases.file", Severity: skill.SeverityError,
+			diags = append(diags, diag.Diagnostic{Rule: "cases.file", Severity: diag.SeverityError,
 				Message: err.Error(), File: path})
 			continue
 		}
@@ -105,7 +106,7 @@ func loadCommandCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
 	return out, diags
 }
 
-func loadTestConfig(s *skill.Skill) (testConfig, skill.Diagnostics) {
+func loadTestConfig(s *skill.Skill) (testConfig, diag.Diagnostics) {
 	cfg := testConfig{timeout: DefaultCommandTimeout}
 	path := filepath.Join(s.Dir, filepath.FromSlash(testConfigFile))
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {

@@ -7,11 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 )
 
 // skillFile resolves rel inside the skill directory dir. It refuses absolute paths, paths that
@@ -109,25 +108,29 @@ func readCapped(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-var yamlErrLine = regexp.MustCompile(`line (\d+)`)
-
-// parseYAML parses data into a document node, reporting a syntax error with its line.
+// parseYAML parses data into a document node under the one YAML policy of the project
+// (internal/yamlstrict), reporting a syntax error, an anchor or alias, or nesting beyond
+// maxDepth with its line. Repeated keys are reported where a mapping is read, in its words.
 func (r *reader) parseYAML(data []byte) (*yaml.Node, bool) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line := 0
-		if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil {
-			line, _ = strconv.Atoi(m[1])
+	root, problems := yamlstrict.Parse(data, yamlstrict.Options{MaxBytes: maxCaseFileBytes, MaxDepth: maxDepth + 1})
+	for _, p := range problems {
+		switch p.Kind {
+		case yamlstrict.Syntax:
+			r.errorf(p.Line, "cases.yaml", "invalid YAML: %s", p.Located)
+		case yamlstrict.TooLarge:
+			r.errorf(0, "cases.file", "file is %d bytes, larger than the %d-byte limit", len(data), maxCaseFileBytes)
+		case yamlstrict.Alias:
+			r.errorf(p.Line, ruleAlias, "YAML %s: anchors and aliases are not allowed in case files; write the value out", p.Message)
+		case yamlstrict.TooDeep:
+			r.errorf(p.Line, "cases.yaml", "nested more than %d levels deep", maxDepth)
 		}
-		r.errorf(line, "cases.yaml", "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(problems) > 0 {
 		return nil, false
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	if root == nil {
 		r.errorf(1, "cases.empty", "the file is empty")
 		return nil, false
 	}
-	if !r.checkAliases(doc.Content[0], 0) {
-		return nil, false
-	}
-	return doc.Content[0], true
+	return root, true
 }

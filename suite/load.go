@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -17,7 +18,7 @@ type Suite struct {
 	// command cases by file name.
 	Cases []*Case
 	// Diagnostics covers discovery, validation, requires and case files, sorted.
-	Diagnostics skill.Diagnostics
+	Diagnostics diag.Diagnostics
 }
 
 // Load discovers the skills under roots, validates them and their `requires`, and reads every
@@ -43,7 +44,7 @@ func Load(roots []string, opts skill.Options) *Suite {
 	s.Diagnostics = append(s.Diagnostics, gd...)
 
 	perSkill := make([][]*Case, len(skills))
-	perDiags := make([]skill.Diagnostics, len(skills))
+	perDiags := make([]diag.Diagnostics, len(skills))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -72,7 +73,7 @@ func Load(roots []string, opts skill.Options) *Suite {
 
 // LoadCases reads both case formats of one skill and rejects duplicate case names, which
 // would make two report rows indistinguishable.
-func LoadCases(sk *skill.Skill) ([]*Case, skill.Diagnostics) {
+func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
 	prompt, diags := loadPromptCases(sk)
 	command, cd := loadCommandCases(sk)
 	diags = append(diags, cd...)
@@ -81,8 +82,8 @@ func LoadCases(sk *skill.Skill) ([]*Case, skill.Diagnostics) {
 	out := all[:0]
 	for _, c := range all {
 		if first, dup := seen[c.Name]; dup {
-			diags = append(diags, skill.Diagnostic{
-				Rule: "case.duplicateName", Severity: skill.SeverityError, File: c.File, Line: c.Line,
+			diags = append(diags, diag.Diagnostic{
+				Rule: "case.duplicateName", Severity: diag.SeverityError, File: c.File, Line: c.Line,
 				Message: fmt.Sprintf("skill %s already has a case named %q (%s:%d)", sk.Name, c.Name, first.File, first.Line),
 			})
 			continue

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/skillfleet/skillfleet/bundle"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -116,7 +117,7 @@ type Plan struct {
 	// SuiteDigest is the sha256 of the suite bundle: the selected skills and their dependency
 	// closure, written deterministically.
 	SuiteDigest string
-	Skills      []SkillDigest
+	Skills      []bundle.SkillDigest
 	Cases       []*Case
 	Jobs        []Job
 	BundleBytes int64
@@ -138,20 +139,42 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	for i, sd := range b.Skills {
 		p.skillIndex[sd.Name] = i
 	}
-	agents := opts.Agents
+	for _, c := range s.Cases {
+		if opts.Filter.keeps(c) {
+			p.Cases = append(p.Cases, c)
+		}
+	}
+	if err := p.expand(opts.Agents, opts.MaxJobs); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Expand returns a copy of the plan with its cases expanded into jobs again, for agents and
+// refusing more than maxJobs jobs when maxJobs is positive. It reads no file: a plan made
+// before the agents were known (skillfleet test plans before it builds its agents) is
+// completed by whoever knows them, without planning the suite again. Cases and skills are
+// shared with p.
+func (p *Plan) Expand(agents []string, maxJobs int) (*Plan, error) {
+	out := &Plan{SuiteDigest: p.SuiteDigest, Skills: p.Skills, Cases: p.Cases, BundleBytes: p.BundleBytes, skillIndex: p.skillIndex}
+	if err := out.expand(agents, maxJobs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expand sets p.Jobs from p.Cases: every epoch of every case, against every agent for a prompt
+// case.
+func (p *Plan) expand(agents []string, maxJobs int) error {
 	if len(agents) == 0 {
 		agents = []string{""}
 	}
-	// Selected first, so the job list is allocated once: a plan can hold 100,000s of jobs.
+	// Counted first, so the job list is allocated once: a plan can hold 100,000s of jobs.
 	jobs := 0
-	for _, c := range s.Cases {
-		if !opts.Filter.keeps(c) {
-			continue
-		}
-		p.Cases = append(p.Cases, c)
+	for _, c := range p.Cases {
 		jobs += c.Runs * len(caseAgents(c, agents))
-		if opts.MaxJobs > 0 && jobs > opts.MaxJobs {
-			return nil, &TooManyJobsError{Max: opts.MaxJobs, Jobs: jobs, File: c.File, Line: c.Line, Case: c.Skill.Name + "/" + c.Name}
+		if maxJobs > 0 && jobs > maxJobs {
+			return &TooManyJobsError{Max: maxJobs, Jobs: jobs, File: c.File, Line: c.Line, Case: c.Skill.Name + "/" + c.Name}
 		}
 	}
 	p.Jobs = make([]Job, 0, jobs)
@@ -162,7 +185,7 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 			}
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // caseAgents is who a case runs against: every agent for a prompt case, none for a command.
@@ -185,7 +208,7 @@ func JobID(skillName, caseName string, kind Kind, epoch int, agent string) strin
 }
 
 // Skill returns the digest entry of a skill in the plan, or nil.
-func (p *Plan) Skill(name string) *SkillDigest {
+func (p *Plan) Skill(name string) *bundle.SkillDigest {
 	if i, ok := p.skillIndex[name]; ok {
 		return &p.Skills[i]
 	}

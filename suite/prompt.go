@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -27,7 +28,7 @@ var promptAssertionKeys = map[string]bool{
 var semanticKeys = map[string]bool{"criterion": true, "votes": true}
 
 // loadPromptCases reads the RFC cases file a skill's `test` field names.
-func loadPromptCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
+func loadPromptCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
 	if s.Test == nil {
 		return nil, nil
 	}
@@ -37,12 +38,12 @@ func loadPromptCases(s *skill.Skill) ([]*Case, skill.Diagnostics) {
 	}
 	path, err := skillFile(s.Dir, s.Test.Cases)
 	if err != nil {
-		return nil, skill.Diagnostics{{Rule: "test.cases", Severity: skill.SeverityError,
+		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file: " + err.Error(), File: s.File, Line: line}}
 	}
 	data, err := readCapped(path, maxCaseFileBytes)
 	if err != nil {
-		return nil, skill.Diagnostics{{Rule: "test.cases", Severity: skill.SeverityError,
+		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file " + s.Test.Cases + ": " + err.Error(), File: s.File, Line: line}}
 	}
 	r := &reader{file: path}

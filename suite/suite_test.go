@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
 // diagText renders diagnostics with paths relative to base, one per line.
-func diagText(base string, diags skill.Diagnostics) []byte {
+func diagText(base string, diags diag.Diagnostics) []byte {
 	var b bytes.Buffer
 	for _, d := range diags {
 		if r, err := filepath.Rel(base, d.File); err == nil {
@@ -97,7 +99,7 @@ func TestRuleLines(t *testing.T) {
 			s := Load([]string{filepath.Join("testdata", "bad", tt.fixture)}, skill.Options{})
 			for _, d := range s.Diagnostics {
 				if d.Rule == tt.rule && (tt.line == 0 || d.Line == tt.line) && strings.Contains(d.Message, tt.contains) {
-					if d.Severity != skill.SeverityError {
+					if d.Severity != diag.SeverityError {
 						t.Errorf("%s has severity %s, want error", d.Rule, d.Severity)
 					}
 					return
@@ -122,9 +124,9 @@ func planJSON(t *testing.T, p *Plan) []byte {
 		Agent     string `json:"agent,omitempty"`
 	}
 	out := struct {
-		SuiteDigest string        `json:"suite_digest"`
-		Skills      []SkillDigest `json:"skills"`
-		Jobs        []job         `json:"jobs"`
+		SuiteDigest string               `json:"suite_digest"`
+		Skills      []bundle.SkillDigest `json:"skills"`
+		Jobs        []job                `json:"jobs"`
 	}{SuiteDigest: p.SuiteDigest, Skills: p.Skills}
 	for _, j := range p.Jobs {
 		out.Jobs = append(out.Jobs, job{j.ID, j.Case.Skill.Name, j.Case.Name, j.Case.Kind, j.Epoch, j.Case.Timeout.Milliseconds(), j.Case.Parallel, j.Agent})
@@ -288,5 +290,58 @@ func TestPlanFilterAndAgents(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "deploy-checklist,env-selector,logging-standards" {
 		t.Errorf("bundle skills = %s, want deploy-checklist and its closure", got)
+	}
+}
+
+// TestPlanExpand: a plan made without agents, expanded for two, runs each prompt case against
+// both and each command case once, as planning with the two does; the limit is checked.
+func TestPlanExpand(t *testing.T) {
+	s := Load([]string{examples}, skill.Options{})
+	agents := []string{"a", "b"}
+	want, err := s.Plan(PlanOptions{Agents: agents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan(PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		agents  []string
+		maxJobs int
+		want    *Plan
+		tooMany bool
+	}{
+		{"same agents", nil, 0, p, false},
+		{"two agents", agents, 0, want, false},
+		{"over the limit", agents, len(want.Jobs) - 1, nil, true},
+		{"at the limit", agents, len(want.Jobs), want, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := p.Expand(tt.agents, tt.maxJobs)
+			var tm *TooManyJobsError
+			if tt.tooMany {
+				if !errors.As(err, &tm) {
+					t.Fatalf("err = %v, want TooManyJobsError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Jobs) != len(tt.want.Jobs) || got.SuiteDigest != tt.want.SuiteDigest {
+				t.Fatalf("%d jobs, digest %s; want %d, %s", len(got.Jobs), got.SuiteDigest, len(tt.want.Jobs), tt.want.SuiteDigest)
+			}
+			for i := range got.Jobs {
+				if got.Jobs[i].ID != tt.want.Jobs[i].ID || got.Jobs[i].Agent != tt.want.Jobs[i].Agent {
+					t.Fatalf("job %d: %s/%s, want %s/%s", i, got.Jobs[i].ID, got.Jobs[i].Agent, tt.want.Jobs[i].ID, tt.want.Jobs[i].Agent)
+				}
+			}
+		})
+	}
+	if len(p.Jobs) == len(want.Jobs) {
+		t.Fatal("the example suite has no prompt case: the test shows nothing")
 	}
 }

@@ -2,16 +2,17 @@ package suite
 
 import (
 	"fmt"
-	"github.com/skillfleet/skillfleet/internal/textdist"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/textdist"
 )
 
-// maxDepth bounds nesting, so a deeply nested document is rejected instead of recursed into.
+// maxDepth bounds nesting below a file's top-level value, so a deeply nested document is
+// rejected instead of recursed into.
 const maxDepth = 64
 
 // Caps on a stdout-json document: its node count (mappings, lists and scalars) and the size of
@@ -36,14 +37,14 @@ const (
 // that name the file, the line and the rule.
 type reader struct {
 	file  string
-	diags skill.Diagnostics
+	diags diag.Diagnostics
 	// nodes counts the nodes value has converted for the current stdout-json document.
 	nodes int
 }
 
 func (r *reader) errorf(line int, rule, format string, args ...any) {
-	r.diags = append(r.diags, skill.Diagnostic{
-		Rule: rule, Severity: skill.SeverityError, Message: fmt.Sprintf(format, args...),
+	r.diags = append(r.diags, diag.Diagnostic{
+		Rule: rule, Severity: diag.SeverityError, Message: fmt.Sprintf(format, args...),
 		File: r.file, Line: line,
 	})
 }
@@ -57,29 +58,6 @@ func (r *reader) deref(n *yaml.Node) *yaml.Node {
 		return nil
 	}
 	return n
-}
-
-// checkAliases reports the first anchor or alias in the tree under n (a yaml.Node tree holds an
-// alias as a pointer, so walking it expands nothing). It returns false when there is one.
-func (r *reader) checkAliases(n *yaml.Node, depth int) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		what := "anchor &" + n.Anchor
-		if n.Kind == yaml.AliasNode {
-			what = "alias *" + n.Value
-		}
-		r.errorf(n.Line, ruleAlias, "YAML %s: anchors and aliases are not allowed in case files; write the value out", what)
-		return false
-	}
-	if depth > maxDepth {
-		r.errorf(n.Line, "cases.yaml", "nested more than %d levels deep", maxDepth)
-		return false
-	}
-	for _, c := range n.Content {
-		if !r.checkAliases(c, depth+1) {
-			return false
-		}
-	}
-	return true
 }
 
 // pair is one key: value entry of a mapping, with the key's line.

@@ -151,3 +151,29 @@ func TestAssertionCapsAtPlanTime(t *testing.T) {
 		})
 	}
 }
+
+// TestCaseFileSyntaxLines checks that a YAML syntax error names the line an editor shows:
+// yaml.v3 numbers its parser's errors from 0 and leaves the first line unnumbered.
+func TestCaseFileSyntaxLines(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		line       int
+		message    string
+	}{
+		{"scanner error", "name: a\ninput:\n  command: \"echo\n", 3, "invalid YAML: line 3: found unexpected end of stream"},
+		{"parser error", "name: a\ninput:\n  command: echo\n bad: 1\n", 4, "invalid YAML: line 4: did not find expected key"},
+		{"first line", ": :\n", 1, "invalid YAML: did not find expected key"},
+		{"lone CR breaks", "name: a\rinput:\r  command: echo\r bad: 1\r", 1, "invalid YAML: line 1: did not find expected key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Load([]string{commandSkill(t, tt.yaml)}, skill.Options{})
+			for _, d := range s.Diagnostics {
+				if d.Rule == "cases.yaml" && d.Line == tt.line && d.Message == tt.message {
+					return
+				}
+			}
+			t.Errorf("no cases.yaml at line %d saying %q; got:\n%s", tt.line, tt.message, diagText(".", s.Diagnostics))
+		})
+	}
+}

@@ -1,30 +1,22 @@
 package worker
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/assert/assertpb"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
+	"github.com/skillfleet/skillfleet/verdict"
 )
 
 // SkillsMount is where a job's suite bundle appears inside its sandbox, read-only.
 const SkillsMount = "/skills"
-
-// Sandboxes hands out and takes back job containers.
-type Sandboxes interface {
-	Acquire(ctx context.Context, spec sandbox.Spec) (*sandbox.Sandbox, error)
-	Release(ctx context.Context, s *sandbox.Sandbox) error
-}
 
 // SandboxExecutor runs jobs in sandboxes: command cases directly, prompt cases through an
 // agent (see WithAgents; without one they are errored, never passed).
@@ -35,11 +27,16 @@ type SandboxExecutor struct {
 	agents    map[string]AgentSpec
 	judge     Judge
 	votes     int
-	catalogs  sync.Map // bundle dir → *catalog
 }
 
-// NewSandboxExecutor returns the executor the worker uses in production and in local mode.
-func NewSandboxExecutor(sandboxes Sandboxes, log *zap.Logger) *SandboxExecutor {
+// NewSandboxExecutor returns the executor the worker uses in production and in local mode: it
+// runs jobs in the pool's Docker sandboxes.
+func NewSandboxExecutor(pool Pool, log *zap.Logger) *SandboxExecutor {
+	return NewExecutor(Containers(pool), log)
+}
+
+// NewExecutor returns an executor that runs jobs in the given sandboxes.
+func NewExecutor(sandboxes Sandboxes, log *zap.Logger) *SandboxExecutor {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -49,9 +46,9 @@ func NewSandboxExecutor(sandboxes Sandboxes, log *zap.Logger) *SandboxExecutor {
 // Execute runs one job. Errors are infrastructure failures and are retried by the worker;
 // everything the case caused is in the Result.
 func (e *SandboxExecutor) Execute(ctx context.Context, job *pb.Job, bundleDir string) (*pb.Result, error) {
-	assertions, err := compileAssertions(job.GetAssertions())
+	assertions, err := assertpb.DecodeAll(job.GetAssertions())
 	if err != nil {
-		// The plan compiled these; a job that does not is corrupt or from a newer planner.
+		// The plan compiled these; a job whose do not compile is corrupt or from a newer planner.
 		return erroredResult(job, "the job's assertions cannot be used: "+err.Error()), nil
 	}
 	switch job.GetKind() {
@@ -127,76 +124,17 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 // verdict: an assertion the deadline cut short is errored, and so is the job, with the reason.
 func decide(ctx context.Context, out *pb.Result, assertions []assert.Assertion, obs assert.Observation) {
 	results, _ := assert.EvaluateAllContext(ctx, assertions, obs)
-	out.Assertions = assertionResults(results)
-	out.Verdict = verdictOf(results)
-	if out.Verdict == pb.Verdict_VERDICT_ERRORED {
-		out.Reason = erroredReason(results)
-	}
+	setVerdict(out, results)
 }
 
-// verdictOf decides a job from its assertion results: errored if any could not be evaluated,
-// failed if any failed, passed only if there is at least one and all passed.
-func verdictOf(results []assert.Result) pb.Verdict {
-	failed := false
-	for _, r := range results {
-		if r.Errored {
-			return pb.Verdict_VERDICT_ERRORED
-		}
-		if !r.Passed {
-			failed = true
-		}
+// setVerdict records a job's assertion results and the verdict they give (package verdict).
+func setVerdict(out *pb.Result, results []assert.Result) {
+	out.Assertions = assertpb.Results(results)
+	v, reason := verdict.Of(out.Assertions)
+	out.Verdict = v
+	if v == pb.Verdict_VERDICT_ERRORED {
+		out.Reason = reason
 	}
-	switch {
-	case failed:
-		return pb.Verdict_VERDICT_FAILED
-	case assert.AllPassed(results):
-		return pb.Verdict_VERDICT_PASSED
-	}
-	return pb.Verdict_VERDICT_ERRORED
-}
-
-// erroredReason says why a job whose assertions ran has no verdict.
-func erroredReason(results []assert.Result) string {
-	for _, r := range results {
-		if r.Errored {
-			return fmt.Sprintf("%s could not be decided: %s", r.Type, r.Message)
-		}
-	}
-	return "no assertion results"
-}
-
-// compileAssertions rebuilds the plan's assertions from the wire.
-func compileAssertions(in []*pb.Assertion) ([]assert.Assertion, error) {
-	if len(in) == 0 {
-		return nil, errors.New("the job has no assertions")
-	}
-	out := make([]assert.Assertion, 0, len(in))
-	for _, pa := range in {
-		a := assert.Assertion{Type: assert.Type(pa.GetType()), Value: pa.GetValue(), ExitCode: int(pa.GetExitCode())}
-		if len(pa.GetJson()) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(pa.GetJson()))
-			dec.UseNumber()
-			if err := dec.Decode(&a.JSON); err != nil {
-				return nil, fmt.Errorf("%s at line %d: %w", pa.GetType(), pa.GetLine(), err)
-			}
-		}
-		if err := assert.Compile(&a); err != nil {
-			return nil, fmt.Errorf("%s at line %d: %w", pa.GetType(), pa.GetLine(), err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func assertionResults(in []assert.Result) []*pb.AssertionResult {
-	out := make([]*pb.AssertionResult, len(in))
-	for i, r := range in {
-		out[i] = &pb.AssertionResult{
-			Type: string(r.Type), Passed: r.Passed, Expected: r.Expected, Actual: r.Actual,
-			Message: r.Message, Path: r.Path, Errored: r.Errored,
-		}
-	}
-	return out
 }
 
 func limitsOf(l *pb.Limits) sandbox.Limits {

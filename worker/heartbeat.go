@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/clock"
 )
 
 // heartbeats marks the message of every unsettled job in progress, from one goroutine, so a
@@ -15,37 +16,37 @@ import (
 // of AckWait; a short job costs a map entry rather than a goroutine and a timer.
 type heartbeats struct {
 	mu   sync.Mutex
-	msgs map[jetstream.Msg]*zap.Logger
+	msgs map[Delivery]*zap.Logger
 }
 
 func newHeartbeats() *heartbeats {
-	return &heartbeats{msgs: make(map[jetstream.Msg]*zap.Logger)}
+	return &heartbeats{msgs: make(map[Delivery]*zap.Logger)}
 }
 
-func (h *heartbeats) add(msg jetstream.Msg, log *zap.Logger) {
+func (h *heartbeats) add(msg Delivery, log *zap.Logger) {
 	h.mu.Lock()
 	h.msgs[msg] = log
 	h.mu.Unlock()
 }
 
 // remove stops the heartbeat of a job about to be acked, handed back or terminated.
-func (h *heartbeats) remove(msg jetstream.Msg) {
+func (h *heartbeats) remove(msg Delivery) {
 	h.mu.Lock()
 	delete(h.msgs, msg)
 	h.mu.Unlock()
 }
 
 // run beats every interval until ctx is done.
-func (h *heartbeats) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+func (h *heartbeats) run(ctx context.Context, clk clock.Clock, interval time.Duration) {
+	t := clk.NewTicker(interval)
 	defer t.Stop()
-	var due []jetstream.Msg
+	var due []Delivery
 	var logs []*zap.Logger
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		due, logs = due[:0], logs[:0]
 		h.mu.Lock()

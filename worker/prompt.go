@@ -13,7 +13,6 @@ import (
 	"github.com/skillfleet/skillfleet/assert"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
-	"github.com/skillfleet/skillfleet/skill"
 )
 
 // Agent answers a prompt case. The built-in agent's model loop runs here, in the worker, and
@@ -49,27 +48,14 @@ func (e *SandboxExecutor) WithAgents(agents map[string]AgentSpec, judge Judge, v
 	return e
 }
 
-// catalog is what an agent is told about a suite's skills.
-type catalog struct {
-	refs    []agent.SkillRef
-	allowed map[string]string // skill name → its allowed-tools
-}
-
-// catalogOf reads a bundle's skills once per bundle directory.
-func (e *SandboxExecutor) catalogOf(bundleDir string) *catalog {
-	if c, ok := e.catalogs.Load(bundleDir); ok {
-		return c.(*catalog)
+// catalogOf is what the job's agent is told about the suite's skills: the entries the
+// coordinator put in the job, located where the bundle is mounted.
+func catalogOf(job *pb.Job) []agent.SkillRef {
+	refs := make([]agent.SkillRef, 0, len(job.GetCatalog()))
+	for _, c := range job.GetCatalog() {
+		refs = append(refs, agent.SkillRef{Name: c.GetName(), Description: c.GetDescription(), Location: path.Join(SkillsMount, c.GetPath())})
 	}
-	cat, _ := skill.Discover([]string{bundleDir}, skill.Options{})
-	c := &catalog{allowed: map[string]string{}}
-	for _, s := range cat.Skills() {
-		c.refs = append(c.refs, agent.SkillRef{
-			Name: s.Name, Description: s.Description, Location: path.Join(SkillsMount, s.Name, skill.FileName),
-		})
-		c.allowed[s.Name] = s.AllowedTools
-	}
-	v, _ := e.catalogs.LoadOrStore(bundleDir, c)
-	return v.(*catalog)
+	return refs
 }
 
 func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir string, assertions []assert.Assertion) (*pb.Result, error) {
@@ -82,6 +68,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		}
 		return erroredResult(job, reason), nil
 	}
+	if len(job.GetCatalog()) == 0 {
+		// Every bundle holds the job's own skill: a job without a catalog comes from a
+		// coordinator older than the field, and its agent would be shown no skill.
+		return erroredResult(job, "the job carries no skill catalog (a coordinator older than this worker planned it): upgrade the coordinator"), nil
+	}
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
 	mounts := append([]sandbox.Mount{{Source: bundleDir, Target: SkillsMount}}, spec.Mounts...)
 	sb, err := e.sandboxes.Acquire(ctx, sandbox.Spec{
@@ -93,7 +84,6 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	}
 	defer e.release(ctx, job, sb)
 
-	cat := e.catalogOf(bundleDir)
 	limits := spec.Limits
 	if limits.WallTime <= 0 || limits.WallTime > timeout {
 		limits.WallTime = timeout
@@ -102,7 +92,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	actx, cancel := context.WithTimeout(agent.WithJobID(ctx, job.GetId()), timeout)
 	defer cancel()
 	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
-		Input: job.GetInput(), Catalog: cat.refs, AllowedTools: cat.allowed[job.GetSkill()],
+		Input: job.GetInput(), Catalog: catalogOf(job), AllowedTools: job.GetAllowedTools(),
 		WorkDir: AgentWorkDir, Limits: limits,
 	})
 	out := &pb.Result{
@@ -152,11 +142,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		tr.Usage.Add(u)
 		out.Usage = usageOf(tr.Usage)
 	}
-	out.Assertions = assertionResults(results)
-	out.Verdict = verdictOf(results)
-	if out.Verdict == pb.Verdict_VERDICT_ERRORED {
-		out.Reason = erroredReason(results)
-	}
+	setVerdict(out, results)
 	return out, nil
 }
 
@@ -186,7 +172,7 @@ func usageOf(u agent.Usage) *pb.Usage {
 }
 
 // sandboxTools adapts a job's sandbox to what the agent's tools need.
-type sandboxTools struct{ sb *sandbox.Sandbox }
+type sandboxTools struct{ sb Sandbox }
 
 func (t sandboxTools) Exec(ctx context.Context, cmd []string, stdin []byte, workdir string, timeout time.Duration) (agent.ExecResult, error) {
 	r, err := t.sb.Exec(ctx, sandbox.ExecRequest{Cmd: cmd, Stdin: stdin, WorkDir: workdir, Timeout: timeout})
@@ -204,7 +190,7 @@ func (t sandboxTools) Exec(ctx context.Context, cmd []string, stdin []byte, work
 
 // release removes a job's sandbox with its own context: a cancelled job must still not leave
 // a container behind.
-func (e *SandboxExecutor) release(ctx context.Context, job *pb.Job, sb *sandbox.Sandbox) {
+func (e *SandboxExecutor) release(ctx context.Context, job *pb.Job, sb Sandbox) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := e.sandboxes.Release(rctx, sb); err != nil {

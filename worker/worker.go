@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/internal/clock"
+	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	"github.com/skillfleet/skillfleet/suite"
 )
 
 // Config tunes a worker.
@@ -96,26 +96,30 @@ type ResultPublisher interface {
 
 // Deps are a worker's collaborators.
 type Deps struct {
-	// Lanes are the job consumers in priority order (on-demand before scheduled).
-	Lanes    []jetstream.Consumer
+	// Lanes are the job sources in priority order (on-demand before scheduled).
+	Lanes    []Lane
 	Results  ResultPublisher
-	Bundles  suite.BundleSource
+	Bundles  bundle.BundleSource
 	Executor Executor
 	Log      *zap.Logger
 	Registry prometheus.Registerer
-	// Now is the clock; nil means time.Now.
+	// Clock times the drain and the heartbeats; nil means the system clock.
+	Clock clock.Clock
+	// Now stamps results; nil means Clock.Now.
 	Now func() time.Time
 }
 
 // Worker pulls and runs jobs.
 type Worker struct {
-	cfg     Config
-	deps    Deps
-	log     *zap.Logger
-	now     func() time.Time
-	cache   *suite.Cache
-	metrics *metrics
-	beats   *heartbeats
+	cfg   Config
+	deps  Deps
+	log   *zap.Logger
+	now   func() time.Time
+	cache *bundle.Cache
+	// catalogs resolves the run catalogs prompt jobs name by digest.
+	catalogs *catalogs
+	metrics  *metrics
+	beats    *heartbeats
 	// force cancels running jobs; set while Run runs.
 	mu    sync.Mutex
 	force context.CancelFunc
@@ -139,10 +143,13 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 	if deps.Log == nil {
 		deps.Log = zap.NewNop()
 	}
-	if deps.Now == nil {
-		deps.Now = time.Now
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
 	}
-	cache, err := suite.NewCache(cfg.CacheDir, deps.Bundles, cfg.KeepBundles)
+	if deps.Now == nil {
+		deps.Now = deps.Clock.Now
+	}
+	cache, err := bundle.NewCache(cfg.CacheDir, deps.Bundles, cfg.KeepBundles)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +157,7 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, deps: deps, log: deps.Log.With(zap.String("worker", cfg.ID)), now: deps.Now, cache: cache, metrics: m, beats: newHeartbeats()}, nil
+	return &Worker{cfg: cfg, deps: deps, log: deps.Log.With(zap.String("worker", cfg.ID)), now: deps.Now, cache: cache, catalogs: newCatalogs(deps.Bundles, cfg.KeepBundles), metrics: m, beats: newHeartbeats()}, nil
 }
 
 // Run pulls jobs until ctx is cancelled, then drains: it fetches nothing more, lets running
@@ -170,9 +177,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	beatCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBeats()
-	go w.beats.run(beatCtx, w.cfg.Heartbeat)
+	go w.beats.run(beatCtx, w.deps.Clock, w.cfg.Heartbeat)
 	var running sync.WaitGroup
-	start := func(msg jetstream.Msg) {
+	start := func(msg Delivery) {
 		running.Add(1)
 		go func() {
 			defer running.Done()
@@ -240,18 +247,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("draining", zap.Duration("grace", w.cfg.DrainGrace))
 	drained := make(chan struct{})
 	go func() { running.Wait(); close(drained) }()
+	grace := w.deps.Clock.NewTimer(w.cfg.DrainGrace)
+	defer grace.Stop()
 	select {
 	case <-drained:
-	case <-time.After(w.cfg.DrainGrace):
+	case <-grace.C():
 		w.log.Warn("grace period over: stopping running jobs and returning them to the queue")
 		force()
 		<-drained
 	}
 	settled := make(chan struct{})
 	go func() { w.settling.Wait(); close(settled) }()
+	settle := w.deps.Clock.NewTimer(settleWait)
+	defer settle.Stop()
 	select {
 	case <-settled:
-	case <-time.After(settleWait):
+	case <-settle.C():
 		w.log.Warn("results still unconfirmed at exit; their jobs will be redelivered", zap.Duration("waited", settleWait))
 	}
 	w.log.Info("worker stopped")
@@ -270,8 +281,8 @@ func (w *Worker) Force() {
 
 // fetchNow takes up to n jobs that are ready now, one per free slot, higher lanes first. It
 // never prefetches more than it can run: each fetched message's AckWait starts at delivery.
-func (w *Worker) fetchNow(n int) []jetstream.Msg {
-	var out []jetstream.Msg
+func (w *Worker) fetchNow(n int) []Delivery {
+	var out []Delivery
 	for _, lane := range w.deps.Lanes {
 		if len(out) == n {
 			break
@@ -286,7 +297,7 @@ func (w *Worker) fetchNow(n int) []jetstream.Msg {
 // fewer free slots than lanes polls the lanes in turn, starting at next, and returns where to
 // start the next time. It returns how many polls it started; each signals polls when it ends,
 // after starting the job it got, if any.
-func (w *Worker) longPoll(free chan struct{}, polls chan<- struct{}, start func(jetstream.Msg), next int) (int, int) {
+func (w *Worker) longPoll(free chan struct{}, polls chan<- struct{}, start func(Delivery), next int) (int, int) {
 	lanes := w.deps.Lanes
 	tokens := 0
 take:
@@ -304,7 +315,7 @@ take:
 	wait := w.cfg.FetchWait
 	picked := lanes
 	if tokens < len(lanes) {
-		picked = make([]jetstream.Consumer, 0, tokens)
+		picked = make([]Lane, 0, tokens)
 		for i := range tokens {
 			picked = append(picked, lanes[(next+i)%len(lanes)])
 		}
@@ -325,38 +336,21 @@ take:
 	return len(picked), next
 }
 
-func (w *Worker) take(lane jetstream.Consumer, n int, wait time.Duration) []jetstream.Msg {
-	var (
-		batch jetstream.MessageBatch
-		err   error
-	)
-	if wait <= 0 {
-		batch, err = lane.FetchNoWait(n)
-	} else {
-		batch, err = lane.Fetch(n, jetstream.FetchMaxWait(wait))
-	}
+func (w *Worker) take(lane Lane, n int, wait time.Duration) []Delivery {
+	out, err := lane.Fetch(n, wait)
 	if err != nil {
-		w.log.Warn("fetch failed", zap.Error(err))
-		w.metrics.fetchErrors.Inc()
-		return nil
-	}
-	var out []jetstream.Msg
-	for m := range batch.Messages() {
-		out = append(out, m)
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-		w.log.Warn("fetch ended with an error", zap.Error(err))
+		w.log.Warn("fetch failed", zap.Error(err), zap.Int("jobs", len(out)))
 		w.metrics.fetchErrors.Inc()
 	}
 	return out
 }
 
 // handle runs one delivery of one job and settles its message exactly once.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
+func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	start := w.now()
 	attempt := 1
-	if md, err := msg.Metadata(); err == nil {
-		attempt = int(md.NumDelivered)
+	if n, _, err := msg.Attempt(); err == nil {
+		attempt = n
 	}
 	job := &pb.Job{}
 	if err := proto.Unmarshal(msg.Data(), job); err != nil || job.GetId() == "" || job.GetRunId() == "" {
@@ -441,7 +435,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 }
 
 // settle acks a job whose result is stored, or hands it back when the result could not be.
-func (w *Worker) settle(msg jetstream.Msg, res *pb.Result, gaveUp bool, err error, log *zap.Logger) {
+func (w *Worker) settle(msg Delivery, res *pb.Result, gaveUp bool, err error, log *zap.Logger) {
 	w.beats.remove(msg)
 	if err != nil {
 		// Without a stored result the job must not be acked: it comes back after a Nak.
@@ -476,6 +470,9 @@ func (w *Worker) execute(ctx context.Context, job *pb.Job) (*pb.Result, error) {
 		return nil, err
 	}
 	defer release()
+	if err := w.catalogs.resolve(ctx, job); err != nil {
+		return nil, err
+	}
 	return w.deps.Executor.Execute(ctx, job, dir)
 }
 
@@ -510,18 +507,9 @@ func (w *Worker) encodeResult(res *pb.Result) ([]byte, error) {
 // trimText keeps the head and tail of s within limit bytes (cut on rune boundaries), with a
 // marker where text was left out.
 func trimText(s string, limit int) (string, bool) {
-	if len(s) <= limit {
-		return s, false
-	}
-	half := limit / 2
-	head, tail := half, len(s)-half
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	for tail < len(s) && !utf8.RuneStart(s[tail]) {
-		tail++
-	}
-	return s[:head] + fmt.Sprintf("\n[skillfleet: %d bytes left out of the stored result]\n", tail-head) + s[tail:], true
+	return text.HeadTail(s, limit, func(omitted int) string {
+		return fmt.Sprintf("\n[skillfleet: %d bytes left out of the stored result]\n", omitted)
+	})
 }
 
 func erroredResult(job *pb.Job, reason string) *pb.Result {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -18,15 +17,15 @@ import (
 	"github.com/skillfleet/skillfleet/suite/suitetest"
 )
 
-// The fakes below stand in for JetStream so the fetch loop's decisions can be watched one by
+// The fakes below stand in for the queue so the fetch loop's decisions can be watched one by
 // one; the real queue is exercised end to end in package local.
 
-// fakeMsg is a delivered job message that records how it was settled. Methods the worker
-// must not call are left to the nil embedded interface, so calling one panics.
+// fakeMsg is a delivered job that records how it was settled.
 type fakeMsg struct {
-	jetstream.Msg
 	data    []byte
-	settled chan string // "ack", "nak", "term"
+	attempt int
+	settled chan string // "ack", "nak", "nak-delay", "term"
+	beats   chan struct{}
 }
 
 func newFakeMsg(t *testing.T, job *pb.Job) *fakeMsg {
@@ -34,53 +33,42 @@ func newFakeMsg(t *testing.T, job *pb.Job) *fakeMsg {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeMsg{data: data, settled: make(chan string, 4)}
+	return &fakeMsg{data: data, attempt: 1, settled: make(chan string, 4), beats: make(chan struct{}, 64)}
 }
 
-func (m *fakeMsg) Data() []byte    { return m.data }
-func (m *fakeMsg) Subject() string { return "skillfleet.jobs.ondemand.r1" }
-func (m *fakeMsg) Metadata() (*jetstream.MsgMetadata, error) {
-	return &jetstream.MsgMetadata{NumDelivered: 1}, nil
-}
+func (m *fakeMsg) Data() []byte                          { return m.data }
+func (m *fakeMsg) Subject() string                       { return "skillfleet.jobs.ondemand.r1" }
+func (m *fakeMsg) Attempt() (int, bool, error)           { return m.attempt, false, nil }
 func (m *fakeMsg) Ack() error                            { m.settled <- "ack"; return nil }
 func (m *fakeMsg) Nak() error                            { m.settled <- "nak"; return nil }
-func (m *fakeMsg) NakWithDelay(time.Duration) error      { m.settled <- "nak"; return nil }
+func (m *fakeMsg) NakWithDelay(time.Duration) error      { m.settled <- "nak-delay"; return nil }
 func (m *fakeMsg) TermWithReason(string) error           { m.settled <- "term"; return nil }
-func (m *fakeMsg) InProgress() error                     { return nil }
 func (m *fakeMsg) withData(b []byte) *fakeMsg            { m.data = b; return m }
 func (m *fakeMsg) wantSettled(t *testing.T, want string) { t.Helper(); wantRecv(t, m.settled, want) }
 
-// batch is a finished fetch.
-type batch struct{ ch chan jetstream.Msg }
-
-func newBatch(msgs ...jetstream.Msg) batch {
-	ch := make(chan jetstream.Msg, len(msgs))
-	for _, m := range msgs {
-		ch <- m
+func (m *fakeMsg) InProgress() error {
+	select {
+	case m.beats <- struct{}{}:
+	default:
 	}
-	close(ch)
-	return batch{ch}
+	return nil
 }
-
-func (b batch) Messages() <-chan jetstream.Msg { return b.ch }
-func (b batch) Error() error                   { return nil }
 
 // poll is a blocking fetch in progress; the test answers it.
 type poll struct {
 	lane   string
 	n      int
-	answer chan jetstream.Msg // a message, or nil for an expired request
+	answer chan Delivery // a job, or nil for an expired request
 }
 
 // fakeLane answers no-wait fetches from its ready queue and hands blocking fetches to the test.
 type fakeLane struct {
-	jetstream.Consumer
 	name   string
 	polls  chan poll
 	closed chan struct{} // closed at the end of the test: open polls expire
 
 	mu      sync.Mutex
-	ready   []jetstream.Msg
+	ready   []Delivery
 	noWaits int
 }
 
@@ -88,52 +76,32 @@ func newFakeLane(name string) *fakeLane {
 	return &fakeLane{name: name, polls: make(chan poll, 8), closed: make(chan struct{})}
 }
 
-func (l *fakeLane) FetchNoWait(n int) (jetstream.MessageBatch, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.noWaits++
-	k := min(n, len(l.ready))
-	out := l.ready[:k]
-	l.ready = l.ready[k:]
-	return newBatch(out...), nil
-}
-
-func (l *fakeLane) Fetch(n int, _ ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
-	p := poll{lane: l.name, n: n, answer: make(chan jetstream.Msg)}
+func (l *fakeLane) Fetch(n int, wait time.Duration) ([]Delivery, error) {
+	if wait <= 0 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.noWaits++
+		k := min(n, len(l.ready))
+		out := l.ready[:k]
+		l.ready = l.ready[k:]
+		return out, nil
+	}
+	p := poll{lane: l.name, n: n, answer: make(chan Delivery)}
 	l.polls <- p
 	select {
 	case m := <-p.answer:
 		if m != nil {
-			return newBatch(m), nil
+			return []Delivery{m}, nil
 		}
 	case <-l.closed:
 	}
-	return newBatch(), nil
+	return nil, nil
 }
 
-func (l *fakeLane) put(m jetstream.Msg) {
+func (l *fakeLane) put(m Delivery) {
 	l.mu.Lock()
 	l.ready = append(l.ready, m)
 	l.mu.Unlock()
-}
-
-// results is a ResultPublisher that confirms (or fails) every result at once.
-type results struct {
-	fail      error
-	mu        sync.Mutex
-	published []*pb.Result
-}
-
-func (r *results) PublishResult(_ context.Context, _, _ string, _ int, data []byte, done func(error)) error {
-	res := &pb.Result{}
-	if err := proto.Unmarshal(data, res); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.published = append(r.published, res)
-	r.mu.Unlock()
-	go done(r.fail)
-	return nil
 }
 
 // bundles serves one bundle.
@@ -152,17 +120,8 @@ func (e passing) Execute(_ context.Context, job *pb.Job, _ string) (*pb.Result, 
 	return &pb.Result{Verdict: pb.Verdict_VERDICT_PASSED}, nil
 }
 
-// harness runs a worker on fake lanes.
-type harness struct {
-	lanes   []*fakeLane
-	results *results
-	ran     chan string
-	digest  string
-	stop    context.CancelFunc
-	done    chan error
-}
-
-func startWorker(t *testing.T, slots int, fail error) *harness {
+// testBundle is a bundle of one command case, and its digest.
+func testBundle(t *testing.T) (digest string, data []byte) {
 	t.Helper()
 	root := t.TempDir()
 	if err := suitetest.GenerateCommands(root, 1, 1, "true"); err != nil {
@@ -174,17 +133,33 @@ func startWorker(t *testing.T, slots int, fail error) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b.Digest, buf.Bytes()
+}
+
+// harness runs a worker on fake lanes.
+type harness struct {
+	lanes   []*fakeLane
+	results *fakeResults
+	ran     chan string
+	digest  string
+	stop    context.CancelFunc
+	done    chan error
+}
+
+func startWorker(t *testing.T, slots int, fail error) *harness {
+	t.Helper()
+	digest, bundle := testBundle(t)
 	h := &harness{
 		lanes:   []*fakeLane{newFakeLane("ondemand"), newFakeLane("scheduled")},
-		results: &results{fail: fail},
+		results: &fakeResults{fail: fail, async: true},
 		ran:     make(chan string, 16),
-		digest:  b.Digest,
+		digest:  digest,
 		done:    make(chan error, 1),
 	}
 	w, err := New(Config{ID: "w1", Slots: slots, CacheDir: t.TempDir(), RetryDelay: time.Millisecond}, Deps{
-		Lanes:    []jetstream.Consumer{h.lanes[0], h.lanes[1]},
+		Lanes:    []Lane{h.lanes[0], h.lanes[1]},
 		Results:  h.results,
-		Bundles:  bundles{buf.Bytes()},
+		Bundles:  bundles{bundle},
 		Executor: passing{h.ran},
 	})
 	if err != nil {

@@ -1,31 +1,20 @@
 // Command coordinator runs the skillfleet coordinator: the HTTP API that accepts suites, the
-// planner that puts their jobs on JetStream, and the aggregator of results into reports.
+// planner that puts their jobs on JetStream, and the aggregator of results into reports. It
+// turns flags into a fleet.CoordinatorConfig; package fleet wires and runs the daemon.
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
-	"github.com/skillfleet/skillfleet/internal/httpserve"
-	"github.com/skillfleet/skillfleet/queue"
 )
 
 type options struct {
@@ -112,142 +101,49 @@ func run(ctx context.Context, o options) error {
 		return cmdutil.Usage(err)
 	}
 	defer func() { _ = log.Sync() }()
-	if len(o.tokens) == 0 && !cmdutil.IsLoopback(o.httpAddr) {
-		log.Warn("the API listens beyond loopback without a bearer token: it serves only requests for a loopback Host; set --token, --token-file or $SKILLFLEET_TOKEN")
-	}
-	if len(o.knownAgents) == 0 && len(o.agents) == 0 {
-		// Without the fleet's agent names, a run's agent names cannot be checked here; a name
-		// no worker serves makes errored jobs, never passes.
-		log.Warn("runs may name any agent: set --known-agent (or --agent) to the agents the workers serve, so that a misspelt agent is refused at submission")
-	}
-	if o.maxConnsPerIP == 0 {
-		o.maxConnsPerIP = -1 // httpserve: no per-address cap
-	}
-	if o.minUploadRate == 0 {
-		o.minUploadRate = -1 // coordinator: no minimum
-	}
-	qcfg, err := o.queue.Config()
+	cfg, err := o.config()
 	if err != nil {
-		return cmdutil.Usage(err)
+		return err
 	}
-	// Uploads are spooled under --data, not /tmp: the coordinator's image has no /tmp, and a
-	// hardened pod's root file system is read-only.
-	qcfg.TempDir = filepath.Join(o.dataDir, "spool")
-	if err := os.MkdirAll(qcfg.TempDir, 0o700); err != nil {
-		return fmt.Errorf("--data: %w", err)
+	d, err := fleet.NewCoordinatorDaemon(cfg, log)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return d.Run(ctx)
+}
 
+// config turns the flags into the daemon's configuration; its errors are usage errors.
+func (o options) config() (fleet.CoordinatorConfig, error) {
+	qcfg, err := o.queue.Config()
+	if err != nil {
+		return fleet.CoordinatorConfig{}, cmdutil.Usage(err)
+	}
 	ncfg, err := o.nats.Config("skillfleet-coordinator")
 	if err != nil {
-		return err
+		return fleet.CoordinatorConfig{}, err
 	}
-	var nc *nats.Conn
-	if o.embeddedNATS != "" {
-		host, port, err := cmdutil.SplitHostPort(o.embeddedNATS)
-		if err != nil {
-			return cmdutil.Usage(fmt.Errorf("--embedded-nats: %w", err))
-		}
-		if ncfg.CredsFile != "" || ncfg.NKeyFile != "" || ncfg.User != "" || ncfg.TLSCA != "" || ncfg.TLSCert != "" {
-			return cmdutil.Usage(errors.New("--embedded-nats takes a NATS token only (--nats-token-file or $SKILLFLEET_NATS_TOKEN); for other authentication or TLS run a nats-server"))
-		}
-		// Whoever reaches the queue can publish results, so forge a pass: beyond loopback the
-		// embedded server never runs open.
-		if ncfg.Token == "" && !cmdutil.IsLoopback(o.embeddedNATS) {
-			return cmdutil.Usage(errors.New("--embedded-nats listens beyond loopback: set a NATS token (--nats-token-file or $SKILLFLEET_NATS_TOKEN) that workers must present"))
-		}
-		srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(o.dataDir, "jetstream"), Host: host, Port: port, Token: ncfg.Token}, log.Named("nats"))
-		if err != nil {
-			return err
-		}
-		defer srv.Shutdown()
-		log.Info("embedded NATS listening", zap.String("url", srv.ClientURL()))
-		if nc, err = srv.Connect(nats.Name("skillfleet-coordinator")); err != nil {
-			return err
-		}
-	} else {
-		if nc, err = queue.Connect(ncfg, log.Named("nats")); err != nil {
-			return err
-		}
+	// On the command line 0 is "no cap"; in httpserve and coordinator it is "the default".
+	perIP, minRate := o.maxConnsPerIP, o.minUploadRate
+	if perIP == 0 {
+		perIP = -1
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
+	if minRate == 0 {
+		minRate = -1
 	}
-	topo, err := queue.Ensure(ctx, js, qcfg)
-	if err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := coordinator.New(coordinator.Config{
-		DataDir: filepath.Join(o.dataDir, "coordinator"), DefaultDeadline: o.deadline,
-		MaxAttempts: qcfg.MaxDeliver, Agents: o.agents, KnownAgents: o.knownAgents,
-		MaxDeadline: o.maxDeadline, MaxJobsPerRun: o.maxJobsRun, MaxJobsPerPrincipal: o.maxJobsToken,
-		// A run is kept as long as its results: without them its report cannot be rebuilt.
-		Retention: qcfg.ResultsMaxAge,
-	}, coordinator.Deps{Topology: topo, Log: log.Named("coordinator"), Registry: reg})
-	if err != nil {
-		return err
-	}
-	if err := c.Start(ctx); err != nil {
-		return err
-	}
-	limits := httpserve.Config{MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP, ErrorLog: zap.NewStdLog(log.Named("http"))}
-	api := coordinator.APIConfig{
-		Tokens: o.tokens,
-		Ready: func(context.Context) error {
-			if !nc.IsConnected() {
-				return errors.New("not connected to NATS: " + nc.Status().String())
-			}
-			return nil
+	return fleet.CoordinatorConfig{
+		HTTPAddr: o.httpAddr, MetricsAddr: o.metricsAddr, DataDir: o.dataDir,
+		EmbeddedNATS: o.embeddedNATS, NATS: ncfg, Queue: qcfg,
+		Coordinator: coordinator.Config{
+			DefaultDeadline: o.deadline, Agents: o.agents, KnownAgents: o.knownAgents,
+			MaxDeadline: o.maxDeadline, MaxJobsPerRun: o.maxJobsRun, MaxJobsPerPrincipal: o.maxJobsToken,
 		},
-		MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,
-		MinUploadRate: o.minUploadRate, UploadRateWindow: o.uploadWindow,
-		WriteTimeout: httpserve.Defaults.WriteTimeout,
-	}
-	var servers []*httpserve.Server
-	switch o.metricsAddr {
-	case "":
-		api.Gatherer = reg
-	case "off":
-	default:
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		ms, err := httpserve.Listen("tcp", o.metricsAddr, mux, httpserve.Config{MaxConns: 64, ErrorLog: limits.ErrorLog})
-		if err != nil {
-			return cmdutil.Usage(fmt.Errorf("--metrics: %w", err))
-		}
-		servers = append(servers, ms)
-	}
-	as, err := httpserve.Listen("tcp", o.httpAddr, c.Handler(api), limits)
-	if err != nil {
-		for _, s := range servers {
-			_ = s.HTTP.Close()
-		}
-		return fmt.Errorf("--http: %w", err)
-	}
-	servers = append(servers, as)
-	errc := make(chan error, len(servers))
-	for _, s := range servers {
-		go func() { errc <- s.Serve() }()
-	}
-	log.Info("coordinator serving", zap.String("http", o.httpAddr), zap.String("metrics", o.metricsAddr), zap.String("nats", strings.TrimSpace(nc.ConnectedUrlRedacted())))
-	select {
-	case err := <-errc:
-		if err == nil {
-			err = errors.New("an HTTP server stopped")
-		}
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: runs resume when a coordinator starts again")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	for _, s := range servers {
-		_ = s.HTTP.Shutdown(sctx)
-	}
-	return c.Close(sctx)
+		API: coordinator.APIConfig{
+			Tokens:     o.tokens,
+			MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,
+			MinUploadRate: minRate, UploadRateWindow: o.uploadWindow,
+		},
+		MaxConns: o.maxConns, MaxConnsPerIP: perIP,
+	}, nil
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/skillfleet/skillfleet/internal/metricstest"
 )
 
 type ruleFile struct {
@@ -31,7 +29,7 @@ func TestAlertRulesMatchExportedMetrics(t *testing.T) {
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		t.Fatalf("%s: %v", alertsFile, err)
 	}
-	metrics := metricstest.Exported(t)
+	metrics := exported(t)
 	seen := map[string]bool{}
 	n := 0
 	for _, g := range f.Groups {

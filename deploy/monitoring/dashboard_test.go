@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/skillfleet/skillfleet/internal/metricstest"
 )
 
 type dashboard struct {
@@ -37,7 +35,7 @@ func TestDashboardQueriesMatchExportedMetrics(t *testing.T) {
 	if err := json.Unmarshal(data, &d); err != nil {
 		t.Fatalf("%s: %v", dashboardFile, err)
 	}
-	metrics := metricstest.Exported(t)
+	metrics := exported(t)
 	used := map[string]bool{}
 	ids := map[int]bool{}
 	for _, p := range d.Panels {

@@ -1,13 +1,12 @@
-// Package cmdutil holds what the skillfleet daemons share at their edges: flag groups for NATS
-// and the queue, the logger, secrets from flags, files or the environment, and exit codes.
+// Package cmdutil holds what the skillfleet commands share at their edges: flag groups for
+// NATS, the queue and the models, the loggers, secrets from flags, files or the environment,
+// and exit codes. What the flags configure is wired by package fleet.
 package cmdutil
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/queue"
 )
 
@@ -27,8 +27,8 @@ func (u usageError) Unwrap() error { return u.error }
 // Usage marks err as a usage error.
 func Usage(err error) error { return usageError{err} }
 
-// Execute runs a daemon's root command and returns its exit code: 0, 2 for usage errors, 1
-// for everything else.
+// Execute runs a daemon's root command and returns its exit code: 0, 2 for usage errors (and
+// a *fleet.ConfigError, the daemon refusing its configuration), 1 for everything else.
 func Execute(cmd *cobra.Command) int {
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })
 	err := cmd.Execute()
@@ -36,11 +36,18 @@ func Execute(cmd *cobra.Command) int {
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name(), err)
-	var u usageError
-	if errors.As(err, &u) || strings.Contains(err.Error(), "unknown flag") || strings.Contains(err.Error(), "accepts ") {
+	if IsUsage(err) || strings.Contains(err.Error(), "unknown flag") || strings.Contains(err.Error(), "accepts ") {
 		return 2
 	}
 	return 1
+}
+
+// IsUsage reports whether err is fixed by changing the command line: a usage error, or a
+// daemon refusing its configuration (*fleet.ConfigError).
+func IsUsage(err error) bool {
+	var u usageError
+	var refused *fleet.ConfigError
+	return errors.As(err, &u) || errors.As(err, &refused)
 }
 
 // Logger builds a JSON production logger at level.
@@ -84,32 +91,6 @@ func Token(flag, file, envVar string) (string, error) {
 		return flag, nil
 	}
 	return os.Getenv(envVar), nil
-}
-
-// SplitHostPort parses host:port with a numeric port.
-func SplitHostPort(addr string) (string, int, error) {
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("bad port %q", p)
-	}
-	return host, port, nil
-}
-
-// IsLoopback reports whether a listen address stays on this machine.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // NATSFlags are the connection flags of every process that talks to NATS.

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // capListener caps open connections, in total and per remote IP. Connections over a cap are
@@ -37,7 +39,31 @@ type conn struct {
 	// served: a request came and was answered. A keep-alive connection that served one has
 	// shown it is a client; it goes only after every connection that never sent a request.
 	served bool
-	once   sync.Once
+	// lastRead is when a Read last returned bytes (unix nanoseconds; 0: never). The server
+	// marks a connection active only once a request's headers are all read, so between its
+	// first read and then the connection looks as idle as a silent one, and the socket no
+	// longer holds the bytes requestPending looks for.
+	lastRead atomic.Int64
+	once     sync.Once
+}
+
+// readGrace is how long after bytes arrive a connection that has not become active is still
+// taken for a client whose request the server is reading. A sender slower than this is
+// evictable again; ReadHeaderTimeout ends it in any case.
+const readGrace = time.Second
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// reading reports whether bytes came in within readGrace of now.
+func (c *conn) reading(now time.Time) bool {
+	at := c.lastRead.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < readGrace
 }
 
 func (c *conn) Close() error {
@@ -102,10 +128,10 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 func (l *capListener) oldestIdle(ip string, sameIP bool) *conn {
 	for {
 		old := l.oldestCandidate(ip, sameIP)
-		// A connection whose request is already in its socket is a client the server has not
-		// got to yet (a starved CPU, a burst of accepts): it is not evicted. Silent ones have
-		// nothing pending, so this costs one look per eviction in a flood.
-		if old == nil || old.served || !requestPending(old.Conn) {
+		// A connection whose request is in its socket, or being read from it, is a client the
+		// server has not got to the end of yet (a starved CPU, a burst of accepts): it is not
+		// evicted. Silent ones have neither, so this costs one look per eviction in a flood.
+		if old == nil || (!old.reading(time.Now()) && (old.served || !requestPending(old.Conn))) {
 			return old
 		}
 		old.busy = true

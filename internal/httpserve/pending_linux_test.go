@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 // TestRequestPending: a silent connection has nothing pending; one whose client wrote has.
@@ -30,10 +32,6 @@ func TestRequestPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Loopback delivers at once; the bound only keeps a broken kernel from hanging the test.
-	for deadline := time.Now().Add(5 * time.Second); !requestPending(server); {
-		if time.Now().After(deadline) {
-			t.Fatal("written bytes never showed as pending")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, time.Millisecond, func() bool { return requestPending(server) },
+		"written bytes never showed as pending")
 }

@@ -1,24 +1,17 @@
 // Package metricstest checks PromQL written for skillfleet (the Grafana dashboard, the alert
 // rules) against the metrics the code registers: every series it reads must exist, with every
-// label it selects or sums by.
+// label it selects or sums by. Metrics is a prometheus.Registerer that records what is
+// registered; the tests that use it register the parts themselves, so this package wires
+// nothing and imports none of them.
 package metricstest
 
 import (
-	"context"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
-	"github.com/skillfleet/skillfleet/agent"
-	"github.com/skillfleet/skillfleet/judge"
-	"github.com/skillfleet/skillfleet/local"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	"github.com/skillfleet/skillfleet/sandbox"
 )
 
 // Metrics maps every registered metric name to its label names.
@@ -66,41 +59,6 @@ func parseDesc(s string) (string, []string) {
 		}
 	}
 	return descName.FindStringSubmatch(s)[1], labels
-}
-
-type noop struct{}
-
-func (noop) Execute(context.Context, *pb.Job, string) (*pb.Result, error) {
-	return &pb.Result{Verdict: pb.Verdict_VERDICT_PASSED}, nil
-}
-
-// Exported builds the coordinator, a worker, a sandbox runner, a model client and a judge the
-// way the daemons do and returns what they register.
-func Exported(t *testing.T) Metrics {
-	t.Helper()
-	reg := Metrics{}
-	ctx := context.Background()
-	f, err := local.Start(ctx, local.Config{DataDir: t.TempDir(), Workers: 1, Slots: 1, Executor: noop{}, Log: zap.NewNop(), Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close(ctx) })
-	docker, err := client.New(client.FromEnv) // never called: New only registers metrics
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = docker.Close() })
-	if _, err := sandbox.New(sandbox.Config{WorkerID: "metricstest"}, docker, zap.NewNop(), reg); err != nil {
-		t.Fatal(err)
-	}
-	c, err := agent.NewClient(agent.Endpoint{Name: "e", BaseURL: "http://127.0.0.1:1", Model: "m"}, agent.ClientDeps{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := judge.New(judge.Config{}, judge.Deps{Client: c, Registry: reg}); err != nil {
-		t.Fatal(err)
-	}
-	return reg
 }
 
 // Series maps a queried series name to the metric that exports it and the labels it has

@@ -1,12 +1,15 @@
-// Package testutil holds what the project's tests share: golden files and copying fixture trees.
+// Package testutil holds what the project's tests share: golden files, copying fixture trees
+// and waiting, boundedly, for a condition.
 package testutil
 
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // update is the -update flag of every test binary that checks golden files.
@@ -62,4 +65,43 @@ func CopyTree(t testing.TB, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Eventually checks cond every tick until it holds, and fails the test with msg (a format and
+// its arguments, as for fmt.Sprintf) when timeout passes first: a test that waits for another
+// goroutine or process fails with a reason instead of hanging. cond is always checked once
+// more at the deadline, so a slow machine does not lose a last chance.
+func Eventually(t testing.TB, timeout, tick time.Duration, cond func() bool, msg ...any) {
+	t.Helper()
+	if !waitFor(timeout, tick, cond) {
+		t.Fatalf("not within %v: %s", timeout, message(msg))
+	}
+}
+
+// waitFor is Eventually without the test: it reports whether cond held within timeout.
+func waitFor(timeout, tick time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-ticker.C:
+		}
+	}
+}
+
+func message(msg []any) string {
+	if len(msg) == 0 {
+		return "condition never held"
+	}
+	if format, ok := msg[0].(string); ok {
+		return fmt.Sprintf(format, msg[1:]...)
+	}
+	return fmt.Sprint(msg...)
 }

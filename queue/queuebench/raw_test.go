@@ -17,7 +17,8 @@ import (
 )
 
 func TestRawMovesEveryMessage(t *testing.T) {
-	_, nc, _ := queuetest.Start(t)
+	e, _, _ := queuetest.Start(t)
+	nc := queuetest.RawConn(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := queuebench.Raw(ctx, nc, 1000, 64)
@@ -37,7 +38,8 @@ func TestRawMovesEveryMessage(t *testing.T) {
 // BenchmarkRaw20k is the dispatch baseline: 20,000 messages of 256 bytes (about a job's size)
 // through a work-queue stream with raw nats.go, on an in-process server.
 func BenchmarkRaw20k(b *testing.B) {
-	_, nc, _ := queuetest.Start(b)
+	e, _, _ := queuetest.Start(b)
+	nc := queuetest.RawConn(b, e)
 	ctx := context.Background()
 	var total float64
 	for b.Loop() {
@@ -51,7 +53,8 @@ func BenchmarkRaw20k(b *testing.B) {
 }
 
 func TestRoundTripStoresAResultPerJob(t *testing.T) {
-	_, nc, _ := queuetest.Start(t)
+	e, _, _ := queuetest.Start(t)
+	nc := queuetest.RawConn(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := queuebench.RoundTrip(ctx, nc, 1000, 64, 32)
@@ -70,7 +73,8 @@ func TestRoundTripStoresAResultPerJob(t *testing.T) {
 // BenchmarkRoundTrip20k is the floor under a job queue with durable results: 20,000 jobs of
 // 256 bytes, each with a stored result, with raw nats.go.
 func BenchmarkRoundTrip20k(b *testing.B) {
-	_, nc, _ := queuetest.Start(b)
+	e, _, _ := queuetest.Start(b)
+	nc := queuetest.RawConn(b, e)
 	ctx := context.Background()
 	var total float64
 	for b.Loop() {
@@ -104,11 +108,7 @@ func TestRawMsgsMovesMessagesAsTheyAre(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := queuetest.RawConn(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var msgs []*nats.Msg

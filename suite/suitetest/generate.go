@@ -55,6 +55,13 @@ func Generate(dir string, skills, casesPerSkill int) error {
 // GenerateCommands writes skills skills under dir, each with casesPerSkill command cases of
 // one epoch that run command, so skills × casesPerSkill is exactly the number of jobs.
 func GenerateCommands(dir string, skills, casesPerSkill int, command string) error {
+	return GenerateCommandEpochs(dir, skills, casesPerSkill, 1, command)
+}
+
+// GenerateCommandEpochs is GenerateCommands with runs epochs per case, so skills ×
+// casesPerSkill × runs is the number of jobs: many jobs from few files, which a bundle's
+// entry limit requires of a large dispatch.
+func GenerateCommandEpochs(dir string, skills, casesPerSkill, runs int, command string) error {
 	for i := range skills {
 		name := fmt.Sprintf("cmd-%05d", i)
 		cases := filepath.Join(dir, name, "tests", "cases")
@@ -67,6 +74,9 @@ func GenerateCommands(dir string, skills, casesPerSkill int, command string) err
 		}
 		for c := range casesPerSkill {
 			body := fmt.Sprintf("name: case-%05d\ninput:\n  command: %q\nexpected:\n  exit-code: 0\n", c, command)
+			if runs > 1 {
+				body += fmt.Sprintf("runs: %d\n", runs)
+			}
 			if err := os.WriteFile(filepath.Join(cases, fmt.Sprintf("%05d.yaml", c)), []byte(body), 0o644); err != nil {
 				return err
 			}

@@ -36,7 +36,6 @@ func commands() []func(*env) *cobra.Command {
 		newSubmitCommand,
 		newRunsCommand,
 		newSandboxCommand,
-		newBenchCommand,
 	}
 }
 

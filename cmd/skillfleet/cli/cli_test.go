@@ -3,12 +3,13 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/skillfleet/skillfleet/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/internal/testutil"
 
 	"github.com/skillfleet/skillfleet/skill"
 )

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/text"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -47,9 +49,9 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			if graph != "" && format == "json" {
 				return usageErrorf("--graph and --format json are exclusive: the JSON document already has nodes and edges")
 			}
-			t := loadTarget(args[0], opts, false)
+			t := loadTarget(args[0], opts, nil)
 			g, rds := skill.Resolve(t.catalog, opts)
-			var ds skill.Diagnostics
+			var ds diag.Diagnostics
 			if checkCircular {
 				// A path that holds no skill (or none at all) fails here too, or a mistyped
 				// path would pass the check.
@@ -78,7 +80,7 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			r := &report{}
 			r.add(t.skills, ds)
 			r.finish()
-			edges := plural(len(g.Edges()), "dependency", "dependencies")
+			edges := text.Count(len(g.Edges()), "dependency", "dependencies")
 
 			var err error
 			switch {

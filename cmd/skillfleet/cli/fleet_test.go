@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"github.com/skillfleet/skillfleet/internal/testutil"
-	"github.com/skillfleet/skillfleet/local/localtest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,13 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/fleet/fleettest"
+	"github.com/skillfleet/skillfleet/internal/testutil"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/local"
+	"github.com/skillfleet/skillfleet/fleet"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	runreport "github.com/skillfleet/skillfleet/report"
@@ -48,7 +49,7 @@ const (
 // remote is a real coordinator (in an in-process fleet) behind an httptest server.
 type remote struct {
 	url   string
-	fleet *local.Fleet
+	fleet *fleet.InProcess
 	mu    sync.Mutex
 	posts int // POST /v1/runs requests received
 	// refuseReads answers every GET with 401, as a coordinator whose token was rotated does.
@@ -69,9 +70,9 @@ func startRemote(t *testing.T) *remote {
 	// The machine's environment must not supply a token or a coordinator to these tests.
 	t.Setenv("SKILLFLEET_TOKEN", "")
 	t.Setenv("SKILLFLEET_COORDINATOR", "")
-	exec := &localtest.Executor{Failing: failingCase}
+	exec := &fleettest.Executor{Failing: failingCase}
 	reg := prometheus.NewRegistry()
-	f, err := local.Start(context.Background(), local.Config{
+	f, err := fleet.StartInProcess(context.Background(), fleet.InProcessConfig{
 		DataDir: t.TempDir(), Workers: 2, Slots: 2, Queue: queue.DefaultConfig(), Executor: exec,
 		Worker:   worker.Config{RetryDelay: 50 * time.Millisecond, FetchWait: 100 * time.Millisecond, DrainGrace: time.Second},
 		Log:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),

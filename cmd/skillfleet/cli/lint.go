@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -18,6 +19,7 @@ menus, a gotchas section, and broken references to files in the skill.
 Lint findings are warnings (and info); only files that cannot be parsed are errors.
 PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth.
 
+` + discoveryHelp() + `
 Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -26,8 +28,8 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			}
 			r := &report{}
 			for _, path := range args {
-				t := loadTarget(path, skill.Options{}, false)
-				ds := append(skill.Diagnostics{}, t.diags...)
+				t := loadTarget(path, skill.Options{}, nil)
+				ds := append(diag.Diagnostics{}, t.diags...)
 				for _, s := range t.skills {
 					ds = append(ds, skill.Lint(s)...)
 				}

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillfleet/skillfleet/config"
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
@@ -13,9 +15,9 @@ import (
 
 // planDoc is `plan --format json`.
 type planDoc struct {
-	SuiteDigest string            `json:"suite_digest"`
-	Jobs        []planJob         `json:"jobs"`
-	Diagnostics skill.Diagnostics `json:"diagnostics"`
+	SuiteDigest string           `json:"suite_digest"`
+	Jobs        []planJob        `json:"jobs"`
+	Diagnostics diag.Diagnostics `json:"diagnostics"`
 }
 
 type planJob struct {
@@ -50,7 +52,7 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 // prepare loads, validates and plans the suite and reads its configuration, for test and
 // submit: a suite with errors, no matching case or a bad configuration is a usage error, and
 // nothing is run (or submitted, as what says).
-func (f *suiteFlags) prepare(e *env, roots []string, what string) (*suite.Suite, *suite.Plan, *config.Suite, *pb.Limits, error) {
+func (f *suiteFlags) prepare(e *env, roots []string, what string) (*suite.Suite, *suite.Plan, *config.Settings, *pb.Limits, error) {
 	s, p, err := loadAndPlan(roots, f)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -59,7 +61,7 @@ func (f *suiteFlags) prepare(e *env, roots []string, what string) (*suite.Suite,
 		for _, d := range s.Diagnostics {
 			fmt.Fprintln(e.stderr, d.String())
 		}
-		return nil, nil, nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was %s", plural(s.Diagnostics.Errors(), "error", "errors"), what)}
+		return nil, nil, nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("the suite has %s; nothing was %s", text.Count(s.Diagnostics.Errors(), "error", "errors"), what)}
 	}
 	if len(p.Jobs) == 0 {
 		return nil, nil, nil, nil, usageErrorf("no test cases matched")
@@ -75,7 +77,7 @@ func (f *suiteFlags) prepare(e *env, roots []string, what string) (*suite.Suite,
 // file (nil when there is none) and the sandbox limits it asks for; its errors are usage
 // errors. Agent endpoints are accepted only from --config: a file found inside a suite came
 // with the suite, which is untrusted, and could send a key to any host.
-func (f *suiteFlags) suiteConfig(e *env, roots []string) (*config.Suite, *pb.Limits, error) {
+func (f *suiteFlags) suiteConfig(e *env, roots []string) (*config.Settings, *pb.Limits, error) {
 	path := f.config
 	if path == "" {
 		path = config.Find(roots)
@@ -141,7 +143,7 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				doc.Jobs = make([]planJob, 0, len(p.Jobs))
 			}
 			if doc.Diagnostics == nil {
-				doc.Diagnostics = skill.Diagnostics{}
+				doc.Diagnostics = diag.Diagnostics{}
 			}
 			if p != nil {
 				doc.SuiteDigest = p.SuiteDigest
@@ -167,8 +169,8 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					}
 					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, j.Epoch, j.TimeoutMS/1000, par)
 				}
-				line := fmt.Sprintf("%s, %s, %s", plural(len(doc.Jobs), "job", "jobs"),
-					plural(s.Diagnostics.Errors(), "error", "errors"), plural(s.Diagnostics.Warnings(), "warning", "warnings"))
+				line := fmt.Sprintf("%s, %s, %s", text.Count(len(doc.Jobs), "job", "jobs"),
+					text.Count(s.Diagnostics.Errors(), "error", "errors"), text.Count(s.Diagnostics.Warnings(), "warning", "warnings"))
 				if doc.SuiteDigest != "" {
 					line += "; suite " + doc.SuiteDigest
 				}

@@ -2,35 +2,36 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/text"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
 // report is the document `--format json` writes, and what text output is rendered from.
 type report struct {
-	Skills      []skillReport     `json:"skills"`
-	Diagnostics skill.Diagnostics `json:"diagnostics"` // those about no particular skill
-	Errors      int               `json:"errors"`
-	Warnings    int               `json:"warnings"`
+	Skills      []skillReport    `json:"skills"`
+	Diagnostics diag.Diagnostics `json:"diagnostics"` // those about no particular skill
+	Errors      int              `json:"errors"`
+	Warnings    int              `json:"warnings"`
 }
 
 type skillReport struct {
-	Path        string            `json:"path"`
-	Name        string            `json:"name"`
-	Valid       bool              `json:"valid"`
-	Diagnostics skill.Diagnostics `json:"diagnostics"`
+	Path        string           `json:"path"`
+	Name        string           `json:"name"`
+	Valid       bool             `json:"valid"`
+	Diagnostics diag.Diagnostics `json:"diagnostics"`
 }
 
 // add files diagnostics under the skills they are about (by file); the rest go top-level.
-func (r *report) add(skills []*skill.Skill, ds skill.Diagnostics) {
+func (r *report) add(skills []*skill.Skill, ds diag.Diagnostics) {
 	byFile := make(map[string]int, len(skills))
 	start := len(r.Skills)
 	for i, s := range skills {
 		byFile[s.File] = start + i
-		r.Skills = append(r.Skills, skillReport{Path: s.Dir, Name: s.Name, Diagnostics: skill.Diagnostics{}})
+		r.Skills = append(r.Skills, skillReport{Path: s.Dir, Name: s.Name, Diagnostics: diag.Diagnostics{}})
 	}
 	for _, d := range ds {
 		if i, ok := byFile[d.File]; ok {
@@ -47,7 +48,7 @@ func (r *report) finish() {
 		r.Skills = []skillReport{}
 	}
 	if r.Diagnostics == nil {
-		r.Diagnostics = skill.Diagnostics{}
+		r.Diagnostics = diag.Diagnostics{}
 	}
 	r.Diagnostics.Sort()
 	r.Errors, r.Warnings = r.Diagnostics.Errors(), r.Diagnostics.Warnings()
@@ -61,8 +62,8 @@ func (r *report) finish() {
 }
 
 // all returns every diagnostic, sorted.
-func (r *report) all() skill.Diagnostics {
-	out := append(skill.Diagnostics{}, r.Diagnostics...)
+func (r *report) all() diag.Diagnostics {
+	out := append(diag.Diagnostics{}, r.Diagnostics...)
 	for _, s := range r.Skills {
 		out = append(out, s.Diagnostics...)
 	}
@@ -85,16 +86,9 @@ func (r *report) writeText(w io.Writer, extra ...string) error {
 
 // summary reads like "12 skills, 1 error, 3 warnings"; extra counts go after the skills.
 func (r *report) summary(extra ...string) string {
-	parts := append([]string{plural(len(r.Skills), "skill", "skills")}, extra...)
-	parts = append(parts, plural(r.Errors, "error", "errors"), plural(r.Warnings, "warning", "warnings"))
+	parts := append([]string{text.Count(len(r.Skills), "skill", "skills")}, extra...)
+	parts = append(parts, text.Count(r.Errors, "error", "errors"), text.Count(r.Warnings, "warning", "warnings"))
 	return strings.Join(parts, ", ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,8 +14,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	runreport "github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/internal/text"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -65,7 +63,7 @@ func newSubmitCommand(e *env) *cobra.Command {
 		f         suiteFlags
 		o         outputFlags
 		r         remoteFlags
-		follow    bool
+		followRun bool
 		name      string
 		scheduled bool
 		deadline  time.Duration
@@ -85,7 +83,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err := checkFormat(o.format); err != nil {
 				return err
 			}
-			if o.junit != "" && !follow {
+			if o.junit != "" && !followRun {
 				return usageErrorf("--junit needs --follow: the report exists only when the run ends")
 			}
 			client, err := r.client(cmd)
@@ -115,64 +113,25 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err != nil {
 				return apiFailure(e, err)
 			}
-			if !follow {
+			if !followRun {
 				if o.format == "json" {
 					return writeJSON(e.stdout, map[string]any{"run": st.GetId(), "jobs": st.GetTotalJobs(), "state": st.GetState().String()})
 				}
 				fmt.Fprintln(e.stdout, st.GetId())
 				return nil
 			}
-			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), plural(int(st.GetTotalJobs()), "job", "jobs"))
-			return followRemote(ctx, e, client, st, o)
+			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
+			return follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&f.config, "config", "", "suite configuration (default: skillfleet.yaml in the first ROOT)")
 	r.register(cmd.Flags())
-	cmd.Flags().BoolVar(&follow, "follow", false, "wait for the run, showing progress, then print the report")
+	cmd.Flags().BoolVar(&followRun, "follow", false, "wait for the run, showing progress, then print the report")
 	cmd.Flags().StringVar(&o.format, "format", o.format, "output format: text or json")
 	cmd.Flags().StringVar(&o.junit, "junit", "", "with --follow, also write the report as JUnit XML to this file")
 	cmd.Flags().StringVar(&name, "name", "", "a name for the run")
 	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "queue in the scheduled lane (behind on-demand runs), as nightly suites do")
 	cmd.Flags().DurationVar(&deadline, "deadline", 0, "cancel the run if it has not finished after this long (default: the coordinator's)")
 	return cmd
-}
-
-// followRemote shows a remote run's progress until it ends, then writes its report. An event
-// stream that breaks (a coordinator restart) is picked up again.
-func followRemote(ctx context.Context, e *env, client *coordinator.Client, st *pb.RunStatus, o outputFlags) error {
-	prog := newProgress(e.stderr, int(st.GetTotalJobs()))
-	for {
-		err := client.Events(ctx, st.GetId(), func(ev *pb.Event) error { prog.event(ev); return nil })
-		if ctx.Err() != nil {
-			prog.finish()
-			return failf("interrupted; the run goes on: skillfleet runs cancel %s", st.GetId())
-		}
-		cur, serr := client.Status(ctx, st.GetId())
-		if serr == nil && cur.GetState() != pb.RunState_RUN_STATE_RUNNING && cur.GetState() != pb.RunState_RUN_STATE_PENDING {
-			prog.finish()
-			var buf bytes.Buffer
-			if err := client.Report(ctx, st.GetId(), "json", &buf); err != nil {
-				return apiFailure(e, err)
-			}
-			rep, err := runreport.FromJSON(&buf)
-			if err != nil {
-				return failf("report: %v", err)
-			}
-			return finishRun(e, cur, rep, o)
-		}
-		if err == nil {
-			err = serr
-		}
-		var ae *coordinator.APIError
-		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != 408 && ae.Status != 429 {
-			prog.finish()
-			return apiFailure(e, err) // a refusal (401, 404, ...) will not go away by retrying
-		}
-		fmt.Fprintf(e.stderr, "event stream interrupted (%v); reconnecting\n", err)
-		select {
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
-		}
-	}
 }

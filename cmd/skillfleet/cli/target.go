@@ -3,16 +3,20 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
 // target is one PATH argument: a skill directory (or its SKILL.md) or a skills root.
 type target struct {
 	catalog *skill.Catalog
-	skills  []*skill.Skill    // the skills to report on
-	diags   skill.Diagnostics // discovery and parse diagnostics worth reporting
-	single  bool              // PATH was one skill
+	skills  []*skill.Skill   // the skills to report on
+	diags   diag.Diagnostics // discovery and parse diagnostics worth reporting
+	single  bool             // PATH was one skill
+	// resolved holds Resolve's diagnostics when they came with the skill (catalog is nil).
+	resolved diag.Diagnostics
 }
 
 // files returns the SKILL.md paths of the reported skills.
@@ -26,12 +30,12 @@ func (t *target) files() map[string]bool {
 
 // only keeps the diagnostics about the reported skills and those about no file; with a single
 // skill, siblings' problems are not the user's question.
-func (t *target) only(ds skill.Diagnostics) skill.Diagnostics {
+func (t *target) only(ds diag.Diagnostics) diag.Diagnostics {
 	if !t.single {
 		return ds
 	}
 	files := t.files()
-	var out skill.Diagnostics
+	var out diag.Diagnostics
 	for _, d := range ds {
 		if files[d.File] {
 			out = append(out, d)
@@ -40,14 +44,48 @@ func (t *target) only(ds skill.Diagnostics) skill.Diagnostics {
 	return out
 }
 
-// skillDir returns the skill directory path names, if it names one.
+// discoveryHelp says, in validate's and lint's --help, where a skills root is searched.
+func discoveryHelp() string {
+	return `A skill is a directory holding a SKILL.md (or a lowercase skill.md); its own
+subdirectories are not searched. Below a root every directory is searched, hidden ones
+included, so agents' skill folders are found: .claude/skills, .agents/skills,
+.github/skills, .gemini/skills, .codex/skills, .cursor/skills, .crush/skills, and
+hidden catalogs such as skills/.curated. Never searched (version control, dependency,
+virtualenv and cache directories):` + wrapList(skill.SkippedDirNames(), 88) + `.
+`
+}
+
+// wrapList joins names with commas, breaking lines before width.
+func wrapList(names []string, width int) string {
+	var b strings.Builder
+	col := width // start on a new line
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+			col++
+		}
+		if col+1+len(n) > width {
+			b.WriteString("\n")
+			col = 0
+		} else {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(n)
+		col += len(n)
+	}
+	return b.String()
+}
+
+// skillDir returns the skill directory path names, if it names one (or its SKILL.md, or a
+// lowercase skill.md).
 func skillDir(path string) (string, bool) {
-	if filepath.Base(path) == skill.FileName {
+	if b := filepath.Base(path); b == skill.FileName || b == strings.ToLower(skill.FileName) {
 		if info, err := os.Stat(path); err == nil && !info.IsDir() {
 			return filepath.Dir(path), true
 		}
 	}
-	if info, err := os.Stat(filepath.Join(path, skill.FileName)); err == nil && !info.IsDir() {
+	if _, ok := skill.SkillFile(path); ok {
 		return path, true
 	}
 	return "", false
@@ -56,31 +94,40 @@ func skillDir(path string) (string, bool) {
 // loadTarget discovers and parses PATH. For a single skill with siblings, its dependencies
 // resolve among the skill directories next to it (the RFC's "same skills root"): the parent
 // directory is searched one level deep, so validating ~/src/x/my-skill does not walk ~/src.
-func loadTarget(path string, opts skill.Options, siblings bool) *target {
+// sib, shared by a command's paths, discovers and resolves each parent once; it is nil when
+// siblings are not wanted.
+func loadTarget(path string, opts skill.Options, sib *skill.Siblings) *target {
 	dir, single := skillDir(path)
 	if !single {
 		cat, ds := skill.Discover([]string{path}, opts)
 		ds = append(ds, cat.EmptyRoots(ds)...)
 		return &target{catalog: cat, skills: cat.All(), diags: ds}
 	}
-	roots := []string{dir}
-	if siblings {
-		// The parent keeps the user's spelling (testdata/skills, not /home/...), so that
-		// diagnostics naming a sibling read the way the path was typed.
-		parent := filepath.Join(dir, "..")
-		if a, err := filepath.Abs(parent); err == nil {
-			if b, err := filepath.Abs(dir); err == nil && a != b {
-				roots = append(roots, parent)
-			}
+	t := &target{single: true}
+	if sib != nil {
+		s, ds, rds := sib.Load(dir)
+		if s != nil {
+			t.skills = []*skill.Skill{s}
 		}
+		t.diags, t.resolved = ds, rds
+		return t
 	}
 	sopts := opts
 	sopts.MaxDepth = 1
-	cat, ds := skill.Discover(roots, sopts)
-	t := &target{catalog: cat, single: true}
-	if all := cat.All(); len(all) > 0 && cat.Root(all[0]) == dir {
+	cat, ds := skill.Discover([]string{dir}, sopts)
+	t.catalog = cat
+	if all := cat.All(); len(all) > 0 {
 		t.skills = all[:1]
 	}
 	t.diags = t.only(ds)
 	return t
+}
+
+// requires returns Resolve's diagnostics about the reported skills.
+func (t *target) requires(opts skill.Options) diag.Diagnostics {
+	if t.catalog == nil {
+		return t.resolved
+	}
+	_, rds := skill.Resolve(t.catalog, opts)
+	return t.only(rds)
 }

@@ -10,18 +10,17 @@ import (
 	"runtime"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
-	"github.com/skillfleet/skillfleet/local"
+	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/suite"
-	"github.com/skillfleet/skillfleet/worker"
 )
 
 func newTestCommand(e *env) *cobra.Command {
@@ -61,7 +60,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			ms, err := models.Build(cfg, nil, log)
+			ms, err := fleet.BuildModels(models.ModelsConfig, cfg, nil, log)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -93,46 +92,35 @@ type localOptions struct {
 	log     *zap.Logger
 	limits  *pb.Limits
 	// models run prompt cases; none: they are errored ("no agent configured").
-	models cmdutil.Models
+	models fleet.Models
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
-	docker, err := sandbox.NewDockerClient(ctx)
-	if err != nil {
-		return failf("%v", err)
-	}
-	defer docker.Close()
 	// A unique id per process: the reaper removes a previous incarnation's containers by id,
 	// and two local runs on one machine must not reap each other.
 	host, _ := os.Hostname()
-	runner, err := sandbox.New(sandbox.Config{Image: o.image, WorkerID: fmt.Sprintf("local-%s-%d", host, os.Getpid()), WarmPool: o.warm},
-		docker, o.log.Named("sandbox"), nil)
+	sandboxes, err := fleet.StartSandboxes(ctx, fleet.SandboxConfig{
+		Runner: sandbox.Config{Image: o.image, WorkerID: fmt.Sprintf("local-%s-%d", host, os.Getpid()), WarmPool: o.warm},
+	}, o.log, nil)
 	if err != nil {
-		return failf("%v", err)
-	}
-	if err := runner.Start(ctx); err != nil {
 		var missing *sandbox.ImageMissingError
 		if errors.As(err, &missing) {
 			return failf("%v", missing)
 		}
 		return failf("%v", err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = runner.Close(cctx)
-	}()
+	defer func() { _ = sandboxes.Close(context.WithoutCancel(ctx)) }()
 	// The agents the workers were configured with are the names a run may ask for: a
 	// misspelt --agent is refused before anything runs.
 	known := slices.Sorted(maps.Keys(o.models.Agents))
-	fleet, err := local.Start(ctx, local.Config{
+	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{
 		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known},
-		Executor: worker.NewSandboxExecutor(runner, o.log.Named("executor")).WithAgents(o.models.Agents, o.models.Judge, o.models.Votes),
+		Executor: sandboxes.Executor(o.models, o.log),
 	})
 	if err != nil {
 		return failf("%v", err)
 	}
-	defer fleet.Close(context.WithoutCancel(ctx))
+	defer f.Close(context.WithoutCancel(ctx))
 
 	bundle, err := os.CreateTemp("", "skillfleet-bundle-*.tar")
 	if err != nil {
@@ -143,57 +131,17 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	if _, err := suite.WriteBundle(bundle, s.Graph, s.Select(o.flags.options().Filter)); err != nil {
 		return failf("bundle: %v", err)
 	}
-	if _, err := bundle.Seek(0, 0); err != nil {
-		return failf("%v", err)
+	if err := bundle.Close(); err != nil {
+		return failf("bundle: %v", err)
 	}
-	st, err := fleet.Coordinator.Submit(ctx, bundle, &pb.RunSpec{
+	// Planned once, here: the in-process coordinator takes the plan and its bundle as they are.
+	st, err := f.Coordinator.SubmitPlanned(ctx, coordinator.Planned{Suite: s, Plan: p, Bundle: bundle.Name()}, &pb.RunSpec{
 		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
 		MaxTokens: o.flags.maxTokens,
 	})
 	if err != nil {
 		return failf("%v", err)
 	}
-	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), plural(int(st.GetTotalJobs()), "job", "jobs"), plural(o.workers, "worker", "workers"))
-	events, cancelEvents, err := fleet.Coordinator.Subscribe(ctx, st.GetId())
-	if err != nil {
-		return failf("%v", err)
-	}
-	defer func() { cancelEvents() }() // the latest subscription, after any resubscribe
-	prog := newProgress(e.stderr, int(st.GetTotalJobs()))
-	for {
-		select {
-		case ev, ok := <-events:
-			if ok {
-				prog.event(ev)
-				continue
-			}
-			cur, err := fleet.Coordinator.Status(context.WithoutCancel(ctx), st.GetId())
-			if err != nil {
-				return failf("%v", err)
-			}
-			if cur.GetState() == pb.RunState_RUN_STATE_RUNNING {
-				// Dropped as a slow subscriber: pick the stream up again.
-				events, cancelEvents, err = fleet.Coordinator.Subscribe(ctx, st.GetId())
-				if err != nil {
-					return failf("%v", err)
-				}
-				continue
-			}
-			prog.finish()
-			rep, err := fleet.Coordinator.Report(context.WithoutCancel(ctx), st.GetId())
-			if err != nil {
-				return failf("%v", err)
-			}
-			return finishRun(e, cur, rep, o.out)
-		case <-ctx.Done():
-			prog.finish()
-			fmt.Fprintln(e.stderr, "interrupted: cancelling the run")
-			cur, err := fleet.Coordinator.Cancel(context.WithoutCancel(ctx), st.GetId())
-			if err != nil {
-				return failf("%v", err)
-			}
-			rep, _ := fleet.Coordinator.Report(context.WithoutCancel(ctx), st.GetId())
-			return finishRun(e, cur, rep, o.out)
-		}
-	}
+	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
+	return follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out)
 }

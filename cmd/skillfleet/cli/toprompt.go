@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -25,10 +26,11 @@ nothing is printed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var skills []*skill.Skill
-			var bad skill.Diagnostics
+			var bad diag.Diagnostics
 			for _, path := range args {
 				if dir, ok := skillDir(path); ok {
-					s, ds := skill.ParseFile(filepath.Join(dir, skill.FileName))
+					file, _ := skill.SkillFile(dir)
+					s, ds := skill.ParseFile(file)
 					bad = append(bad, errorsOnly(ds)...)
 					bad = append(bad, requireNameAndDescription(s)...)
 					skills = append(skills, s)
@@ -60,10 +62,10 @@ nothing is printed.`,
 	}
 }
 
-func errorsOnly(ds skill.Diagnostics) skill.Diagnostics {
-	var out skill.Diagnostics
+func errorsOnly(ds diag.Diagnostics) diag.Diagnostics {
+	var out diag.Diagnostics
 	for _, d := range ds {
-		if d.Severity == skill.SeverityError {
+		if d.Severity == diag.SeverityError {
 			out = append(out, d)
 		}
 	}
@@ -72,8 +74,8 @@ func errorsOnly(ds skill.Diagnostics) skill.Diagnostics {
 
 // requireNameAndDescription applies the reference tool's only checks before prompting: both
 // fields present and non-empty strings.
-func requireNameAndDescription(s *skill.Skill) skill.Diagnostics {
-	var out skill.Diagnostics
+func requireNameAndDescription(s *skill.Skill) diag.Diagnostics {
+	var out diag.Diagnostics
 	for _, d := range skill.Validate(s, skill.Options{}) {
 		switch d.Rule {
 		case skill.RuleNameRequired, skill.RuleNameType, skill.RuleDescriptionRequired, skill.RuleDescriptionType:
@@ -104,7 +106,7 @@ func writePrompt(w io.Writer, skills []*skill.Skill) error {
 	return err
 }
 
-// location is the absolute path of SKILL.md with the directory's symlinks resolved, as
+// location is the absolute path of the skill's file with the directory's symlinks resolved, as
 // skills-ref's Path.resolve() gives it. Like skills-ref, the path itself is not escaped.
 func location(s *skill.Skill) (string, error) {
 	dir, err := filepath.Abs(s.Dir)
@@ -114,7 +116,7 @@ func location(s *skill.Skill) (string, error) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	return filepath.Join(dir, skill.FileName), nil
+	return filepath.Join(dir, filepath.Base(s.File)), nil // SKILL.md, or skill.md
 }
 
 // xmlEscape is Python's html.escape(s, quote=True), which skills-ref uses: & < > " and '.

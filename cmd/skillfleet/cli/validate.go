@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
@@ -21,6 +22,7 @@ PATH is a skill directory (or its SKILL.md) or a skills root searched at any dep
 Dependencies resolve within the root; for a single skill directory, among the skill
 directories next to it.
 
+` + discoveryHelp() + `
 --strict reproduces the reference validator (skills-ref): every field outside the
 specification's six is an error, requires and test included.
 --force turns missing dependencies into warnings.
@@ -32,9 +34,10 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 				return err
 			}
 			r := &report{}
+			sib := skill.NewSiblings(opts)
 			for _, path := range args {
-				t := loadTarget(path, opts, true)
-				ds := append(skill.Diagnostics{}, t.diags...)
+				t := loadTarget(path, opts, sib)
+				ds := append(diag.Diagnostics{}, t.diags...)
 				for _, s := range t.skills {
 					vds := skill.Validate(s, opts)
 					ds = append(ds, vds...)
@@ -44,8 +47,7 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 						ds = append(ds, cds...)
 					}
 				}
-				_, rds := skill.Resolve(t.catalog, opts)
-				ds = append(ds, t.only(rds)...)
+				ds = append(ds, t.requires(opts)...)
 				r.add(t.skills, ds)
 			}
 			r.finish()

@@ -470,7 +470,23 @@ type Job struct {
 	// holds. Only the coordinator and the worker that receives the job see it; the worker copies
 	// it into its result, and the coordinator refuses any result without the right one, so a
 	// holder of the worker credentials cannot forge a verdict for a job it never received.
-	Secret        []byte `protobuf:"bytes,25,opt,name=secret,proto3" json:"secret,omitempty"`
+	Secret []byte `protobuf:"bytes,25,opt,name=secret,proto3" json:"secret,omitempty"`
+	// Prompt cases: the skills the agent is shown, every skill of the bundle in name order, as
+	// the coordinator parsed them when it planned, so a worker never parses a SKILL.md. The
+	// coordinator sends it by reference (catalog_digest) and the worker fills it in before the
+	// job runs. Rolling upgrades: a prompt job from a coordinator older than both fields carries
+	// neither and is errored, never run with an empty catalog: upgrade the coordinator before,
+	// or with, the workers.
+	Catalog []*CatalogEntry `protobuf:"bytes,26,rep,name=catalog,proto3" json:"catalog,omitempty"`
+	// Prompt cases: the allowed-tools of the job's skill (experimental in the spec; "" when the
+	// skill declares none).
+	AllowedTools string `protobuf:"bytes,27,opt,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
+	// Prompt cases: the digest of the run's Catalog, stored once per run beside the bundles
+	// ("sha256:<hex>"), which the worker fetches, checks against the digest and caches, and
+	// puts in catalog before the job runs. A catalog of every skill of a bundle is the same for
+	// every prompt job of the run, and thousands of skills would make each job message hundreds
+	// of kilobytes; a job carries either this or catalog.
+	CatalogDigest string `protobuf:"bytes,28,opt,name=catalog_digest,json=catalogDigest,proto3" json:"catalog_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -680,6 +696,136 @@ func (x *Job) GetSecret() []byte {
 	return nil
 }
 
+func (x *Job) GetCatalog() []*CatalogEntry {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *Job) GetAllowedTools() string {
+	if x != nil {
+		return x.AllowedTools
+	}
+	return ""
+}
+
+func (x *Job) GetCatalogDigest() string {
+	if x != nil {
+		return x.CatalogDigest
+	}
+	return ""
+}
+
+// Catalog is the skills a run's agents are shown, stored as one object per run.
+type Catalog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*CatalogEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Catalog) Reset() {
+	*x = Catalog{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Catalog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Catalog) ProtoMessage() {}
+
+func (x *Catalog) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Catalog.ProtoReflect.Descriptor instead.
+func (*Catalog) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Catalog) GetEntries() []*CatalogEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// CatalogEntry is one skill an agent is shown: the name and description of its frontmatter and
+// where its SKILL.md lies.
+type CatalogEntry struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// The SKILL.md inside the bundle ("my-skill/SKILL.md"); the worker puts it under the
+	// bundle's mount point in the sandbox.
+	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogEntry) Reset() {
+	*x = CatalogEntry{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogEntry) ProtoMessage() {}
+
+func (x *CatalogEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogEntry.ProtoReflect.Descriptor instead.
+func (*CatalogEntry) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CatalogEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CatalogEntry) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CatalogEntry) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 // AssertionResult is the structured outcome of one assertion.
 type AssertionResult struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -699,7 +845,7 @@ type AssertionResult struct {
 
 func (x *AssertionResult) Reset() {
 	*x = AssertionResult{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +857,7 @@ func (x *AssertionResult) String() string {
 func (*AssertionResult) ProtoMessage() {}
 
 func (x *AssertionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +870,7 @@ func (x *AssertionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssertionResult.ProtoReflect.Descriptor instead.
 func (*AssertionResult) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{3}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AssertionResult) GetType() string {
@@ -791,7 +937,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +949,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +962,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{4}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Timings) GetQueuedMs() int64 {
@@ -859,7 +1005,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1017,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1030,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{5}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Usage) GetPromptTokens() int64 {
@@ -950,7 +1096,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1108,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1121,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{6}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Result) GetJobId() string {
@@ -1147,7 +1293,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1305,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1318,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{7}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Transcript) GetToolCalls() []*ToolCall {
@@ -1217,7 +1363,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1375,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1388,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{8}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolCall) GetName() string {
@@ -1301,14 +1447,17 @@ type RunSpec struct {
 	MaxTokens int64 `protobuf:"varint,11,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	// Case kinds to run ("prompt", "command"); empty runs every kind. An older coordinator
 	// ignores it and runs every kind, which is never a false pass: it only runs more.
-	CaseKinds     []string `protobuf:"bytes,12,rep,name=case_kinds,json=caseKinds,proto3" json:"case_kinds,omitempty"`
+	CaseKinds []string `protobuf:"bytes,12,rep,name=case_kinds,json=caseKinds,proto3" json:"case_kinds,omitempty"`
+	// The digest of the run's stored Catalog (Job.catalog_digest), set at admission; the
+	// retention sweep keeps it as long as the run. Empty for a run with no prompt job.
+	CatalogDigest string `protobuf:"bytes,13,opt,name=catalog_digest,json=catalogDigest,proto3" json:"catalog_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1469,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1482,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunSpec) GetId() string {
@@ -1420,6 +1569,13 @@ func (x *RunSpec) GetCaseKinds() []string {
 	return nil
 }
 
+func (x *RunSpec) GetCatalogDigest() string {
+	if x != nil {
+		return x.CatalogDigest
+	}
+	return ""
+}
+
 // Counts tallies cases (not jobs) by verdict.
 type Counts struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1435,7 +1591,7 @@ type Counts struct {
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1603,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1616,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -1529,7 +1685,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1697,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1710,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunStatus) GetId() string {
@@ -1651,7 +1807,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1819,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1832,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Event) GetRunId() string {
@@ -1759,7 +1915,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xd5\x06\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xd8\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -1790,10 +1946,19 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\bpriority\x18\x16 \x01(\x0e2\x17.skillfleet.v1.PriorityR\bpriority\x12\x12\n" +
 	"\x04file\x18\x17 \x01(\tR\x04file\x12\x12\n" +
 	"\x04line\x18\x18 \x01(\x05R\x04line\x12\x16\n" +
-	"\x06secret\x18\x19 \x01(\fR\x06secret\x1a6\n" +
+	"\x06secret\x18\x19 \x01(\fR\x06secret\x125\n" +
+	"\acatalog\x18\x1a \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\acatalog\x12#\n" +
+	"\rallowed_tools\x18\x1b \x01(\tR\fallowedTools\x12%\n" +
+	"\x0ecatalog_digest\x18\x1c \x01(\tR\rcatalogDigest\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
+	"\aCatalog\x125\n" +
+	"\aentries\x18\x01 \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\aentries\"X\n" +
+	"\fCatalogEntry\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\"\xb9\x01\n" +
 	"\x0fAssertionResult\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\bR\x06passed\x12\x1a\n" +
@@ -1852,7 +2017,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xa8\x03\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xcf\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -1872,7 +2037,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
 	"max_tokens\x18\v \x01(\x03R\tmaxTokens\x12\x1d\n" +
 	"\n" +
-	"case_kinds\x18\f \x03(\tR\tcaseKinds\"\x9f\x01\n" +
+	"case_kinds\x18\f \x03(\tR\tcaseKinds\x12%\n" +
+	"\x0ecatalog_digest\x18\r \x01(\tR\rcatalogDigest\"\x9f\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
@@ -1940,7 +2106,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -1949,50 +2115,54 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Assertion)(nil),             // 4: skillfleet.v1.Assertion
 	(*Limits)(nil),                // 5: skillfleet.v1.Limits
 	(*Job)(nil),                   // 6: skillfleet.v1.Job
-	(*AssertionResult)(nil),       // 7: skillfleet.v1.AssertionResult
-	(*Timings)(nil),               // 8: skillfleet.v1.Timings
-	(*Usage)(nil),                 // 9: skillfleet.v1.Usage
-	(*Result)(nil),                // 10: skillfleet.v1.Result
-	(*Transcript)(nil),            // 11: skillfleet.v1.Transcript
-	(*ToolCall)(nil),              // 12: skillfleet.v1.ToolCall
-	(*RunSpec)(nil),               // 13: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 14: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 15: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 16: skillfleet.v1.Event
-	nil,                           // 17: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*Catalog)(nil),               // 7: skillfleet.v1.Catalog
+	(*CatalogEntry)(nil),          // 8: skillfleet.v1.CatalogEntry
+	(*AssertionResult)(nil),       // 9: skillfleet.v1.AssertionResult
+	(*Timings)(nil),               // 10: skillfleet.v1.Timings
+	(*Usage)(nil),                 // 11: skillfleet.v1.Usage
+	(*Result)(nil),                // 12: skillfleet.v1.Result
+	(*Transcript)(nil),            // 13: skillfleet.v1.Transcript
+	(*ToolCall)(nil),              // 14: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 15: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 16: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 17: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 18: skillfleet.v1.Event
+	nil,                           // 19: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	17, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	19, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	18, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	20, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
-	0,  // 6: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
-	7,  // 7: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
-	8,  // 8: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
-	9,  // 9: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	18, // 10: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 11: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	11, // 12: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
-	12, // 13: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	2,  // 14: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	18, // 15: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 16: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 17: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	13, // 18: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	14, // 19: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	18, // 20: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 21: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	18, // 22: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	15, // 23: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	10, // 24: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
+	8,  // 7: skillfleet.v1.Catalog.entries:type_name -> skillfleet.v1.CatalogEntry
+	0,  // 8: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
+	9,  // 9: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
+	10, // 10: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
+	11, // 11: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
+	20, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 13: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
+	13, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	14, // 15: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	2,  // 16: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	20, // 17: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 18: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 19: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	15, // 20: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	16, // 21: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	20, // 22: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 23: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	20, // 24: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	17, // 25: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	12, // 26: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2000,7 +2170,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[12].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[14].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2010,7 +2180,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,104 @@
+package assertpb
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/assert"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// example is one compilable assertion of each kind, with an observation it passes on and one it
+// fails on.
+func example(t *testing.T, typ assert.Type) (assert.Assertion, assert.Observation, assert.Observation) {
+	t.Helper()
+	switch typ {
+	case assert.OutputContains:
+		return assert.Assertion{Type: typ, Value: "Ready"}, assert.Observation{Output: "all READY"}, assert.Observation{Output: "no"}
+	case assert.OutputNotContains:
+		return assert.Assertion{Type: typ, Value: "error"}, assert.Observation{Output: "fine"}, assert.Observation{Output: "an ERROR"}
+	case assert.OutputMatches:
+		return assert.Assertion{Type: typ, Value: `^\d+$`}, assert.Observation{Output: "42"}, assert.Observation{Output: "x42"}
+	case assert.SemanticMatch:
+		return assert.Assertion{Type: typ, Value: "says hello"}, assert.Observation{}, assert.Observation{}
+	case assert.ExitCode:
+		return assert.Assertion{Type: typ, ExitCode: 2}, assert.Observation{ExitCode: 2}, assert.Observation{ExitCode: 0}
+	case assert.StdoutContains:
+		return assert.Assertion{Type: typ, Value: "ok"}, assert.Observation{Stdout: "ok\n"}, assert.Observation{Stdout: "OK\n"}
+	case assert.StderrContains:
+		return assert.Assertion{Type: typ, Value: "warn"}, assert.Observation{Stderr: "warn: x"}, assert.Observation{Stdout: "warn"}
+	case assert.NotContains:
+		return assert.Assertion{Type: typ, Value: "secret"}, assert.Observation{Stdout: "x"}, assert.Observation{Stdout: "a secret"}
+	case assert.StdoutJSON:
+		return assert.Assertion{Type: typ, JSON: map[string]any{"n": json.Number("10000000000000000001"), "a": []any{json.Number("1"), nil}}},
+			assert.Observation{Stdout: `{"n": 10000000000000000001, "a": [1, null], "x": 1}`},
+			// Big integers survive the wire without losing precision: one off does not match.
+			assert.Observation{Stdout: `{"n": 10000000000000000000, "a": [1, null]}`}
+	}
+	t.Fatalf("no example of assertion type %s: add one with the kind", typ)
+	return assert.Assertion{}, assert.Observation{}, assert.Observation{}
+}
+
+// TestRoundTrip: every kind assert knows decodes from what Encode wrote to an assertion that
+// decides as the planned one does.
+func TestRoundTrip(t *testing.T) {
+	for _, typ := range assert.Types() {
+		t.Run(string(typ), func(t *testing.T) {
+			a, good, bad := example(t, typ)
+			if err := assert.Compile(&a); err != nil {
+				t.Fatal(err)
+			}
+			pa, err := Encode(a, "s/test/cases.yaml", 7, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pa.GetFile() != "s/test/cases.yaml" || pa.GetLine() != 7 || pa.GetVotes() != 3 {
+				t.Fatalf("place or votes lost: %v", pa)
+			}
+			got, err := DecodeAll([]*pb.Assertion{pa})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if typ == assert.SemanticMatch {
+				if got[0].Type != typ || got[0].Value != a.Value {
+					t.Fatalf("decoded %+v, want %+v", got[0], a)
+				}
+				return
+			}
+			for _, c := range []struct {
+				obs  assert.Observation
+				want bool
+			}{{good, true}, {bad, false}} {
+				r, err := assert.Evaluate(got[0], c.obs)
+				if err != nil || r.Passed != c.want {
+					t.Fatalf("after the wire on %+v: %+v, %v; want passed %v", c.obs, r, err, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeAllRefusesABadJob(t *testing.T) {
+	for name, bad := range map[string][]*pb.Assertion{
+		"no assertions": nil,
+		"bad pattern":   {{Type: "output_matches", Value: "("}},
+		"bad json":      {{Type: "stdout_json", Json: []byte("{not json")}},
+		"unknown type":  {{Type: "no_such_type", Value: "x"}},
+		"empty value":   {{Type: "stdout_contains"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeAll(bad); err == nil {
+				t.Fatalf("DecodeAll(%v) accepted a bad job", bad)
+			}
+		})
+	}
+}
+
+func TestResults(t *testing.T) {
+	in := []assert.Result{{Type: assert.StdoutJSON, Passed: false, Expected: "1", Actual: "2", Message: "m", Path: "$.a", Errored: true}}
+	got := Results(in)
+	want := &pb.AssertionResult{Type: "stdout_json", Expected: "1", Actual: "2", Message: "m", Path: "$.a", Errored: true}
+	if len(got) != 1 || got[0].String() != want.String() {
+		t.Fatalf("Results = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+)
+
+func TestConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		// usage is what the usage error says; empty: none.
+		usage string
+		// perIP and minRate are the API's limits the flags come to.
+		perIP   int
+		minRate int64
+	}{
+		{name: "defaults", perIP: 128, minRate: coordinator.DefaultMinUploadRate},
+		{name: "no per-address cap", args: []string{"--max-conns-per-ip", "0"}, perIP: -1, minRate: coordinator.DefaultMinUploadRate},
+		{name: "no minimum upload rate", args: []string{"--min-upload-rate", "0"}, perIP: 128, minRate: -1},
+		{name: "a bad queue setting", args: []string{"--max-deliver", "0"}, usage: "MaxDeliver must be at least 1"},
+		{name: "a NATS token twice", args: []string{"--nats-token", "t", "--nats-token-file", "f"}, usage: "not both"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+			var o options
+			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config()
+			if tc.usage != "" {
+				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.MaxConnsPerIP != tc.perIP || cfg.API.MinUploadRate != tc.minRate {
+				t.Errorf("per-address cap %d, minimum upload rate %d; want %d, %d", cfg.MaxConnsPerIP, cfg.API.MinUploadRate, tc.perIP, tc.minRate)
+			}
+			if cfg.HTTPAddr != "127.0.0.1:8080" || cfg.Queue.MaxDeliver != o.queue.MaxDeliver || cfg.Coordinator.MaxJobsPerRun != 100_000 {
+				t.Errorf("config %+v does not carry the flags", cfg)
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/bundle"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
+)
+
+// jobCatalog is what the agent of a run's prompt jobs is told about the suite's skills,
+// computed once per run. It is stored once, beside the bundles, and each prompt job names it
+// by digest: inline, a catalog of thousands of skills would make every job message hundreds of
+// kilobytes (and a 200-skill suite's prompt job went from 308 bytes to 23 KB).
+type jobCatalog struct {
+	data    []byte            // the pb.Catalog, deterministically marshalled
+	digest  string            // bundle.DigestPrefix + hex(sha256(data))
+	allowed map[string]string // skill name → its allowed-tools
+}
+
+// catalogOf makes a run's catalog from the skills of its bundle, in the order given (name
+// order: the bundle's). A skill's file lies at "<name>/SKILL.md" (or "<name>/skill.md") in
+// every bundle.
+func catalogOf(skills []*skill.Skill) (*jobCatalog, error) {
+	c := &jobCatalog{allowed: make(map[string]string, len(skills))}
+	entries := make([]*pb.CatalogEntry, 0, len(skills))
+	for _, s := range skills {
+		// The file's own name: a lowercase skill.md is accepted too, and a bundle keeps it.
+		file := skill.FileName
+		if s.File != "" {
+			file = filepath.Base(s.File)
+		}
+		entries = append(entries, &pb.CatalogEntry{Name: s.Name, Description: s.Description, Path: path.Join(s.Name, file)})
+		c.allowed[s.Name] = s.AllowedTools
+	}
+	// Deterministic, so the same bundle gives the same digest when a resumed run plans again.
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.Catalog{Entries: entries})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	c.data, c.digest = data, bundle.DigestPrefix+hex.EncodeToString(sum[:])
+	return c, nil
+}
+
+// hasPrompts reports whether a plan has a prompt job, the only kind that needs the catalog.
+func hasPrompts(p *suite.Plan) bool {
+	for _, c := range p.Cases {
+		if c.Kind == suite.KindPrompt {
+			return true
+		}
+	}
+	return false
+}
+
+// storeCatalog stores r's catalog beside the bundles, if its jobs need one, and records its
+// digest in the run's spec so that the retention sweep keeps it as long as the run. Storing is
+// idempotent: a resumed run stores it again (a run admitted by an older coordinator never did).
+func (c *Coordinator) storeCatalog(ctx context.Context, r *run) error {
+	if !hasPrompts(r.plan) {
+		return nil
+	}
+	f, err := os.CreateTemp(c.cache.Dir(), ".tmp-catalog-")
+	if err != nil {
+		return fmt.Errorf("store catalog: %w", err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	_, err = f.Write(r.catalog.data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store catalog: %w", err)
+	}
+	stored, err := c.bundles.PutBundleFile(ctx, f.Name())
+	if err != nil {
+		return fmt.Errorf("store catalog: %w", err)
+	}
+	if stored != r.catalog.digest {
+		return fmt.Errorf("store catalog: hashed %s, stored %s", r.catalog.digest, stored)
+	}
+	r.spec.CatalogDigest = stored
+	return nil
+}

@@ -1,0 +1,40 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/queue"
+)
+
+// RunStore keeps each run's status under its run id, the latest value only (queue.RunStore).
+type RunStore interface {
+	Put(ctx context.Context, key string, value []byte) (revision uint64, err error)
+	// Get returns an error wrapping queue.ErrNotFound for a key that holds nothing.
+	Get(ctx context.Context, key string) (value []byte, revision uint64, err error)
+	Delete(ctx context.Context, key string) error
+	Keys(ctx context.Context) ([]string, error)
+}
+
+// BundleStore keeps suite bundles by content digest (queue.Topology).
+type BundleStore interface {
+	bundle.BundleSource
+	PutBundleFile(ctx context.Context, path string) (digest string, err error)
+	ListBundles(ctx context.Context) ([]queue.BundleInfo, error)
+	DeleteBundle(ctx context.Context, digest string) error
+}
+
+// Queue is the job queue and the results stream as the coordinator uses them (queue.Topology).
+type Queue interface {
+	NewJobPublisher(cfg queue.PublisherConfig) (*queue.JobPublisher, error)
+	PurgeRunJobs(ctx context.Context, run string) error
+	FollowResults(ctx context.Context, run string) (*queue.ResultIterator, error)
+	// PublishResult records the coordinator's own verdict on an exhausted job.
+	PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error
+	WatchExhausted(ctx context.Context, fn func(queue.ExhaustedJob)) (stop func(), err error)
+	ExhaustedJobs(ctx context.Context) (jobs []queue.ExhaustedJob, undecided int, err error)
+	DeleteJob(ctx context.Context, seq uint64) error
+	// MaxPayload and JobsMaxMsgSize bound a job message (see maxJobBytes).
+	MaxPayload() int64
+	JobsMaxMsgSize() int32
+}

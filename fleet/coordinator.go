@@ -1,0 +1,169 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
+	"github.com/skillfleet/skillfleet/queue"
+)
+
+// CoordinatorConfig is the coordinator daemon: where it listens, the NATS it uses (or embeds),
+// the topology it creates, and the coordinator and API behind it.
+type CoordinatorConfig struct {
+	// HTTPAddr serves the API, /healthz and /readyz (and /metrics when MetricsAddr is empty).
+	HTTPAddr string
+	// MetricsAddr is a separate /metrics listener; empty serves /metrics on HTTPAddr, "off"
+	// serves none.
+	MetricsAddr string
+	// DataDir holds the embedded server's store, spooled uploads and extracted bundles.
+	DataDir string
+	// EmbeddedNATS (host:port) runs an embedded nats-server there instead of connecting to
+	// NATS; it takes NATS.Token only (CheckEmbeddedNATS).
+	EmbeddedNATS string
+	NATS         queue.ConnectConfig
+	// Queue is the topology the coordinator creates; its TempDir is set under DataDir.
+	Queue queue.Config
+	// Coordinator's DataDir, MaxAttempts and Retention are set from DataDir and Queue.
+	Coordinator coordinator.Config
+	// API's Ready, Gatherer and WriteTimeout are set by the daemon.
+	API coordinator.APIConfig
+	// MaxConns and MaxConnsPerIP bound the API's connections (httpserve.Config: -1 per IP is
+	// no per-address cap).
+	MaxConns, MaxConnsPerIP int
+}
+
+// CoordinatorDaemon is the coordinator process: NATS, the topology, the coordinator and its
+// HTTP listeners, wired from a CoordinatorConfig.
+type CoordinatorDaemon struct {
+	cfg CoordinatorConfig
+	log *zap.Logger
+}
+
+// NewCoordinatorDaemon checks cfg (CheckCoordinator: a refusal is a *ConfigError) and logs its
+// warnings; Run starts the daemon.
+func NewCoordinatorDaemon(cfg CoordinatorConfig, log *zap.Logger) (*CoordinatorDaemon, error) {
+	warnings, err := CheckCoordinator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	return &CoordinatorDaemon{cfg: cfg, log: log}, nil
+}
+
+// Run serves until ctx ends, then shuts down; runs resume when a coordinator starts again.
+func (d *CoordinatorDaemon) Run(ctx context.Context) error {
+	cfg, log := d.cfg, d.log
+	qcfg := cfg.Queue
+	// Uploads are spooled under DataDir, not /tmp: the coordinator's image has no /tmp, and a
+	// hardened pod's root file system is read-only.
+	qcfg.TempDir = filepath.Join(cfg.DataDir, "spool")
+	if err := os.MkdirAll(qcfg.TempDir, 0o700); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	var nc *queue.Conn
+	if cfg.EmbeddedNATS != "" {
+		host, port, err := SplitHostPort(cfg.EmbeddedNATS)
+		if err != nil {
+			return refuse("--embedded-nats: %w", err)
+		}
+		srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(cfg.DataDir, "jetstream"), Host: host, Port: port, Token: cfg.NATS.Token}, log.Named("nats"))
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		log.Info("embedded NATS listening", zap.String("url", srv.ClientURL()))
+		if nc, err = srv.Connect("skillfleet-coordinator"); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if nc, err = queue.Connect(cfg.NATS, log.Named("nats")); err != nil {
+			return err
+		}
+	}
+	defer nc.Close()
+	topo, err := queue.Ensure(ctx, nc, qcfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cc := cfg.Coordinator
+	cc.DataDir = filepath.Join(cfg.DataDir, "coordinator")
+	cc.MaxAttempts = qcfg.MaxDeliver
+	// A run is kept as long as its results: without them its report cannot be rebuilt.
+	cc.Retention = qcfg.ResultsMaxAge
+	c, err := coordinator.New(cc, coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Log: log.Named("coordinator"), Registry: reg})
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	limits := httpserve.Config{MaxConns: cfg.MaxConns, MaxConnsPerIP: cfg.MaxConnsPerIP, ErrorLog: zap.NewStdLog(log.Named("http"))}
+	api := cfg.API
+	api.Ready = func(context.Context) error {
+		if !nc.IsConnected() {
+			return errors.New("not connected to NATS: " + nc.Status())
+		}
+		return nil
+	}
+	api.WriteTimeout = httpserve.Defaults.WriteTimeout
+	var servers []*httpserve.Server
+	switch cfg.MetricsAddr {
+	case "":
+		api.Gatherer = reg
+	case "off":
+	default:
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		ms, err := httpserve.Listen("tcp", cfg.MetricsAddr, mux, httpserve.Config{MaxConns: 64, ErrorLog: limits.ErrorLog})
+		if err != nil {
+			return refuse("--metrics: %w", err)
+		}
+		servers = append(servers, ms)
+	}
+	as, err := httpserve.Listen("tcp", cfg.HTTPAddr, c.Handler(api), limits)
+	if err != nil {
+		for _, s := range servers {
+			_ = s.HTTP.Close()
+		}
+		return fmt.Errorf("--http: %w", err)
+	}
+	servers = append(servers, as)
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errc <- s.Serve() }()
+	}
+	log.Info("coordinator serving", zap.String("http", cfg.HTTPAddr), zap.String("metrics", cfg.MetricsAddr), zap.String("nats", strings.TrimSpace(nc.ServerURL())))
+	select {
+	case err := <-errc:
+		if err == nil {
+			err = errors.New("an HTTP server stopped")
+		}
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: runs resume when a coordinator starts again")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.HTTP.Shutdown(sctx)
+	}
+	return c.Close(sctx)
+}

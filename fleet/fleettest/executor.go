@@ -1,0 +1,75 @@
+// Package fleettest holds test doubles for tests that drive a whole fleet in one process.
+package fleettest
+
+import (
+	"context"
+	"sync"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// Executor passes every job except those of the case named Failing, without running anything.
+// Jobs planned for an agent are held until the test releases that agent, so a test can catch a
+// run while it is still going (open its event stream, cancel it) without sleeping.
+type Executor struct {
+	Failing string
+
+	mu    sync.Mutex
+	gates map[string]chan struct{}
+}
+
+func (e *Executor) gate(agent string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gates == nil {
+		e.gates = map[string]chan struct{}{}
+	}
+	g, ok := e.gates[agent]
+	if !ok {
+		g = make(chan struct{})
+		e.gates[agent] = g
+	}
+	return g
+}
+
+// Release lets the held jobs of agent finish; releasing twice is harmless.
+func (e *Executor) Release(agent string) {
+	g := e.gate(agent)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-g:
+	default:
+		close(g)
+	}
+}
+
+// ReleaseAll releases every agent seen so far.
+func (e *Executor) ReleaseAll() {
+	e.mu.Lock()
+	agents := make([]string, 0, len(e.gates))
+	for a := range e.gates {
+		agents = append(agents, a)
+	}
+	e.mu.Unlock()
+	for _, a := range agents {
+		e.Release(a)
+	}
+}
+
+// Execute implements worker.Executor.
+func (e *Executor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Result, error) {
+	if a := job.GetAgent(); a != "" {
+		select {
+		case <-e.gate(a):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	passed := job.GetCaseName() != e.Failing
+	v := pb.Verdict_VERDICT_PASSED
+	if !passed {
+		v = pb.Verdict_VERDICT_FAILED
+	}
+	return &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}, nil
+}

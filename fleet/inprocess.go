@@ -1,0 +1,184 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+// InProcessConfig describes a fleet in one process.
+type InProcessConfig struct {
+	// DataDir holds the JetStream store, bundle caches and coordinator data; a temporary
+	// directory (removed on Close) when empty.
+	DataDir string
+	// Workers is the number of worker instances, each with Slots slots; 0 starts none (tests
+	// add them later).
+	Workers int
+	Slots   int
+	Queue   queue.Config
+	// Executor runs jobs; required (a sandbox executor in production, a no-op in benchmarks).
+	Executor worker.Executor
+	// Coordinator and Worker override defaults where set.
+	Coordinator coordinator.Config
+	Worker      worker.Config
+	Log         *zap.Logger
+	// Registry receives the coordinator's and workers' metrics; nil keeps them private.
+	Registry prometheus.Registerer
+}
+
+// InProcess is a whole fleet running in one process: an embedded nats-server, a coordinator and
+// N workers sharing one executor. It is `skillfleet test`, and the harness of the end-to-end
+// tests and benchmarks: the same code paths as a distributed fleet, wired in memory.
+type InProcess struct {
+	Server      *queue.Embedded
+	Conn        *queue.Conn
+	Topology    *queue.Topology
+	Coordinator *coordinator.Coordinator
+
+	cfg     InProcessConfig
+	reg     prometheus.Registerer
+	dir     string
+	tmp     string
+	log     *zap.Logger
+	wctx    context.Context
+	stop    context.CancelFunc
+	workers sync.WaitGroup
+	nextID  int
+}
+
+// StartInProcess brings a fleet up in this process; Close takes it down.
+func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err error) {
+	if cfg.Executor == nil {
+		return nil, errors.New("fleet: an executor is required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if cfg.Slots < 1 {
+		cfg.Slots = 1
+	}
+	if cfg.Queue == (queue.Config{}) {
+		cfg.Queue = queue.DefaultConfig()
+	}
+	f = &InProcess{log: cfg.Log}
+	defer func() {
+		if err != nil {
+			_ = f.Close(context.Background())
+		}
+	}()
+	dir := cfg.DataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "skillfleet-local-"); err != nil {
+			return nil, err
+		}
+		f.tmp = dir
+	}
+	if f.Server, err = queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream")}, cfg.Log.Named("nats")); err != nil {
+		return nil, err
+	}
+	if f.Conn, err = f.Server.Connect("skillfleet-local"); err != nil {
+		return nil, err
+	}
+	if f.Topology, err = queue.Ensure(ctx, f.Conn, cfg.Queue); err != nil {
+		return nil, err
+	}
+	reg := cfg.Registry
+	cc := cfg.Coordinator
+	cc.DataDir = filepath.Join(dir, "coordinator")
+	cc.MaxAttempts = cfg.Queue.MaxDeliver
+	cc.Retention = cfg.Queue.ResultsMaxAge
+	if f.Coordinator, err = coordinator.New(cc, coordinator.Deps{Queue: f.Topology, Runs: f.Topology.Runs(), Bundles: f.Topology, Log: cfg.Log.Named("coordinator"), Registry: reg}); err != nil {
+		return nil, err
+	}
+	if err := f.Coordinator.Start(ctx); err != nil {
+		return nil, err
+	}
+	f.cfg, f.reg, f.dir = cfg, reg, dir
+	f.wctx, f.stop = context.WithCancel(context.WithoutCancel(ctx))
+	for range cfg.Workers {
+		if err := f.startWorker(cfg.Executor); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// startWorker adds a worker that runs until Close.
+func (f *InProcess) startWorker(exec worker.Executor) error {
+	f.nextID++
+	cfg := f.cfg
+	wc := cfg.Worker
+	wc.ID = fmt.Sprintf("local-%d", f.nextID)
+	wc.Slots = cfg.Slots
+	wc.MaxAttempts = cfg.Queue.MaxDeliver
+	wc.Heartbeat = cfg.Queue.HeartbeatInterval()
+	wc.CacheDir = filepath.Join(f.dir, "worker-cache", wc.ID)
+	wc.MaxResultBytes = int(f.Conn.MaxPayload())
+	var reg prometheus.Registerer
+	if f.reg != nil {
+		// Several workers in one registry: a worker label (bounded by --workers) keeps their
+		// series apart.
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"worker": wc.ID}, f.reg)
+	}
+	results, err := f.Topology.NewResultPublisher(queue.DefaultResultPublisherConfig())
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(wc, worker.Deps{
+		Lanes:    queueLanes(f.Topology.LaneConsumers()),
+		Results:  results,
+		Bundles:  f.Topology,
+		Executor: exec,
+		Log:      f.log.Named("worker"),
+		Registry: reg,
+	})
+	if err != nil {
+		return err
+	}
+	f.workers.Add(1)
+	go func() {
+		defer f.workers.Done()
+		_ = w.Run(f.wctx)
+		// Run has waited for its results to be confirmed (or given up on them).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = results.Close(ctx)
+	}()
+	return nil
+}
+
+// Close drains the workers, stops the coordinator and the server, and removes a temporary data
+// directory.
+func (f *InProcess) Close(ctx context.Context) error {
+	var errs []error
+	if f.stop != nil {
+		f.stop()
+		f.workers.Wait()
+	}
+	if f.Coordinator != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		errs = append(errs, f.Coordinator.Close(cctx))
+		cancel()
+	}
+	if f.Conn != nil {
+		f.Conn.Close()
+	}
+	if f.Server != nil {
+		f.Server.Shutdown()
+	}
+	if f.tmp != "" {
+		errs = append(errs, os.RemoveAll(f.tmp))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,220 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/config"
+	"github.com/skillfleet/skillfleet/judge"
+	"github.com/skillfleet/skillfleet/sandbox"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+// ModelsConfig chooses the OpenAI-compatible endpoints that prompt cases run against: one
+// default agent, or named agents and a judge from a config file (see BuildModels). Keys are
+// read from environment variables only (never flags, so they stay out of process listings), by
+// the worker process alone: sandboxes never see them.
+type ModelsConfig struct {
+	// BaseURL of the default endpoint; empty: $OPENAI_BASE_URL, else https://api.openai.com/v1.
+	BaseURL string
+	// Model of the built-in default agent; empty (and no agents configured): prompt cases are
+	// errored.
+	Model string
+	// JudgeModel judges semantic_match; empty: those assertions are errored.
+	JudgeModel string
+	MaxTurns   int
+	// GatewayDir holds the model gateways' sockets of command agents, one subdirectory per
+	// agent, bind-mounted into their sandboxes; it must be a path the Docker engine can
+	// bind-mount. Empty: a fresh private directory under os.TempDir(), removed by Close.
+	GatewayDir string
+}
+
+// GatewayMount is where a command agent's gateway directory appears in its sandbox.
+const GatewayMount = "/run/skillfleet"
+
+// Models are the agents and judge a worker runs prompt cases with.
+type Models struct {
+	Agents map[string]worker.AgentSpec
+	Judge  worker.Judge
+	Votes  int
+	// Names are the configured agent names, for a run's spec; empty for the default agent.
+	Names []string
+
+	// gateways serve the command agents; Close stops them and removes what Build created.
+	gateways []*agent.Gateway
+	// created are the sockets and directories Build made, in creation order.
+	created []string
+}
+
+// Close stops the model gateways of command agents and removes their sockets and the
+// directories Build made for them (never anything else: a directory with other files stays).
+// Call it once the executor ran its last job.
+func (m Models) Close() error {
+	var errs []error
+	for _, g := range m.gateways {
+		errs = append(errs, g.Close())
+	}
+	// Reverse: sockets, then their directories, then the directory that holds those.
+	for i := len(m.created) - 1; i >= 0; i-- {
+		_ = os.Remove(m.created[i])
+	}
+	return errors.Join(errs...)
+}
+
+// BuildModels returns the agents and judge that m and an explicit config file (nil: none)
+// describe. A config's agents replace m's default agent; a config's judge wins over
+// m.JudgeModel. A config agent with a command gets a model gateway listening in its own
+// subdirectory of m.GatewayDir. The caller must Close the result; on error BuildModels has
+// already released what it made.
+func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer, log *zap.Logger) (out Models, err error) {
+	out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+	defer func() {
+		if err != nil {
+			_ = out.Close()
+			out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+		}
+	}()
+	defaultBase := m.BaseURL
+	if defaultBase == "" {
+		defaultBase = os.Getenv("OPENAI_BASE_URL")
+	}
+	if defaultBase == "" {
+		defaultBase = "https://api.openai.com/v1"
+	}
+	newClient := func(name, base, keyEnv, model string, maxConc int, price config.Price) (*agent.Client, error) {
+		if base == "" {
+			base = defaultBase
+		}
+		if keyEnv == "" {
+			keyEnv = "OPENAI_API_KEY"
+		}
+		return agent.NewClient(agent.Endpoint{
+			Name: name, BaseURL: base, APIKey: os.Getenv(keyEnv), Model: model, MaxConcurrency: maxConc,
+			Price: agent.Price{PromptPerMTok: price.PromptPerMTok, CompletionPerMTok: price.CompletionPerMTok},
+		}, agent.ClientDeps{Registry: reg, Log: log.Named("model")})
+	}
+	if cfg != nil && len(cfg.Agents) > 0 {
+		if m.Model != "" {
+			return out, errors.New("--model and a config with agents: choose one")
+		}
+		gatewayDir := m.GatewayDir
+		for _, a := range cfg.Agents {
+			if a.Command != nil {
+				if gatewayDir == "" {
+					// Private and unpredictable: another local user must not be able to put
+					// their own socket where the sandboxes look for the gateway.
+					gatewayDir, err = os.MkdirTemp("", fmt.Sprintf("skillfleet-gateway-%d-", os.Getpid()))
+					if err != nil {
+						return out, fmt.Errorf("gateway directory: %w", err)
+					}
+					out.created = append(out.created, gatewayDir)
+				}
+				spec, err := out.commandAgent(a, defaultBase, gatewayDir, reg, log)
+				if err != nil {
+					return out, fmt.Errorf("agent %s: %w", a.Name, err)
+				}
+				out.Agents[a.Name] = spec
+				out.Names = append(out.Names, a.Name)
+				continue
+			}
+			c, err := newClient(a.Name, a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price)
+			if err != nil {
+				return out, fmt.Errorf("agent %s: %w", a.Name, err)
+			}
+			turns := a.MaxTurns
+			if turns == 0 {
+				turns = m.MaxTurns
+			}
+			out.Agents[a.Name] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: turns, MaxTokens: a.MaxTokens}}
+			out.Names = append(out.Names, a.Name)
+		}
+	} else if m.Model != "" {
+		c, err := newClient("agent", "", "", m.Model, 0, config.Price{})
+		if err != nil {
+			return out, err
+		}
+		out.Agents[""] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: m.MaxTurns}}
+	}
+	judgeModel, j := m.JudgeModel, (*config.Judge)(nil)
+	if cfg != nil && cfg.Judge != nil {
+		j = cfg.Judge
+		judgeModel = j.Model
+		out.Votes = max(j.Votes, 1)
+	}
+	if judgeModel == "" {
+		return out, nil
+	}
+	if len(out.Agents) == 0 {
+		return out, errors.New("a judge needs an agent (--model or agents in the config): it only sees prompt cases")
+	}
+	var jc *agent.Client
+	if j != nil {
+		jc, err = newClient("judge", j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price)
+	} else {
+		jc, err = newClient("judge", "", "", judgeModel, 0, config.Price{})
+	}
+	if err != nil {
+		return out, fmt.Errorf("judge: %w", err)
+	}
+	if out.Judge, err = judge.New(judge.Config{Model: judgeModel, Votes: out.Votes}, judge.Deps{Client: jc, Cache: judge.NewLRU(10000), Log: log.Named("judge"), Registry: reg}); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// commandAgent makes a command agent with its own gateway, listening on gatewayDir/NAME/
+// gateway.sock, a directory that the agent's sandboxes get at GatewayMount.
+func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, reg prometheus.Registerer, log *zap.Logger) (worker.AgentSpec, error) {
+	base, keyEnv := a.BaseURL, a.APIKeyEnv
+	if base == "" {
+		base = defaultBase
+	}
+	if keyEnv == "" {
+		keyEnv = "OPENAI_API_KEY"
+	}
+	gw, err := agent.NewGateway(agent.GatewayConfig{
+		Name: a.Name, Model: a.Model, BaseURL: base, APIKey: os.Getenv(keyEnv),
+		Price:       agent.Price{PromptPerMTok: a.Price.PromptPerMTok, CompletionPerMTok: a.Price.CompletionPerMTok},
+		MaxInFlight: a.MaxConcurrency, MaxTokensField: a.MaxTokensField,
+	}, agent.GatewayDeps{Log: log.Named("gateway").With(zap.String("agent", a.Name)), Registry: reg})
+	if err != nil {
+		return worker.AgentSpec{}, err
+	}
+	dir, err := filepath.Abs(filepath.Join(gatewayDir, a.Name))
+	if err != nil {
+		return worker.AgentSpec{}, fmt.Errorf("gateway directory: %w", err)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		out.created = append(out.created, dir)
+	}
+	out.gateways = append(out.gateways, gw)
+	sock, err := gw.ListenUnix(dir)
+	if err != nil {
+		return worker.AgentSpec{}, err
+	}
+	out.created = append(out.created, sock)
+	// The sandbox's user is not the worker's, and a umask may have narrowed the directory:
+	// it must be searchable for the socket in it to be reachable. The token is the credential.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return worker.AgentSpec{}, fmt.Errorf("gateway directory: %w", err)
+	}
+	cmd, err := agent.NewCommand(agent.CommandConfig{
+		Template: a.Command, Env: a.Env, Gateway: gw,
+		GatewaySocket: path.Join(GatewayMount, agent.GatewaySocketName),
+	})
+	if err != nil {
+		return worker.AgentSpec{}, err
+	}
+	return worker.AgentSpec{
+		Agent:  cmd,
+		Limits: agent.Limits{MaxTokens: a.MaxTokens},
+		Mounts: []sandbox.Mount{{Source: dir, Target: GatewayMount}},
+	}, nil
+}

@@ -1,0 +1,131 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Delivery is one delivery of one job to a worker. The worker owns it until it settles it
+// exactly once: Ack after publishing the result, Nak or NakWithDelay to hand it back, or
+// TermWithReason on the last attempt (see Attempt). InProgress, every
+// Config.HeartbeatInterval, keeps it from being redelivered meanwhile.
+type Delivery struct {
+	msg        jetstream.Msg
+	lane       Lane
+	maxDeliver int
+}
+
+// Data is the job message's payload.
+func (d *Delivery) Data() []byte { return d.msg.Data() }
+
+// Subject is the subject the job was published on, JobSubject(lane, run).
+func (d *Delivery) Subject() string { return d.msg.Subject() }
+
+// Lane is the lane the job was delivered from.
+func (d *Delivery) Lane() Lane { return d.lane }
+
+// Attempt returns the 1-based delivery attempt of the job and whether it is the last one the
+// consumer allows.
+//
+// On the last attempt the worker must finish the job itself: if it cannot produce a verdict it
+// publishes an errored result, then calls TermWithReason (or Ack). The server does not remove a
+// job that runs out of deliveries from the WorkQueue stream: it stops delivering it, leaves the
+// message in place and sends a MAX_DELIVERIES advisory (see WatchExhausted). A worker must not
+// Nak on the last attempt: the job would never be seen again.
+func (d *Delivery) Attempt() (attempt int, last bool, err error) {
+	md, err := d.msg.Metadata()
+	if err != nil {
+		return 0, false, fmt.Errorf("queue: job metadata: %w", err)
+	}
+	attempt = int(md.NumDelivered)
+	return attempt, d.maxDeliver > 0 && attempt >= d.maxDeliver, nil
+}
+
+// Ack settles the job for good: its result is stored.
+func (d *Delivery) Ack() error { return d.msg.Ack() }
+
+// AckSync is Ack that waits until the server confirms it, bounded by ctx: for a caller that
+// must know the job is gone before it goes on.
+func (d *Delivery) AckSync(ctx context.Context) error { return d.msg.DoubleAck(ctx) }
+
+// Nak hands the job back for immediate redelivery.
+func (d *Delivery) Nak() error { return d.msg.Nak() }
+
+// NakWithDelay hands the job back, to be redelivered after delay.
+func (d *Delivery) NakWithDelay(delay time.Duration) error { return d.msg.NakWithDelay(delay) }
+
+// TermWithReason removes the job from the queue without redelivery; reason shows in the
+// server's advisory.
+func (d *Delivery) TermWithReason(reason string) error { return d.msg.TermWithReason(reason) }
+
+// InProgress restarts the job's AckWait: the heartbeat of a job still running.
+func (d *Delivery) InProgress() error { return d.msg.InProgress() }
+
+// LaneConsumer takes jobs from one lane for a worker's free slots.
+type LaneConsumer struct {
+	lane Lane
+	c    jetstream.Consumer
+	cfg  Config
+}
+
+// LaneConsumers returns the topology's lanes in priority order (on-demand before scheduled).
+func (t *Topology) LaneConsumers() []*LaneConsumer {
+	out := make([]*LaneConsumer, 0, 2)
+	for _, l := range Lanes() {
+		out = append(out, &LaneConsumer{lane: l, c: t.consumer(l), cfg: t.Config})
+	}
+	return out
+}
+
+// Lane is the lane it takes jobs from.
+func (l *LaneConsumer) Lane() Lane { return l.lane }
+
+// MaxDeliver is how many deliveries the server gives a job of the lane: what its consumer
+// enforces, which is what another process ensured it with.
+func (l *LaneConsumer) MaxDeliver() int {
+	if info := l.c.CachedInfo(); info != nil {
+		return info.Config.MaxDeliver
+	}
+	return l.cfg.MaxDeliver
+}
+
+// AckWait is how long the server waits for a heartbeat or an ack before it redelivers a job,
+// as the lane's consumer enforces it.
+func (l *LaneConsumer) AckWait() time.Duration {
+	if info := l.c.CachedInfo(); info != nil {
+		return info.Config.AckWait
+	}
+	return l.cfg.AckWait
+}
+
+// Fetch takes up to n jobs: those ready now when wait is zero, else waiting up to wait for the
+// first. It never abandons its pull request early: a job delivered to an abandoned request
+// would wait out AckWait. It returns the jobs it got and, separately, an error that ended the
+// fetch (a request that could not be made returns none); an expired request is no error.
+func (l *LaneConsumer) Fetch(n int, wait time.Duration) ([]*Delivery, error) {
+	var (
+		batch jetstream.MessageBatch
+		err   error
+	)
+	if wait <= 0 {
+		batch, err = l.c.FetchNoWait(n)
+	} else {
+		batch, err = l.c.Fetch(n, jetstream.FetchMaxWait(wait))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: fetch jobs of lane %s: %w", l.lane, err)
+	}
+	maxDeliver := l.MaxDeliver()
+	var out []*Delivery
+	for m := range batch.Messages() {
+		out = append(out, &Delivery{msg: m, lane: l.lane, maxDeliver: maxDeliver})
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+		return out, fmt.Errorf("queue: fetch jobs of lane %s: %w", l.lane, err)
+	}
+	return out, nil
+}

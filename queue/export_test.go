@@ -1,0 +1,37 @@
+package queue
+
+import (
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// What this package's own tests see below the sealed API: the raw handles, to check what the
+// server holds.
+
+func (t *Topology) RawJS() jetstream.JetStream            { return t.js }
+func (t *Topology) RawJobs() jetstream.Stream             { return t.jobs }
+func (t *Topology) RawResults() jetstream.Stream          { return t.results }
+func (t *Topology) RawOnDemand() jetstream.Consumer       { return t.onDemand }
+func (t *Topology) RawScheduled() jetstream.Consumer      { return t.scheduled }
+func (t *Topology) RawRuns() jetstream.KeyValue           { return t.runs }
+func (t *Topology) RawBundles() jetstream.ObjectStore     { return t.bundles }
+func (t *Topology) RawConsumer(l Lane) jetstream.Consumer { return t.consumer(l) }
+
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
+// ConnectRaw is Connect with the client library's options.
+func ConnectRaw(cfg ConnectConfig, log *zap.Logger, opts ...nats.Option) (*nats.Conn, error) {
+	return connect(cfg, log, opts...)
+}
+
+// ConnectRaw is Embedded.Connect with the client library's options.
+func (e *Embedded) ConnectRaw(opts ...nats.Option) (*nats.Conn, error) { return e.connect(opts...) }
+
+// ConnOf wraps a raw connection as Ensure and Open take it.
+func ConnOf(nc *nats.Conn) (*Conn, error) { return newConn(nc) }
+
+func (t *Topology) RawConn() *Conn { return t.conn }
+
+// DeliveryOf wraps a message fetched raw from lane's consumer as the lanes deliver it.
+func (t *Topology) DeliveryOf(m jetstream.Msg, lane Lane) *Delivery { return t.delivery(m, lane) }
