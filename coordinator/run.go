@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -118,10 +119,12 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		}
 	}
 	isDone := func(i int) bool { return r.done[i] }
-	pending, gated := r.disp.start(int(r.status.GetPublished()), isDone)
-	pending = append(append([]int(nil), pending...), gated...)
-	nGatedFirst := len(gated)
-	log.Info("run started", zap.Int("jobs", len(r.plan.Jobs)), zap.Int("to_publish", len(pending)), zap.Int("results_so_far", existing))
+	// Jobs still to publish: ungated ones in plan order, then the serial skills' next jobs. A
+	// serial job freed by a result joins gated, so a publish that fails (a stream leader lost
+	// mid-run) is retried like any other rather than leaving its skill stalled to the deadline.
+	ungated, gated := r.disp.start(int(r.status.GetPublished()), isDone)
+	ungated = slices.Clone(ungated)
+	log.Info("run started", zap.Int("jobs", len(r.plan.Jobs)), zap.Int("to_publish", len(ungated)+len(gated)), zap.Int("results_so_far", existing))
 
 	deadline := c.deadline(r)
 	timer := c.clock.NewTimer(max(deadline.Sub(c.now()), 0))
@@ -138,7 +141,9 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 				c.fail(ctx, r, "results stream closed")
 				return true
 			}
-			c.onResult(ctx, r, m)
+			if next, ok := c.onResult(r, m); ok {
+				gated = append(gated, next)
+			}
 			dirty = true
 			if max := r.spec.GetMaxTokens(); max > 0 {
 				// The budget is checked as results arrive, so jobs already running may spend a
@@ -171,22 +176,23 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
 			return
 		}
-		if len(pending) == 0 {
+		if len(ungated)+len(gated) == 0 {
 			if step() {
 				return
 			}
 			continue
 		}
 		// Jobs still to publish: first take the results that are ready (a bounded number, so
-		// publishing never starves), then publish a chunk.
+		// publishing never starves), then publish a chunk, ungated jobs first.
 		for i := 0; i < publishChunk && (len(results) > 0 || len(r.cancel) > 0 || ctx.Err() != nil); i++ {
 			if step() {
 				return
 			}
 		}
-		n := min(publishChunk, len(pending))
-		ungatedInChunk := max(0, min(n, len(pending)-nGatedFirst))
-		if err := c.publish(ctx, r, pending[:n]); err != nil {
+		nUngated := min(publishChunk, len(ungated))
+		nGated := min(publishChunk-nUngated, len(gated))
+		chunk := append(slices.Clone(ungated[:nUngated]), gated[:nGated]...)
+		if err := c.publish(ctx, r, chunk); err != nil {
 			if ctx.Err() != nil {
 				c.persist(r, log)
 				return
@@ -195,8 +201,8 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			clock.Sleep(ctx, c.clock, time.Second)
 			continue
 		}
-		pending = pending[n:]
-		r.disp.published(ungatedInChunk)
+		ungated, gated = ungated[nUngated:], gated[nGated:]
+		r.disp.published(nUngated)
 		r.mu.Lock()
 		r.status.Published = int32(r.disp.publishedCount())
 		r.mu.Unlock()
@@ -212,18 +218,14 @@ func (c *Coordinator) deadline(r *run) time.Time {
 	return r.spec.GetCreatedAt().AsTime().Add(d)
 }
 
-// onResult aggregates one result and publishes the next job of a serial skill it frees.
-func (c *Coordinator) onResult(ctx context.Context, r *run, m queue.ResultMsg) {
+// onResult aggregates one result and returns the next job of a serial skill it frees, for the
+// run loop to publish.
+func (c *Coordinator) onResult(r *run, m queue.ResultMsg) (next int, ok bool) {
 	idx, ok := c.accept(r, m.Data, true)
 	if !ok {
-		return
+		return 0, false
 	}
-	if next, ok := r.disp.finished(idx, func(i int) bool { return r.done[i] }); ok {
-		if err := c.publish(ctx, r, []int{next}); err != nil {
-			// The job id makes a later republish safe; resume logic republishes it too.
-			c.log.Error("publishing the next serial job failed", zap.String("run", r.id), zap.Error(err))
-		}
-	}
+	return r.disp.finished(idx, func(i int) bool { return r.done[i] })
 }
 
 // accept decodes a result and adds it to the run once; count says whether it is a new arrival
