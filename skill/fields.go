@@ -20,11 +20,14 @@ var (
 
 	// extensionFields are platform extensions accepted silently unless Options.Strict: the
 	// Claude Code skill fields (context, agent, disable-model-invocation are listed in the
-	// platform-extension table; user-invocable, argument-hint, model and hooks are the rest of
-	// Claude Code's documented skill frontmatter). A top-level `version` is deliberately absent:
-	// the RFC puts the version in metadata.version, and a warning saying so is more useful than
-	// silently ignoring the field that tooling will never read.
-	extensionFields = []string{"context", "agent", "disable-model-invocation", "user-invocable", "argument-hint", "model", "hooks"}
+	// platform-extension table; user-invocable, argument-hint, model, hooks and when_to_use are
+	// the rest of Claude Code's documented skill frontmatter).
+	extensionFields = []string{"context", "agent", "disable-model-invocation", "user-invocable", "argument-hint", "model", "hooks", "when_to_use"}
+
+	// versionField is a top-level version, which several platforms' skill templates carry. It
+	// is warned about even without Options.Strict: the RFC reads the version from
+	// metadata.version, and a field that tooling will never read is worth a line.
+	versionField = "version"
 )
 
 // isKnownField reports whether a top-level field is accepted without a diagnostic under opts.
@@ -49,9 +52,9 @@ func unknownFieldMessage(key string, strict bool) string {
 	case strict && slices.Contains(rfcFields, key):
 		msg += " (an RFC field; the specification, which --strict enforces, does not define it)"
 	case strict && slices.Contains(extensionFields, key):
-		msg += " (a platform extension; the specification, which --strict enforces, does not define it)"
-	case key == "version":
-		msg += `; the version belongs in metadata.version (metadata: {version: "1.0.0"})`
+		msg += " (a Claude Code platform extension; the specification, which --strict enforces, does not define it)"
+	case key == versionField:
+		msg += ` (a platform extension); the RFC reads the version from metadata.version (metadata: {version: "1.0.0"})`
 	default:
 		if near := nearestField(key); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/skillfleet/skillfleet/diag"
@@ -23,8 +26,11 @@ Dependencies resolve within the root; for a single skill directory, among the sk
 directories next to it.
 
 ` + discoveryHelp() + `
---strict reproduces the reference validator (skills-ref): every field outside the
-specification's six is an error, requires and test included.
+--strict enforces the specification alone, as the reference validator (skills-ref) does:
+every field outside the specification's six is an error, requires, test and platform
+extensions included. It agrees with skills-ref except on these shapes, where it follows
+the specification's text:
+` + strictHelp() + `
 --force turns missing dependencies into warnings.
 
 Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
@@ -57,7 +63,7 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			return r.exit()
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "reject every field outside the specification, like skills-ref")
+	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "reject every field outside the specification (see --help for how it differs from skills-ref)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "report missing dependencies as warnings")
 	cmd.Flags().StringVar(&format, "format", format, "output format: text or json")
 	return cmd
@@ -75,4 +81,35 @@ func render(e *env, format string, r *report, doc any, extra ...string) error {
 		return failf("writing output: %w", err)
 	}
 	return nil
+}
+
+// strictHelp lists skill.StrictDifferences for validate's --help, one bullet each.
+func strictHelp() string {
+	var b strings.Builder
+	for _, d := range skill.StrictDifferences() {
+		b.WriteString(wrapWords(fmt.Sprintf("- %s: skills-ref %s; --strict %s.", d.Shape, d.SkillsRef, d.Strict), 88, "  "))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// wrapWords breaks s into lines of at most width bytes where it can, indenting the lines after
+// the first with indent.
+func wrapWords(s string, width int, indent string) string {
+	var b strings.Builder
+	col := 0
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case col+1+len(w) > width:
+			b.WriteString("\n" + indent)
+			col = len(indent)
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
 }
