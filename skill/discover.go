@@ -211,7 +211,8 @@ func (c *Catalog) index(skills []*Skill, rootOf []int) diag.Diagnostics {
 		line := max(s.Line("name"), 1)
 		if c.rootOf[prev] == rootOf[i] {
 			ds = append(ds, diag.Error(RuleDiscoveryDuplicateName, s.File, line, fmt.Sprintf(
-				"skill %q is defined twice in one root: %s and %s; the first is used", s.Name, prev.File, s.File)))
+				"skill %q is defined twice in one root: %s and %s; %s is used, as the first in path order (given as separate roots, the earlier root's skill is used and the later one is shadowed)",
+				s.Name, prev.File, s.File, prev.File)))
 			continue
 		}
 		c.shadowed = append(c.shadowed, Shadow{Skill: s, By: prev})
