@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/skillfleet/skillfleet/activation"
 	"go.uber.org/zap"
 )
 
@@ -58,6 +60,9 @@ type Request struct {
 	// then relative paths cannot activate skills).
 	WorkDir string
 	Limits  Limits
+	// Skills detects, by content, which skills' bodies enter the model's context (see package
+	// activation); nil leaves only the read of a listed SKILL.md path as an activation.
+	Skills *activation.Detector
 }
 
 // ToolCall is one tool call in the transcript.
@@ -76,10 +81,12 @@ type ToolCall struct {
 // Transcript is what a run did, for the report and for debugging a failed case.
 type Transcript struct {
 	ToolCalls []ToolCall
-	// Activated are the skills whose SKILL.md the model read, in order, once each.
-	Activated []string
-	Turns     int
-	Usage     Usage
+	// Activated are the skills whose SKILL.md body entered the model's context, in order, once
+	// each; Activations says at which turn.
+	Activated   []string
+	Activations []activation.Activation
+	Turns       int
+	Usage       Usage
 	// Stop says why the run ended: "final" (an answer), "turns", "tokens", "time" (a limit),
 	// or "error" (the endpoint, the sandbox, an empty answer, cancellation).
 	Stop string
@@ -140,7 +147,25 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		openai.UserMessage(req.Input),
 	}
 	tools := ts.definitions()
-	activated := map[string]bool{}
+	seen := activation.NewTracker(req.Skills)
+	blind := map[string]bool{}
+	if req.Skills == nil {
+		for _, s := range req.Catalog {
+			blind[s.Name] = true
+		}
+	} else {
+		for _, n := range req.Skills.Unfingerprinted() {
+			blind[n] = true
+		}
+	}
+	// activate records a skill's first activation; the body is shown to the model at the next
+	// turn.
+	activate := func(skill string) {
+		if !slices.Contains(tr.Activated, skill) {
+			tr.Activated = append(tr.Activated, skill)
+			tr.Activations = append(tr.Activations, activation.Activation{Skill: skill, Turn: tr.Turns + 1})
+		}
+	}
 
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop
@@ -206,9 +231,13 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			if err != nil {
 				return ended(fmt.Errorf("agent: turn %d: tool %s: %w", tr.Turns, name, err))
 			}
-			if res.activated != "" && !activated[res.activated] {
-				activated[res.activated] = true
-				tr.Activated = append(tr.Activated, res.activated)
+			// By content, however the body was read; by path only for a skill whose body has no
+			// fingerprint.
+			for _, skill := range seen.Observe(tr.Turns+1, res.content) {
+				activate(skill)
+			}
+			if res.activated != "" && blind[res.activated] {
+				activate(res.activated)
 			}
 			msgs = append(msgs, openai.ToolMessage(res.content, call.ID))
 		}

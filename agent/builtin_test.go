@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 )
 
@@ -518,5 +519,35 @@ func TestBashPatterns(t *testing.T) {
 		if ok, why := p.allowsBash(tt.command); ok != tt.ok {
 			t.Errorf("%s allows %q = %v (%s), want %v", tt.allowed, tt.command, ok, why, tt.ok)
 		}
+	}
+}
+
+// TestRunActivationByContent: with the skills' bodies known, a skill is activated by its body
+// reaching the model whatever command showed it (here sed, which no path rule knows), at the
+// turn that shows it; a read of a body-less skill's SKILL.md still counts by path; a command
+// that prints only the frontmatter activates nothing.
+func TestRunActivationByContent(t *testing.T) {
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(1, 1, call("a", "bash", jsonArgs("command", "sed -n 1,4p /skills/release-notes/SKILL.md"))),
+		agenttest.ToolCalls(1, 1, call("b", "bash", jsonArgs("command", "sed -n 1,40p /skills/release-notes/SKILL.md"))),
+		agenttest.ToolCalls(1, 1, call("c", "read_file", jsonArgs("path", "/skills/env-selector/SKILL.md"))),
+		agenttest.Text("ok", 1, 1))
+	a, _ := newTestAgent(t, srv)
+	sb := newSandbox()
+	file := "---\nname: release-notes\ndescription: Writes release notes.\n---\n" + fixtureBody
+	sb.commands["sed -n 1,4p /skills/release-notes/SKILL.md"] = ExecResult{Stdout: []byte("---\nname: release-notes\ndescription: Writes release notes.\n---\n")}
+	sb.commands["sed -n 1,40p /skills/release-notes/SKILL.md"] = ExecResult{Stdout: []byte(file)}
+	catalog := append(testCatalog, SkillRef{Name: "release-notes", Description: "Writes release notes.", Location: "/skills/release-notes/SKILL.md"})
+	det := activation.New([]activation.Skill{
+		{Name: "release-notes", Body: fixtureBody},
+		{Name: "env-selector", Body: activation.BodyOf(envSkill)}, // one short line: no fingerprint
+	})
+	_, tr, err := a.Run(context.Background(), sb, Request{Input: "go", Catalog: catalog, Skills: det})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []activation.Activation{{Skill: "release-notes", Turn: 3}, {Skill: "env-selector", Turn: 4}}
+	if !reflect.DeepEqual(tr.Activations, want) || !reflect.DeepEqual(tr.Activated, []string{"release-notes", "env-selector"}) {
+		t.Errorf("activations = %v (%v), want %v", tr.Activations, tr.Activated, want)
 	}
 }

@@ -112,6 +112,9 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			return "", tr, err
 		}
 		defer sess.Close()
+		if req.Skills != nil {
+			sess.TrackActivations(req.Skills)
+		}
 	}
 	if req.Limits.WallTime > 0 {
 		var cancel context.CancelFunc
@@ -124,6 +127,10 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	if sess != nil {
 		tr.Usage = sess.Usage()
 		tr.Turns = sess.Requests()
+		tr.Activations = sess.Activations()
+		for _, a := range tr.Activations {
+			tr.Activated = append(tr.Activated, a.Skill)
+		}
 	}
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop

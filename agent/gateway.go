@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/internal/httpserve"
 )
 
@@ -278,6 +279,46 @@ type Session struct {
 	reserved int64
 	// refused: a request was turned away because the budget could not cover it.
 	refused bool
+	// skills detects activations in the requests' messages; scanned is how many messages of
+	// the conversation were scanned already.
+	skills  *activation.Tracker
+	scanned int
+}
+
+// TrackActivations makes the session detect, in every request's messages, which skills' bodies
+// enter the model's context (see package activation). Call it before handing out the token.
+func (s *Session) TrackActivations(d *activation.Detector) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skills = activation.NewTracker(d)
+}
+
+// Activations returns the skills activated so far, with the 1-based request that first carried
+// each one's body.
+func (s *Session) Activations() []activation.Activation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.skills.Activated()
+}
+
+// observe scans the messages of a request about to be forwarded as the session's next one.
+// Agents resend the whole conversation each time, so only messages past those scanned before
+// are read; a conversation that got shorter (compacted, or restarted) is read again whole.
+func (s *Session) observe(req *preparedRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.skills == nil {
+		return
+	}
+	msgs := req.contextMessages()
+	if len(msgs) < s.scanned {
+		s.scanned = 0
+	}
+	turn := s.requests + 1
+	for _, m := range msgs[s.scanned:] {
+		s.skills.Observe(turn, jsonText(m))
+	}
+	s.scanned = len(msgs)
 }
 
 // Open starts a session for a job with a fresh random token. jobID is only for logs.
@@ -482,6 +523,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, ref.status, ref.code, ref.msg)
 		return
 	}
+	s.observe(req)
 	settled := false
 	defer func() {
 		if !settled {

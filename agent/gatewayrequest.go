@@ -364,3 +364,53 @@ func isInclude(name string, raw json.RawMessage) error {
 	}
 	return nil
 }
+
+// contextMessages returns the conversation a request sends the model, one element per message
+// (Chat Completions' messages, the Responses API's input items; a Responses input given as one
+// string is one message). The system prompt or instructions are the first.
+func (p *preparedRequest) contextMessages() []json.RawMessage {
+	var out []json.RawMessage
+	if p.responsesAPI {
+		if ins, ok := p.params["instructions"]; ok {
+			out = append(out, ins)
+		}
+		in := p.params["input"]
+		var items []json.RawMessage
+		if json.Unmarshal(in, &items) == nil {
+			return append(out, items...)
+		}
+		return append(out, in)
+	}
+	var msgs []json.RawMessage
+	_ = json.Unmarshal(p.params["messages"], &msgs) // checked by parseRequest
+	return msgs
+}
+
+// jsonText returns every string in a JSON value, decoded, one per line: a message's text,
+// whatever shape its content takes (a string, content parts, tool results, tool call
+// arguments).
+func jsonText(m json.RawMessage) string {
+	var v any
+	if json.Unmarshal(m, &v) != nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString(x)
+			b.WriteByte('\n')
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return b.String()
+}

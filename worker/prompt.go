@@ -93,7 +93,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	defer cancel()
 	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
 		Input: job.GetInput(), Catalog: catalogOf(job), AllowedTools: job.GetAllowedTools(),
-		WorkDir: AgentWorkDir, Limits: limits,
+		WorkDir: AgentWorkDir, Limits: limits, Skills: activationDetector(job, bundleDir),
 	})
 	out := &pb.Result{
 		Kind:       job.GetKind(),
@@ -155,6 +155,9 @@ const (
 
 func transcriptOf(tr agent.Transcript) *pb.Transcript {
 	t := &pb.Transcript{ActivatedSkills: tr.Activated, Turns: int32(tr.Turns), Stop: tr.Stop}
+	for _, a := range tr.Activations {
+		t.Activations = append(t.Activations, &pb.Activation{Skill: a.Skill, Turn: int32(a.Turn)})
+	}
 	for i, c := range tr.ToolCalls {
 		if i == maxTranscriptCalls {
 			t.ToolCalls = append(t.ToolCalls, &pb.ToolCall{Name: "…", Error: fmt.Sprintf("%d more tool calls not kept", len(tr.ToolCalls)-i)})

@@ -1279,14 +1279,18 @@ func (x *Result) GetSecret() []byte {
 }
 
 // Transcript records an agent's run: its tool calls (outputs capped) and the skills it
-// activated by reading their SKILL.md.
+// activated (their SKILL.md body entered the model's context).
 type Transcript struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ToolCalls       []*ToolCall            `protobuf:"bytes,1,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	ActivatedSkills []string               `protobuf:"bytes,2,rep,name=activated_skills,json=activatedSkills,proto3" json:"activated_skills,omitempty"`
 	Turns           int32                  `protobuf:"varint,3,opt,name=turns,proto3" json:"turns,omitempty"`
 	// Why the run ended: final, turns, tokens, time or error.
-	Stop          string `protobuf:"bytes,4,opt,name=stop,proto3" json:"stop,omitempty"`
+	Stop string `protobuf:"bytes,4,opt,name=stop,proto3" json:"stop,omitempty"`
+	// The activations of activated_skills, in the same order, with the turn of each: a skill is
+	// activated when its SKILL.md body first enters the model's context, however it got there
+	// (detected by content; see package activation).
+	Activations   []*Activation `protobuf:"bytes,5,rep,name=activations,proto3" json:"activations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1349,6 +1353,67 @@ func (x *Transcript) GetStop() string {
 	return ""
 }
 
+func (x *Transcript) GetActivations() []*Activation {
+	if x != nil {
+		return x.Activations
+	}
+	return nil
+}
+
+// Activation is a skill's first activation in an agent's run.
+type Activation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Skill string                 `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
+	// The 1-based model call that first had the skill's body in its context.
+	Turn          int32 `protobuf:"varint,2,opt,name=turn,proto3" json:"turn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Activation) Reset() {
+	*x = Activation{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Activation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Activation) ProtoMessage() {}
+
+func (x *Activation) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Activation.ProtoReflect.Descriptor instead.
+func (*Activation) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Activation) GetSkill() string {
+	if x != nil {
+		return x.Skill
+	}
+	return ""
+}
+
+func (x *Activation) GetTurn() int32 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
 // ToolCall is one tool call of an agent.
 type ToolCall struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1363,7 +1428,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1440,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1453,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolCall) GetName() string {
@@ -1457,7 +1522,7 @@ type RunSpec struct {
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1534,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1547,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunSpec) GetId() string {
@@ -1591,7 +1656,7 @@ type Counts struct {
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1668,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1681,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -1685,7 +1750,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1762,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1775,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunStatus) GetId() string {
@@ -1807,7 +1872,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +1884,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +1897,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetRunId() string {
@@ -2004,14 +2069,19 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
 	"transcript\x18\x15 \x01(\v2\x19.skillfleet.v1.TranscriptR\n" +
 	"transcript\x12\x16\n" +
-	"\x06secret\x18\x16 \x01(\fR\x06secret\"\x99\x01\n" +
+	"\x06secret\x18\x16 \x01(\fR\x06secret\"\xd6\x01\n" +
 	"\n" +
 	"Transcript\x126\n" +
 	"\n" +
 	"tool_calls\x18\x01 \x03(\v2\x17.skillfleet.v1.ToolCallR\ttoolCalls\x12)\n" +
 	"\x10activated_skills\x18\x02 \x03(\tR\x0factivatedSkills\x12\x14\n" +
 	"\x05turns\x18\x03 \x01(\x05R\x05turns\x12\x12\n" +
-	"\x04stop\x18\x04 \x01(\tR\x04stop\"\x87\x01\n" +
+	"\x04stop\x18\x04 \x01(\tR\x04stop\x12;\n" +
+	"\vactivations\x18\x05 \x03(\v2\x19.skillfleet.v1.ActivationR\vactivations\"6\n" +
+	"\n" +
+	"Activation\x12\x14\n" +
+	"\x05skill\x18\x01 \x01(\tR\x05skill\x12\x12\n" +
+	"\x04turn\x18\x02 \x01(\x05R\x04turn\"\x87\x01\n" +
 	"\bToolCall\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
@@ -2106,7 +2176,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -2122,19 +2192,20 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Usage)(nil),                 // 11: skillfleet.v1.Usage
 	(*Result)(nil),                // 12: skillfleet.v1.Result
 	(*Transcript)(nil),            // 13: skillfleet.v1.Transcript
-	(*ToolCall)(nil),              // 14: skillfleet.v1.ToolCall
-	(*RunSpec)(nil),               // 15: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 16: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 17: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 18: skillfleet.v1.Event
-	nil,                           // 19: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*Activation)(nil),            // 14: skillfleet.v1.Activation
+	(*ToolCall)(nil),              // 15: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 16: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 17: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 18: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 19: skillfleet.v1.Event
+	nil,                           // 20: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	19, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	20, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	20, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	21, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
@@ -2143,26 +2214,27 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	9,  // 9: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
 	10, // 10: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
 	11, // 11: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	20, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	21, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
 	13, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
-	14, // 15: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	2,  // 16: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	20, // 17: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 18: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 19: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	15, // 20: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	16, // 21: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	20, // 22: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	20, // 23: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	20, // 24: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	17, // 25: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	12, // 26: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	15, // 15: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	14, // 16: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
+	2,  // 17: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	21, // 18: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 19: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 20: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	16, // 21: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	17, // 22: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	21, // 23: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	21, // 24: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	21, // 25: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	18, // 26: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	12, // 27: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2170,7 +2242,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[14].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[15].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2180,7 +2252,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

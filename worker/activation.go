@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/skillfleet/skillfleet/activation"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// maxSkillFileBytes bounds the SKILL.md read from a bundle to fingerprint it; the suite's
+// validation refuses larger ones, so this only guards against a bundle that skipped it.
+const maxSkillFileBytes = 1 << 20
+
+// activationDetector fingerprints the bodies of the skills in the job's catalog, read from the
+// extracted bundle, so that the agent's run can tell which of them it activated whatever way
+// it read them. A file that cannot be read leaves its skill to detection by path.
+func activationDetector(job *pb.Job, bundleDir string) *activation.Detector {
+	skills := make([]activation.Skill, 0, len(job.GetCatalog()))
+	for _, c := range job.GetCatalog() {
+		// Clean against a root: a catalog path can never leave the bundle.
+		p := filepath.Join(bundleDir, filepath.FromSlash(path.Clean("/"+c.GetPath())))
+		b, err := readCapped(p, maxSkillFileBytes)
+		if err != nil {
+			continue
+		}
+		skills = append(skills, activation.Skill{Name: c.GetName(), Body: activation.BodyOf(string(b))})
+	}
+	return activation.New(skills)
+}
+
+func readCapped(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return io.ReadAll(io.LimitReader(f, n))
+}
