@@ -67,26 +67,33 @@ func fence(t string) (byte, int) {
 	return ch, n
 }
 
-// codeSpans returns the contents of the inline code spans of a line (single-line spans only).
-func codeSpans(t string) []string {
-	var out []string
+// A codeSpan is one inline code span of a line.
+type codeSpan struct {
+	text       string // the contents, trimmed
+	start, end int    // byte offsets of the opening and after the closing backticks
+}
+
+// codeSpans returns the inline code spans of a line (single-line spans only), in order.
+func codeSpans(t string) []codeSpan {
+	var out []codeSpan
+	off := 0
 	for {
-		i := strings.IndexByte(t, '`')
+		i := strings.IndexByte(t[off:], '`')
 		if i < 0 {
 			return out
 		}
+		i += off
 		n := 1
 		for i+n < len(t) && t[i+n] == '`' {
 			n++
 		}
-		ticks := t[i : i+n]
-		rest := t[i+n:]
-		j := strings.Index(rest, ticks)
+		j := strings.Index(t[i+n:], t[i:i+n])
 		if j < 0 {
 			return out
 		}
-		out = append(out, strings.TrimSpace(rest[:j]))
-		t = rest[j+n:]
+		end := i + n + j + n
+		out = append(out, codeSpan{text: strings.TrimSpace(t[i+n : i+n+j]), start: i, end: end})
+		off = end
 	}
 }
 

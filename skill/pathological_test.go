@@ -76,6 +76,10 @@ func pathological() map[string]pathologicalCase {
 			src:   "---\nname: \"" + badName.String() + "\"\ndescription: A fixture. Use when testing.\n---\n",
 			rules: []string{RuleNameFormat, RuleNameMatchesDirectory, RuleNameMaxLength},
 		},
+		"many example spans on one line": {
+			src:   head + "e.g. " + strings.Repeat("`a/b.py`, ", 100_000) + "\n",
+			rules: []string{RuleLintContextBudget},
+		},
 		"many menu lines": {
 			src:   head + strings.Repeat("You can use a, b or c. ", 20_000) + "\n",
 			rules: []string{RuleLintContextBudget, RuleLintDefaultsOverMenus},

@@ -145,6 +145,9 @@ func ruleCases() []ruleCase {
 		{name: "lint-gotchas", fires: []string{RuleLintGotchasPresent}},
 		{name: "lint-gotchas-ok", quiet: []string{RuleLintGotchasPresent, RuleLintDefaultsOverMenus, RuleLintNoGenericInstruction}},
 		{name: "lint-references", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references-footnotes", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references-examples", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references-plugins", fires: []string{RuleReferencesBroken}},
 	}
 }
 
