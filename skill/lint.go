@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/skillfleet/skillfleet/diag"
@@ -76,19 +77,125 @@ func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 // "use proper/appropriate error handling".
 var genericRE = regexp.MustCompile(`(?i)\bhandle (?:all |any )?(?:the )?(?:errors?|exceptions?|failures?|edge cases) (?:appropriately|properly|gracefully|correctly|as appropriate|as needed)\b|\bfollow (?:the |all |standard |common |general |industry |coding |recommended |established )*best[- ]practices\b|\b(?:use|add|implement|include|ensure|apply) (?:proper|appropriate|adequate|good|robust) error[- ]handling\b`)
 
+// A skill often quotes a vague instruction to warn against it: `Don't write "Handle errors
+// appropriately"`, or lists it under a "Bad:" label. Such a phrase is an anti-example, not an
+// instruction, and the rule spares it:
+//   - quoted (straight or curly, double or single quotes) on a line that says it is bad (bad,
+//     avoid, don't, do not, never, instead of, not, vague, generic, wrong, anti-pattern); or
+//   - quoted or not, inside an anti-example: the rest of a line labelled "Bad:", "Don't:",
+//     "Avoid:", "Wrong:" (or such a heading), and the lines under it up to a blank line after
+//     them, a heading, or a "Good:"/"Do:"/"Better:"/"Instead:" label.
+//
+// A plain instruction ("Handle errors appropriately, not silently.") still fires.
+var (
+	antiCueRE   = regexp.MustCompile(`(?i)\b(?:bad|avoid|avoided|avoiding|don'?t|don’t|do not|never|instead of|not|vague|generic|wrong|anti-?patterns?)\b`)
+	antiLabelRE = regexp.MustCompile(`(?i)^(?:bad|don'?t|don’t|do not|avoid|wrong|incorrect|anti-?patterns?)(?: examples?| patterns?| phrasing)?[*_]*\s*(?::|$)`)
+	goodLabelRE = regexp.MustCompile(`(?i)^(?:good|do|better|correct|instead|prefer|preferred)(?: examples?| patterns?| phrasing)?[*_]*\s*(?::|$)`)
+)
+
 func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
-	for _, bl := range lines {
-		if bl.code {
+	anti := antiExampleLines(lines)
+	for i, bl := range lines {
+		if bl.code || anti[i] {
 			continue
 		}
-		for _, m := range genericRE.FindAllString(bl.prose, -1) {
+		var quotes [][2]int
+		q := 0 // matches come in order, so the quote spans are walked once per line
+		for _, loc := range genericRE.FindAllStringIndex(bl.prose, -1) {
+			if quotes == nil {
+				quotes = quoteSpans(bl.prose)
+			}
+			for q < len(quotes) && quotes[q][1] < loc[1] {
+				q++
+			}
+			if q < len(quotes) && quotes[q][0] <= loc[0] && antiCueRE.MatchString(bl.prose) {
+				continue
+			}
 			ds = append(ds, diag.Warning(RuleLintNoGenericInstruction, s.File, bl.line, fmt.Sprintf(
-				"vague instruction %q: say exactly what to do (which check, which command, which message)", m)))
+				"vague instruction %q: say exactly what to do (which check, which command, which message)", bl.prose[loc[0]:loc[1]])))
 		}
 	}
 	return ds
 }
+
+// antiExampleLines marks the lines that belong to an anti-example (see above).
+func antiExampleLines(lines []bodyLine) []bool {
+	anti := make([]bool, len(lines))
+	in, seen := false, false // inside an anti-example; a non-blank line followed its label
+	for i, bl := range lines {
+		if bl.code {
+			seen = seen || in
+			continue
+		}
+		label, cross := exampleLabel(bl.prose)
+		switch {
+		case antiLabelRE.MatchString(label):
+			in, seen = true, false
+			anti[i] = true
+			continue
+		case goodLabelRE.MatchString(label) || heading(bl.text) != "":
+			in = false
+		case strings.TrimSpace(bl.prose) == "":
+			if seen {
+				in = false
+			}
+		case in:
+			anti[i], seen = true, true
+		case cross:
+			anti[i] = true // a line marked with a cross is an anti-example by itself
+		}
+	}
+	return anti
+}
+
+// exampleLabel strips what may decorate a label at the start of a line (heading marks, block
+// quotes, list markers, emphasis, check marks), so "- **Bad:**" reads "Bad:**", and reports
+// whether the line starts with a cross mark (❌ ✗ ✘ 🚫 ⛔ 👎).
+func exampleLabel(t string) (label string, cross bool) {
+	if h := heading(t); h != "" {
+		t = h
+	}
+	t = strings.TrimLeft(t, " \t>-+*_0123456789.)")
+	for _, mark := range []string{"❌", "✗", "✘", "🚫", "⛔", "👎"} {
+		if rest, ok := strings.CutPrefix(t, mark); ok {
+			t, cross = rest, true
+			break
+		}
+	}
+	return strings.TrimLeft(t, " \t*_✅✓✔👍"), cross
+}
+
+// quoteSpans returns the byte ranges inside quotation marks. Straight double quotes pair up in
+// order, curly ones “ with ”. A single quote (' or ‘’) opens after a non-letter and closes
+// before one, so the apostrophe of "don't" is no quote.
+func quoteSpans(t string) [][2]int {
+	var out [][2]int
+	double, curly, single := -1, -1, -1 // where the open quote's text starts, -1 when none
+	prev := ' '
+	for i, r := range t {
+		_, w := utf8.DecodeRuneInString(t[i:]) // not RuneLen: an invalid byte is one byte wide
+		next, _ := utf8.DecodeRuneInString(t[i+w:])
+		switch {
+		case r == '"' && double >= 0:
+			out, double = append(out, [2]int{double, i}), -1
+		case r == '"':
+			double = i + w
+		case r == '“':
+			curly = i + w
+		case r == '”' && curly >= 0:
+			out, curly = append(out, [2]int{curly, i}), -1
+		case (r == '\'' || r == '’') && single >= 0 && !isLetter(next):
+			out, single = append(out, [2]int{single, i}), -1
+		case (r == '\'' || r == '‘') && single < 0 && !isLetter(prev):
+			single = i + w
+		}
+		prev = r
+	}
+	return out
+}
+
+func isLetter(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) diag.Diagnostics {
 	if len(lines) < ProgressiveDisclosureLines {

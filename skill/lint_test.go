@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,65 @@ func TestGenericInstructions(t *testing.T) {
 	for _, tc := range tests {
 		if got := genericRE.MatchString(tc.line); got != tc.want {
 			t.Errorf("%q: generic = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+// TestGenericAntiExamples: a vague phrase quoted as an anti-example is spared, the plain
+// instruction still fires.
+func TestGenericAntiExamples(t *testing.T) {
+	tests := []struct {
+		body string
+		want int
+	}{
+		{`"Handle errors appropriately" is too vague.`, 0},
+		{`Tell the user "we handle errors appropriately".`, 1}, // quoted, but nothing says it is bad
+		{`Avoid "handle errors appropriately"; name the error.`, 0},
+		{`A vague "Follow best practices" tells the agent nothing.`, 0},
+		{`Don't write 'follow best practices'.`, 0},
+		{`Instead of “use proper error handling”, name the retry policy.`, 0},
+		{`Say ‘follow best practices’ is not enough.`, 0},
+		{`Handle errors appropriately, not silently.`, 1}, // the cue word alone spares nothing
+		{`Don't stop: handle errors appropriately.`, 1},
+		{`It's fine to "follow best practices"`, 1},
+		{"Bad: handle errors appropriately.", 0},
+		{"**Bad:**\n- Handle errors appropriately.\n- Follow best practices.\n\nFollow best practices.", 1},
+		{"### Avoid\n\n- Handle errors appropriately.\n\nHandle errors appropriately.", 1},
+		{"Don't:\n- follow best practices\nDo:\n- follow best practices", 1},
+		{"❌ Follow best practices\nFollow best practices.", 1},
+		{"- ✗ Handle exceptions gracefully", 0},
+		{"Bad:\n- Handle errors appropriately\n## Next\nHandle errors appropriately", 1},
+		{"Avoid using globals. Handle errors appropriately.", 1},
+	}
+	for _, tc := range tests {
+		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
+		got := lintGenericInstructions(s, splitBody(s.Body, s.BodyLine))
+		if len(got) != tc.want {
+			t.Errorf("%q: %d findings, want %d: %v", tc.body, len(got), tc.want, got)
+		}
+	}
+}
+
+func TestQuoteSpans(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{`a "b c" d "e"`, []string{"b c", "e"}},
+		{`don't 'x y' it's`, []string{"x y"}},
+		{`“curly” and ‘single’ and don’t`, []string{"curly", "single"}},
+		{`‘don’t stop’`, []string{"don’t stop"}},
+		{`unclosed "quote`, nil},
+		{`rock 'n' roll`, []string{"n"}},
+		{"\xff\"a\xff\" \xff", []string{"a\xff"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, q := range quoteSpans(tc.in) {
+			got = append(got, tc.in[q[0]:q[1]])
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("quoteSpans(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

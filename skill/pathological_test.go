@@ -80,6 +80,10 @@ func pathological() map[string]pathologicalCase {
 			src:   head + "e.g. " + strings.Repeat("`a/b.py`, ", 100_000) + "\n",
 			rules: []string{RuleLintContextBudget},
 		},
+		"many quoted anti-examples on one line": {
+			src:   head + strings.Repeat(`Don't "follow best practices". `, 20_000) + "\n",
+			rules: []string{RuleLintContextBudget},
+		},
 		"many menu lines": {
 			src:   head + strings.Repeat("You can use a, b or c. ", 20_000) + "\n",
 			rules: []string{RuleLintContextBudget, RuleLintDefaultsOverMenus},

@@ -137,6 +137,7 @@ func ruleCases() []ruleCase {
 		{name: "lint-context-tokens", fires: []string{RuleLintContextBudget}},
 		{name: "lint-description", fires: []string{RuleLintDescriptionQuality}},
 		{name: "lint-generic", fires: []string{RuleLintNoGenericInstruction}},
+		{name: "lint-generic-quoted", fires: []string{RuleLintNoGenericInstruction}},
 		{name: "lint-progressive", fires: []string{RuleLintProgressive}},
 		{name: "lint-progressive-199", quiet: []string{RuleLintProgressive}},
 		{name: "lint-progressive-refs", quiet: []string{RuleLintProgressive}},
