@@ -59,10 +59,28 @@ func lintContextBudget(s *Skill, lines []bodyLine) diag.Diagnostics {
 		len(lines), tokens, CharsPerToken, BodyLineBudget, BodyTokenBudget))}
 }
 
-// triggerRE matches the clauses that tell an agent when to activate a skill: "use when",
-// "use this/it/this skill when|whenever|for|if", "use for", "whenever", "when to use",
-// "trigger(s|ed)", "invoke/activate (this skill) when", and "when the user / when users".
-var triggerRE = regexp.MustCompile(`(?i)\b(?:use(?: this(?: skill)?| it)? (?:when|whenever|for|if)\b|whenever\b|when to use\b|trigger|(?:invoke|activate)(?: this skill)? when\b|when (?:the |a )?users?\b)`)
+// triggerRE matches the clauses that tell an agent when to activate a skill. Descriptions word
+// them in many ways; each alternative below is one family seen in published skills, kept
+// apart so that a missed phrasing is added where it belongs rather than by widening another.
+var triggerRE = regexp.MustCompile(`(?i)\b(?:` + strings.Join([]string{
+	// "Use when ...", "Use this skill for ...", "Use it if ...", "Use after a deploy", "Use
+	// before committing".
+	`use(?: this(?: skill)?| it)? (?:when|whenever|for|if|after|before)\b`,
+	// "This skill should be used when ...", "Should be used for ...", "must be used if ...".
+	`(?:should|must|can) be used (?:when|whenever|for|if|after|before)\b`,
+	// "Load this skill when ...", "Invoke when ...", "Always invoke for ...", "Apply when
+	// ...", "Activate for ...": the verbs a description uses for its own activation. "for"
+	// only after invoke and activate: "apply for a grant" and "load for" are no triggers.
+	`(?:load|invoke|activate|apply)(?: this(?: skill)?| it)? (?:when|whenever|if|after|before)\b`,
+	`(?:invoke|activate)(?: this(?: skill)?| it)? for\b`,
+	// "Whenever the user ...", "When to use: ...".
+	`whenever\b`,
+	`when to use\b`,
+	// "TRIGGER - ...", "Triggers on ...", "Triggered by ...".
+	`trigger`,
+	// "Drafts replies when the user asks ...", "when users ...".
+	`when (?:the |a )?users?\b`,
+}, "|") + `)`)
 
 func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) {

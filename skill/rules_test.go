@@ -136,6 +136,7 @@ func ruleCases() []ruleCase {
 		{name: "lint-context-ok", quiet: []string{RuleLintContextBudget}},
 		{name: "lint-context-tokens", fires: []string{RuleLintContextBudget}},
 		{name: "lint-description", fires: []string{RuleLintDescriptionQuality}},
+		{name: "lint-description-phrasings", quiet: []string{RuleLintDescriptionQuality}},
 		{name: "lint-generic", fires: []string{RuleLintNoGenericInstruction}},
 		{name: "lint-generic-quoted", fires: []string{RuleLintNoGenericInstruction}},
 		{name: "lint-progressive", fires: []string{RuleLintProgressive}},
