@@ -238,21 +238,28 @@ func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) dia
 //  1. offers a choice: "you/we can|could|may|might (also) (either) use|choose|pick|select|try|
 //     go with|opt for", "choose|pick|select between|from|one of|any of", "use either|any of|
 //     one of";
-//  2. lists at least two alternatives joined by "or" after that phrase; and
+//  2. lists at least two alternatives joined by "or" after that phrase;
 //  3. states no default or criterion on its line or on the next line of the paragraph:
 //     default, prefer(red), recommend(ed), usually, typically, ideally, unless, otherwise, if,
-//     when, first, start with, fall back, best, should, only.
+//     when, first, start with, fall back, best, should, only; and
+//  4. is not a rule that the alternatives exclude each other ("use either X or Y, never
+//     both", "not both", "but not both", "either ... never"): that is a constraint, not a menu.
+//
+// Table rows are data (a cell saying "use either A or B" describes an option), so they never
+// fire.
 var (
-	menuRE    = regexp.MustCompile(`(?i)\b(?:(?:you|we) (?:can|could|may|might)(?: also)? (?:either )?(?:use|choose|pick|select|try|go with|opt for)|(?:choose|pick|select) (?:between|from|one of|any of)|use (?:either|any of|one of))\b`)
-	orRE      = regexp.MustCompile(`(?i)\bor\b`)
-	defaultRE = regexp.MustCompile(`(?i)\b(?:defaults?|prefer(?:red|ably)?|recommend(?:ed)?|usually|typically|ideally|unless|otherwise|if|when|first|start with|fall ?back|best|should|only)\b`)
-	sentEndRE = regexp.MustCompile(`[.!?;](?:\s|$)`)
+	menuRE      = regexp.MustCompile(`(?i)\b(?:(?:you|we) (?:can|could|may|might)(?: also)? (?:either )?(?:use|choose|pick|select|try|go with|opt for)|(?:choose|pick|select) (?:between|from|one of|any of)|use (?:either|any of|one of))\b`)
+	orRE        = regexp.MustCompile(`(?i)\bor\b`)
+	defaultRE   = regexp.MustCompile(`(?i)\b(?:defaults?|prefer(?:red|ably)?|recommend(?:ed)?|usually|typically|ideally|unless|otherwise|if|when|first|start with|fall ?back|best|should|only)\b`)
+	exclusiveRE = regexp.MustCompile(`(?i)\b(?:never|not) both\b|\beither\b.*\bnever\b`)
+	sentEndRE   = regexp.MustCompile(`[.!?;](?:\s|$)`)
+	fullStopRE  = regexp.MustCompile(`[.!?](?:\s|$)`)
 )
 
 func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
 	for i, bl := range lines {
-		if bl.code || bl.prose == "" {
+		if bl.code || bl.table || bl.prose == "" {
 			continue
 		}
 		loc := menuRE.FindStringIndex(bl.prose)
@@ -269,7 +276,12 @@ func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 			rest = rest[:e[0]]
 		}
 		sentence := bl.prose[start:loc[1]] + rest
-		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) {
+		// The exclusion may follow a semicolon: "use either X or Y; never both".
+		clause := bl.prose[start:]
+		if e := fullStopRE.FindStringIndex(bl.prose[loc[1]:]); e != nil {
+			clause = bl.prose[start : loc[1]+e[0]]
+		}
+		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) || exclusiveRE.MatchString(clause) {
 			continue
 		}
 		ds = append(ds, diag.Warning(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(

@@ -151,6 +151,14 @@ func TestDefaultsOverMenus(t *testing.T) {
 		{"```\nyou can use a or b or c\n```", 0},
 		{"Consider `you can use a or b` in code.", 0},
 		{"You can either use as is or modify if you feel something needs to change.", 0},
+		{"Use either npm or yarn, never both.", 0},
+		{"Use either npm or yarn; never both.", 0},
+		{"You can use npm or yarn, but not both.", 0},
+		{"Use either tabs or spaces and never mix them.", 0},
+		{"Use either npm or yarn. Never commit node_modules.", 1},
+		{"| installer | use either npm or yarn |", 0},
+		{"tool | note\n--- | ---\nnpm | you can use npm or yarn\n\nYou can use npm or yarn.", 1},
+		{"a | b\nYou can use npm or yarn.", 1}, // a pipe in prose is no table without a delimiter row
 	}
 	for _, tc := range tests {
 		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
@@ -177,6 +185,18 @@ func TestSplitBody(t *testing.T) {
 		if lines[i].code != w.code || lines[i].prose != w.prose || lines[i].line != 10+i {
 			t.Errorf("line %d: %+v, want %+v", i, lines[i], w)
 		}
+	}
+}
+
+func TestMarkTables(t *testing.T) {
+	body := "| a | b |\n|---|---|\n| 1 | 2 |\n\nx | y\n:-- | --:\n3 | 4\nend\n\nprose | with pipe\n---\n```\n| in code |\n```"
+	var got []bool
+	for _, bl := range splitBody(body, 1) {
+		got = append(got, bl.table)
+	}
+	want := []bool{true, true, true, false, true, true, true, false, false, false, false, false, false, false}
+	if !slices.Equal(got, want) {
+		t.Errorf("table rows %v, want %v", got, want)
 	}
 }
 

@@ -144,6 +144,7 @@ func ruleCases() []ruleCase {
 		{name: "lint-progressive-refs", quiet: []string{RuleLintProgressive}},
 		{name: "lint-progressive-links", quiet: []string{RuleLintProgressive, RuleReferencesBroken}},
 		{name: "lint-menus", fires: []string{RuleLintDefaultsOverMenus}},
+		{name: "lint-menus-rules", fires: []string{RuleLintDefaultsOverMenus}},
 		{name: "lint-gotchas", fires: []string{RuleLintGotchasPresent}},
 		{name: "lint-gotchas-ok", quiet: []string{RuleLintGotchasPresent, RuleLintDefaultsOverMenus, RuleLintNoGenericInstruction}},
 		{name: "lint-references", fires: []string{RuleReferencesBroken}},
