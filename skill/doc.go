@@ -55,4 +55,7 @@
 // start in scripts/, references/ or assets/ or in a directory the skill has. Footnotes ([^1]
 // and their definitions), plugin slash commands (/plugin:skill) and inline-code paths shown as
 // examples ("e.g. `src/app/main.py`", "such as", "for example", "like") are not references.
+//
+// A body over 500 lines with nothing split out is progressive-disclosure, reported instead of
+// context-budget: one finding per oversized body, naming the fix that applies.
 package skill

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -20,8 +21,10 @@ const (
 	// CharsPerToken estimates tokens without a tokenizer: about four characters per token for
 	// English prose, which is what the budget is written for.
 	CharsPerToken = 4
-	// ProgressiveDisclosureLines is the body size from which detail should live in references/.
-	ProgressiveDisclosureLines = 200
+	// ProgressiveDisclosureLines is the body size beyond which detail should live in
+	// references/: the specification's "keep SKILL.md under 500 lines, move detailed reference
+	// material to separate files", so the same number as BodyLineBudget.
+	ProgressiveDisclosureLines = BodyLineBudget
 	// GotchasLines is the body size from which a Gotchas-style section is expected.
 	GotchasLines = 50
 )
@@ -43,6 +46,7 @@ func Lint(s *Skill) diag.Diagnostics {
 	ds = append(ds, lintDefaultsOverMenus(s, lines)...)
 	ds = append(ds, lintGotchas(s, lines)...)
 	ds = append(ds, lintBrokenReferences(s, refs)...)
+	ds = oneSizeFinding(ds)
 	ds.Sort()
 	return ds
 }
@@ -215,8 +219,11 @@ func quoteSpans(t string) [][2]int {
 
 func isLetter(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
+// lintProgressiveDisclosure fires on a body over the line budget that has nothing split out:
+// no references/ directory and no link to a document in a subdirectory. Its message carries
+// the size against the budget, so for such a body it replaces context-budget (see Lint).
 func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) diag.Diagnostics {
-	if len(lines) < ProgressiveDisclosureLines {
+	if len(lines) <= ProgressiveDisclosureLines {
 		return nil
 	}
 	if s.Dir != "" {
@@ -230,8 +237,17 @@ func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) dia
 		}
 	}
 	return diag.Diagnostics{diag.Warning(RuleLintProgressive, s.File, bodyStart(s), fmt.Sprintf(
-		"body is %d lines with no references/ directory and no links to documents in subdirectories; move supplementary detail into references/ and link to it",
-		len(lines)))}
+		"body is %d lines and about %d tokens, over the budget of %d lines, with no references/ directory and no links to documents in subdirectories; move supplementary detail into references/ and link to it, saying when to read it",
+		len(lines), utf8.RuneCountInString(s.Body)/CharsPerToken, ProgressiveDisclosureLines))}
+}
+
+// oneSizeFinding drops context-budget when progressive-disclosure fires: both say the body is
+// too long, and progressive-disclosure also says nothing is split out yet.
+func oneSizeFinding(ds diag.Diagnostics) diag.Diagnostics {
+	if !slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleLintProgressive }) {
+		return ds
+	}
+	return slices.DeleteFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleLintContextBudget })
 }
 
 // The defaults-over-menus heuristic, kept conservative: a prose sentence fires when it

@@ -84,6 +84,10 @@ func pathological() map[string]pathologicalCase {
 			src:   head + strings.Repeat(`Don't "follow best practices". `, 20_000) + "\n",
 			rules: []string{RuleLintContextBudget},
 		},
+		"many table rows": {
+			src:   head + "| a | b |\n|---|---|\n" + strings.Repeat("| you can use a or b | x |\n", 20_000),
+			rules: []string{RuleLintGotchasPresent, RuleLintProgressive},
+		},
 		"many menu lines": {
 			src:   head + strings.Repeat("You can use a, b or c. ", 20_000) + "\n",
 			rules: []string{RuleLintContextBudget, RuleLintDefaultsOverMenus},

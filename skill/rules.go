@@ -125,7 +125,7 @@ func Rules() []RuleInfo {
 		{RuleLintContextBudget, w, "lint", "body over 500 lines or about 5000 tokens"},
 		{RuleLintDescriptionQuality, w, "lint", `description has no "Use when"-style trigger clause`},
 		{RuleLintNoGenericInstruction, w, "lint", `vague instructions such as "follow best practices"`},
-		{RuleLintProgressive, w, "lint", "a 200+ line body with no references/ directory and no links to documents in subdirectories"},
+		{RuleLintProgressive, w, "lint", "a body over 500 lines with no references/ directory and no links to documents in subdirectories (reported instead of context-budget)"},
 		{RuleLintDefaultsOverMenus, w, "lint", "an instruction offers equal alternatives without a default"},
 		{RuleLintGotchasPresent, i, "lint", "a body over 50 lines has no Gotchas/Caveats/Pitfalls/Edge cases heading"},
 		{RuleReferencesBroken, w, "lint", "a relative link or path in the body names a missing file or leaves the skill directory"},
