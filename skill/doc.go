@@ -58,4 +58,10 @@
 //
 // A body over 500 lines with nothing split out is progressive-disclosure, reported instead of
 // context-budget: one finding per oversized body, naming the fix that applies.
+//
+// # Suppression
+//
+// A body silences lint rules for its next line (<!-- skillfleet-lint-disable-next-line RULE -->)
+// or for the file (<!-- skillfleet-lint-disable RULE -->); see suppress.go. Only lint rules can
+// be silenced, and a comment naming anything else is a lint.suppression warning.
 package skill

@@ -31,7 +31,8 @@ const (
 
 // Lint checks a skill against best practices. Unlike Validate, its findings never make a skill
 // invalid: they are warnings, and info for gotchas-present. It reads the file system only to
-// check the body's references against Dir.
+// check the body's references against Dir. Findings that the body's suppression comments
+// silence are left out (see suppress.go); problems with those comments are lint.suppression.
 func Lint(s *Skill) diag.Diagnostics {
 	if s == nil || (s.parsed && !s.decoded) {
 		return nil
@@ -46,7 +47,10 @@ func Lint(s *Skill) diag.Diagnostics {
 	ds = append(ds, lintDefaultsOverMenus(s, lines)...)
 	ds = append(ds, lintGotchas(s, lines)...)
 	ds = append(ds, lintBrokenReferences(s, refs)...)
+	sp := parseSuppressions(s, lines)
+	ds = slices.DeleteFunc(ds, sp.silenced)
 	ds = oneSizeFinding(ds)
+	ds = append(ds, sp.diags...)
 	ds.Sort()
 	return ds
 }
@@ -241,8 +245,10 @@ func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) dia
 		len(lines), utf8.RuneCountInString(s.Body)/CharsPerToken, ProgressiveDisclosureLines))}
 }
 
-// oneSizeFinding drops context-budget when progressive-disclosure fires: both say the body is
-// too long, and progressive-disclosure also says nothing is split out yet.
+// oneSizeFinding drops context-budget when progressive-disclosure is left after suppression:
+// both say the body is too long, and progressive-disclosure also says nothing is split out
+// yet. Silencing progressive-disclosure brings context-budget back, so the size is still
+// reported.
 func oneSizeFinding(ds diag.Diagnostics) diag.Diagnostics {
 	if !slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleLintProgressive }) {
 		return ds

@@ -84,6 +84,14 @@ func pathological() map[string]pathologicalCase {
 			src:   head + strings.Repeat(`Don't "follow best practices". `, 20_000) + "\n",
 			rules: []string{RuleLintContextBudget},
 		},
+		"many unclosed suppression comments": {
+			src:   head + strings.Repeat("<!-- skillfleet-lint-disable x ", 20_000) + "\n",
+			rules: []string{RuleLintContextBudget},
+		},
+		"many bad suppression comments": {
+			src:   head + strings.Repeat("<!-- skillfleet-lint-disable no-such-rule -->", 10_000) + "\n",
+			rules: []string{RuleLintContextBudget, RuleLintSuppression},
+		},
 		"many table rows": {
 			src:   head + "| a | b |\n|---|---|\n" + strings.Repeat("| you can use a or b | x |\n", 20_000),
 			rules: []string{RuleLintGotchasPresent, RuleLintProgressive},

@@ -63,6 +63,7 @@ const (
 	RuleLintDefaultsOverMenus    = "defaults-over-menus"
 	RuleLintGotchasPresent       = "gotchas-present"
 	RuleReferencesBroken         = "references.broken"
+	RuleLintSuppression          = "lint.suppression"
 )
 
 // RuleInfo describes one rule for documentation and for tools that list the rules.
@@ -129,5 +130,6 @@ func Rules() []RuleInfo {
 		{RuleLintDefaultsOverMenus, w, "lint", "an instruction offers equal alternatives without a default"},
 		{RuleLintGotchasPresent, i, "lint", "a body over 50 lines has no Gotchas/Caveats/Pitfalls/Edge cases heading"},
 		{RuleReferencesBroken, w, "lint", "a relative link or path in the body names a missing file or leaves the skill directory"},
+		{RuleLintSuppression, w, "lint", "a skillfleet-lint-disable comment names an unknown rule, a rule that is not a lint rule, or no rule"},
 	}
 }

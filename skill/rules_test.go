@@ -153,6 +153,9 @@ func ruleCases() []ruleCase {
 		{name: "lint-references-footnotes", fires: []string{RuleReferencesBroken}},
 		{name: "lint-references-examples", fires: []string{RuleReferencesBroken}},
 		{name: "lint-references-plugins", fires: []string{RuleReferencesBroken}},
+		{name: "lint-suppress", fires: []string{RuleLintNoGenericInstruction, RuleLintDefaultsOverMenus, RuleReferencesBroken},
+			quiet: []string{RuleLintDescriptionQuality, RuleLintSuppression}},
+		{name: "lint-suppress-bad", fires: []string{RuleLintSuppression, RuleNameMatchesDirectory, RuleLintNoGenericInstruction, RuleReferencesBroken}},
 	}
 }
 
