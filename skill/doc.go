@@ -52,5 +52,16 @@
 // to their regular expressions in lint.go; all skip fenced code blocks and inline code.
 // references.broken checks every relative Markdown link (inline, image, reference definition)
 // and, to avoid flagging paths of the user's project, inline-code or prose paths only when they
-// start in scripts/, references/ or assets/ or in a directory the skill has.
+// start in scripts/, references/ or assets/ or in a directory the skill has. Footnotes ([^1]
+// and their definitions), plugin slash commands (/plugin:skill) and inline-code paths shown as
+// examples ("e.g. `src/app/main.py`", "such as", "for example", "like") are not references.
+//
+// A body over 500 lines with nothing split out is progressive-disclosure, reported instead of
+// context-budget: one finding per oversized body, naming the fix that applies.
+//
+// # Suppression
+//
+// A body silences lint rules for its next line (<!-- skillfleet-lint-disable-next-line RULE -->)
+// or for the file (<!-- skillfleet-lint-disable RULE -->); see suppress.go. Only lint rules can
+// be silenced, and a comment naming anything else is a lint.suppression warning.
 package skill

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/skillfleet/skillfleet/diag"
@@ -19,15 +21,18 @@ const (
 	// CharsPerToken estimates tokens without a tokenizer: about four characters per token for
 	// English prose, which is what the budget is written for.
 	CharsPerToken = 4
-	// ProgressiveDisclosureLines is the body size from which detail should live in references/.
-	ProgressiveDisclosureLines = 200
+	// ProgressiveDisclosureLines is the body size beyond which detail should live in
+	// references/: the specification's "keep SKILL.md under 500 lines, move detailed reference
+	// material to separate files", so the same number as BodyLineBudget.
+	ProgressiveDisclosureLines = BodyLineBudget
 	// GotchasLines is the body size from which a Gotchas-style section is expected.
 	GotchasLines = 50
 )
 
 // Lint checks a skill against best practices. Unlike Validate, its findings never make a skill
 // invalid: they are warnings, and info for gotchas-present. It reads the file system only to
-// check the body's references against Dir.
+// check the body's references against Dir. Findings that the body's suppression comments
+// silence are left out (see suppress.go); problems with those comments are lint.suppression.
 func Lint(s *Skill) diag.Diagnostics {
 	if s == nil || (s.parsed && !s.decoded) {
 		return nil
@@ -42,6 +47,10 @@ func Lint(s *Skill) diag.Diagnostics {
 	ds = append(ds, lintDefaultsOverMenus(s, lines)...)
 	ds = append(ds, lintGotchas(s, lines)...)
 	ds = append(ds, lintBrokenReferences(s, refs)...)
+	sp := parseSuppressions(s, lines)
+	ds = slices.DeleteFunc(ds, sp.silenced)
+	ds = oneSizeFinding(ds)
+	ds = append(ds, sp.diags...)
 	ds.Sort()
 	return ds
 }
@@ -58,10 +67,28 @@ func lintContextBudget(s *Skill, lines []bodyLine) diag.Diagnostics {
 		len(lines), tokens, CharsPerToken, BodyLineBudget, BodyTokenBudget))}
 }
 
-// triggerRE matches the clauses that tell an agent when to activate a skill: "use when",
-// "use this/it/this skill when|whenever|for|if", "use for", "whenever", "when to use",
-// "trigger(s|ed)", "invoke/activate (this skill) when", and "when the user / when users".
-var triggerRE = regexp.MustCompile(`(?i)\b(?:use(?: this(?: skill)?| it)? (?:when|whenever|for|if)\b|whenever\b|when to use\b|trigger|(?:invoke|activate)(?: this skill)? when\b|when (?:the |a )?users?\b)`)
+// triggerRE matches the clauses that tell an agent when to activate a skill. Descriptions word
+// them in many ways; each alternative below is one family seen in published skills, kept
+// apart so that a missed phrasing is added where it belongs rather than by widening another.
+var triggerRE = regexp.MustCompile(`(?i)\b(?:` + strings.Join([]string{
+	// "Use when ...", "Use this skill for ...", "Use it if ...", "Use after a deploy", "Use
+	// before committing".
+	`use(?: this(?: skill)?| it)? (?:when|whenever|for|if|after|before)\b`,
+	// "This skill should be used when ...", "Should be used for ...", "must be used if ...".
+	`(?:should|must|can) be used (?:when|whenever|for|if|after|before)\b`,
+	// "Load this skill when ...", "Invoke when ...", "Always invoke for ...", "Apply when
+	// ...", "Activate for ...": the verbs a description uses for its own activation. "for"
+	// only after invoke and activate: "apply for a grant" and "load for" are no triggers.
+	`(?:load|invoke|activate|apply)(?: this(?: skill)?| it)? (?:when|whenever|if|after|before)\b`,
+	`(?:invoke|activate)(?: this(?: skill)?| it)? for\b`,
+	// "Whenever the user ...", "When to use: ...".
+	`whenever\b`,
+	`when to use\b`,
+	// "TRIGGER - ...", "Triggers on ...", "Triggered by ...".
+	`trigger`,
+	// "Drafts replies when the user asks ...", "when users ...".
+	`when (?:the |a )?users?\b`,
+}, "|") + `)`)
 
 func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) {
@@ -76,22 +103,131 @@ func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 // "use proper/appropriate error handling".
 var genericRE = regexp.MustCompile(`(?i)\bhandle (?:all |any )?(?:the )?(?:errors?|exceptions?|failures?|edge cases) (?:appropriately|properly|gracefully|correctly|as appropriate|as needed)\b|\bfollow (?:the |all |standard |common |general |industry |coding |recommended |established )*best[- ]practices\b|\b(?:use|add|implement|include|ensure|apply) (?:proper|appropriate|adequate|good|robust) error[- ]handling\b`)
 
+// A skill often quotes a vague instruction to warn against it: `Don't write "Handle errors
+// appropriately"`, or lists it under a "Bad:" label. Such a phrase is an anti-example, not an
+// instruction, and the rule spares it:
+//   - quoted (straight or curly, double or single quotes) on a line that says it is bad (bad,
+//     avoid, don't, do not, never, instead of, not, vague, generic, wrong, anti-pattern); or
+//   - quoted or not, inside an anti-example: the rest of a line labelled "Bad:", "Don't:",
+//     "Avoid:", "Wrong:" (or such a heading), and the lines under it up to a blank line after
+//     them, a heading, or a "Good:"/"Do:"/"Better:"/"Instead:" label.
+//
+// A plain instruction ("Handle errors appropriately, not silently.") still fires.
+var (
+	antiCueRE   = regexp.MustCompile(`(?i)\b(?:bad|avoid|avoided|avoiding|don'?t|don’t|do not|never|instead of|not|vague|generic|wrong|anti-?patterns?)\b`)
+	antiLabelRE = regexp.MustCompile(`(?i)^(?:bad|don'?t|don’t|do not|avoid|wrong|incorrect|anti-?patterns?)(?: examples?| patterns?| phrasing)?[*_]*\s*(?::|$)`)
+	goodLabelRE = regexp.MustCompile(`(?i)^(?:good|do|better|correct|instead|prefer|preferred)(?: examples?| patterns?| phrasing)?[*_]*\s*(?::|$)`)
+)
+
 func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
-	for _, bl := range lines {
-		if bl.code {
+	anti := antiExampleLines(lines)
+	for i, bl := range lines {
+		if bl.code || anti[i] {
 			continue
 		}
-		for _, m := range genericRE.FindAllString(bl.prose, -1) {
+		var quotes [][2]int
+		q := 0 // matches come in order, so the quote spans are walked once per line
+		for _, loc := range genericRE.FindAllStringIndex(bl.prose, -1) {
+			if quotes == nil {
+				quotes = quoteSpans(bl.prose)
+			}
+			for q < len(quotes) && quotes[q][1] < loc[1] {
+				q++
+			}
+			if q < len(quotes) && quotes[q][0] <= loc[0] && antiCueRE.MatchString(bl.prose) {
+				continue
+			}
 			ds = append(ds, diag.Warning(RuleLintNoGenericInstruction, s.File, bl.line, fmt.Sprintf(
-				"vague instruction %q: say exactly what to do (which check, which command, which message)", m)))
+				"vague instruction %q: say exactly what to do (which check, which command, which message)", bl.prose[loc[0]:loc[1]])))
 		}
 	}
 	return ds
 }
 
+// antiExampleLines marks the lines that belong to an anti-example (see above).
+func antiExampleLines(lines []bodyLine) []bool {
+	anti := make([]bool, len(lines))
+	in, seen := false, false // inside an anti-example; a non-blank line followed its label
+	for i, bl := range lines {
+		if bl.code {
+			seen = seen || in
+			continue
+		}
+		label, cross := exampleLabel(bl.prose)
+		switch {
+		case antiLabelRE.MatchString(label):
+			in, seen = true, false
+			anti[i] = true
+			continue
+		case goodLabelRE.MatchString(label) || heading(bl.text) != "":
+			in = false
+		case strings.TrimSpace(bl.prose) == "":
+			if seen {
+				in = false
+			}
+		case in:
+			anti[i], seen = true, true
+		case cross:
+			anti[i] = true // a line marked with a cross is an anti-example by itself
+		}
+	}
+	return anti
+}
+
+// exampleLabel strips what may decorate a label at the start of a line (heading marks, block
+// quotes, list markers, emphasis, check marks), so "- **Bad:**" reads "Bad:**", and reports
+// whether the line starts with a cross mark (❌ ✗ ✘ 🚫 ⛔ 👎).
+func exampleLabel(t string) (label string, cross bool) {
+	if h := heading(t); h != "" {
+		t = h
+	}
+	t = strings.TrimLeft(t, " \t>-+*_0123456789.)")
+	for _, mark := range []string{"❌", "✗", "✘", "🚫", "⛔", "👎"} {
+		if rest, ok := strings.CutPrefix(t, mark); ok {
+			t, cross = rest, true
+			break
+		}
+	}
+	return strings.TrimLeft(t, " \t*_✅✓✔👍"), cross
+}
+
+// quoteSpans returns the byte ranges inside quotation marks. Straight double quotes pair up in
+// order, curly ones “ with ”. A single quote (' or ‘’) opens after a non-letter and closes
+// before one, so the apostrophe of "don't" is no quote.
+func quoteSpans(t string) [][2]int {
+	var out [][2]int
+	double, curly, single := -1, -1, -1 // where the open quote's text starts, -1 when none
+	prev := ' '
+	for i, r := range t {
+		_, w := utf8.DecodeRuneInString(t[i:]) // not RuneLen: an invalid byte is one byte wide
+		next, _ := utf8.DecodeRuneInString(t[i+w:])
+		switch {
+		case r == '"' && double >= 0:
+			out, double = append(out, [2]int{double, i}), -1
+		case r == '"':
+			double = i + w
+		case r == '“':
+			curly = i + w
+		case r == '”' && curly >= 0:
+			out, curly = append(out, [2]int{curly, i}), -1
+		case (r == '\'' || r == '’') && single >= 0 && !isLetter(next):
+			out, single = append(out, [2]int{single, i}), -1
+		case (r == '\'' || r == '‘') && single < 0 && !isLetter(prev):
+			single = i + w
+		}
+		prev = r
+	}
+	return out
+}
+
+func isLetter(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// lintProgressiveDisclosure fires on a body over the line budget that has nothing split out:
+// no references/ directory and no link to a document in a subdirectory. Its message carries
+// the size against the budget, so for such a body it replaces context-budget (see Lint).
 func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) diag.Diagnostics {
-	if len(lines) < ProgressiveDisclosureLines {
+	if len(lines) <= ProgressiveDisclosureLines {
 		return nil
 	}
 	if s.Dir != "" {
@@ -105,29 +241,47 @@ func lintProgressiveDisclosure(s *Skill, lines []bodyLine, refs []reference) dia
 		}
 	}
 	return diag.Diagnostics{diag.Warning(RuleLintProgressive, s.File, bodyStart(s), fmt.Sprintf(
-		"body is %d lines with no references/ directory and no links to documents in subdirectories; move supplementary detail into references/ and link to it",
-		len(lines)))}
+		"body is %d lines and about %d tokens, over the budget of %d lines, with no references/ directory and no links to documents in subdirectories; move supplementary detail into references/ and link to it, saying when to read it",
+		len(lines), utf8.RuneCountInString(s.Body)/CharsPerToken, ProgressiveDisclosureLines))}
+}
+
+// oneSizeFinding drops context-budget when progressive-disclosure is left after suppression:
+// both say the body is too long, and progressive-disclosure also says nothing is split out
+// yet. Silencing progressive-disclosure brings context-budget back, so the size is still
+// reported.
+func oneSizeFinding(ds diag.Diagnostics) diag.Diagnostics {
+	if !slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleLintProgressive }) {
+		return ds
+	}
+	return slices.DeleteFunc(ds, func(d diag.Diagnostic) bool { return d.Rule == RuleLintContextBudget })
 }
 
 // The defaults-over-menus heuristic, kept conservative: a prose sentence fires when it
 //  1. offers a choice: "you/we can|could|may|might (also) (either) use|choose|pick|select|try|
 //     go with|opt for", "choose|pick|select between|from|one of|any of", "use either|any of|
 //     one of";
-//  2. lists at least two alternatives joined by "or" after that phrase; and
+//  2. lists at least two alternatives joined by "or" after that phrase;
 //  3. states no default or criterion on its line or on the next line of the paragraph:
 //     default, prefer(red), recommend(ed), usually, typically, ideally, unless, otherwise, if,
-//     when, first, start with, fall back, best, should, only.
+//     when, first, start with, fall back, best, should, only; and
+//  4. is not a rule that the alternatives exclude each other ("use either X or Y, never
+//     both", "not both", "but not both", "either ... never"): that is a constraint, not a menu.
+//
+// Table rows are data (a cell saying "use either A or B" describes an option), so they never
+// fire.
 var (
-	menuRE    = regexp.MustCompile(`(?i)\b(?:(?:you|we) (?:can|could|may|might)(?: also)? (?:either )?(?:use|choose|pick|select|try|go with|opt for)|(?:choose|pick|select) (?:between|from|one of|any of)|use (?:either|any of|one of))\b`)
-	orRE      = regexp.MustCompile(`(?i)\bor\b`)
-	defaultRE = regexp.MustCompile(`(?i)\b(?:defaults?|prefer(?:red|ably)?|recommend(?:ed)?|usually|typically|ideally|unless|otherwise|if|when|first|start with|fall ?back|best|should|only)\b`)
-	sentEndRE = regexp.MustCompile(`[.!?;](?:\s|$)`)
+	menuRE      = regexp.MustCompile(`(?i)\b(?:(?:you|we) (?:can|could|may|might)(?: also)? (?:either )?(?:use|choose|pick|select|try|go with|opt for)|(?:choose|pick|select) (?:between|from|one of|any of)|use (?:either|any of|one of))\b`)
+	orRE        = regexp.MustCompile(`(?i)\bor\b`)
+	defaultRE   = regexp.MustCompile(`(?i)\b(?:defaults?|prefer(?:red|ably)?|recommend(?:ed)?|usually|typically|ideally|unless|otherwise|if|when|first|start with|fall ?back|best|should|only)\b`)
+	exclusiveRE = regexp.MustCompile(`(?i)\b(?:never|not) both\b|\beither\b.*\bnever\b`)
+	sentEndRE   = regexp.MustCompile(`[.!?;](?:\s|$)`)
+	fullStopRE  = regexp.MustCompile(`[.!?](?:\s|$)`)
 )
 
 func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
 	for i, bl := range lines {
-		if bl.code || bl.prose == "" {
+		if bl.code || bl.table || bl.prose == "" {
 			continue
 		}
 		loc := menuRE.FindStringIndex(bl.prose)
@@ -144,7 +298,12 @@ func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 			rest = rest[:e[0]]
 		}
 		sentence := bl.prose[start:loc[1]] + rest
-		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) {
+		// The exclusion may follow a semicolon: "use either X or Y; never both".
+		clause := bl.prose[start:]
+		if e := fullStopRE.FindStringIndex(bl.prose[loc[1]:]); e != nil {
+			clause = bl.prose[start : loc[1]+e[0]]
+		}
+		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) || exclusiveRE.MatchString(clause) {
 			continue
 		}
 		ds = append(ds, diag.Warning(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,18 @@ func TestTriggerClause(t *testing.T) {
 		{"When to use: the user asks for a changelog.", true},
 		{"Drafts replies when the user asks for an email reply.", true},
 		{"Invoke when a deployment fails.", true},
+		{"Formats release notes. This skill should be used when a release branch is cut.", true},
+		{"Should be used when the user mentions invoices.", true},
+		{"Load this skill when editing Terraform.", true},
+		{"Checks migrations. Use after generating a migration.", true},
+		{"Lints commits. Use before pushing a branch.", true},
+		{"Always invoke for questions about billing.", true},
+		{"Apply when the repository has a Dockerfile.", true},
+		{"Activate for Kubernetes manifests.", true},
+		{"Finds use-after-free bugs in C.", false},
+		{"Tools that apply formatting.", false},
+		{"Helps users apply for grants.", false},
+		{"Loads fixtures for the test database.", false},
 		{"Helps with PDFs.", false},
 		{"Toolkit for testing local web applications using Playwright.", false},
 		{"Guidance for distinctive visual design when building new UI.", false},
@@ -60,6 +73,65 @@ func TestGenericInstructions(t *testing.T) {
 	}
 }
 
+// TestGenericAntiExamples: a vague phrase quoted as an anti-example is spared, the plain
+// instruction still fires.
+func TestGenericAntiExamples(t *testing.T) {
+	tests := []struct {
+		body string
+		want int
+	}{
+		{`"Handle errors appropriately" is too vague.`, 0},
+		{`Tell the user "we handle errors appropriately".`, 1}, // quoted, but nothing says it is bad
+		{`Avoid "handle errors appropriately"; name the error.`, 0},
+		{`A vague "Follow best practices" tells the agent nothing.`, 0},
+		{`Don't write 'follow best practices'.`, 0},
+		{`Instead of “use proper error handling”, name the retry policy.`, 0},
+		{`Say ‘follow best practices’ is not enough.`, 0},
+		{`Handle errors appropriately, not silently.`, 1}, // the cue word alone spares nothing
+		{`Don't stop: handle errors appropriately.`, 1},
+		{`It's fine to "follow best practices"`, 1},
+		{"Bad: handle errors appropriately.", 0},
+		{"**Bad:**\n- Handle errors appropriately.\n- Follow best practices.\n\nFollow best practices.", 1},
+		{"### Avoid\n\n- Handle errors appropriately.\n\nHandle errors appropriately.", 1},
+		{"Don't:\n- follow best practices\nDo:\n- follow best practices", 1},
+		{"❌ Follow best practices\nFollow best practices.", 1},
+		{"- ✗ Handle exceptions gracefully", 0},
+		{"Bad:\n- Handle errors appropriately\n## Next\nHandle errors appropriately", 1},
+		{"Avoid using globals. Handle errors appropriately.", 1},
+	}
+	for _, tc := range tests {
+		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
+		got := lintGenericInstructions(s, splitBody(s.Body, s.BodyLine))
+		if len(got) != tc.want {
+			t.Errorf("%q: %d findings, want %d: %v", tc.body, len(got), tc.want, got)
+		}
+	}
+}
+
+func TestQuoteSpans(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{`a "b c" d "e"`, []string{"b c", "e"}},
+		{`don't 'x y' it's`, []string{"x y"}},
+		{`“curly” and ‘single’ and don’t`, []string{"curly", "single"}},
+		{`‘don’t stop’`, []string{"don’t stop"}},
+		{`unclosed "quote`, nil},
+		{`rock 'n' roll`, []string{"n"}},
+		{"\xff\"a\xff\" \xff", []string{"a\xff"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, q := range quoteSpans(tc.in) {
+			got = append(got, tc.in[q[0]:q[1]])
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("quoteSpans(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestDefaultsOverMenus(t *testing.T) {
 	tests := []struct {
 		body string
@@ -79,6 +151,14 @@ func TestDefaultsOverMenus(t *testing.T) {
 		{"```\nyou can use a or b or c\n```", 0},
 		{"Consider `you can use a or b` in code.", 0},
 		{"You can either use as is or modify if you feel something needs to change.", 0},
+		{"Use either npm or yarn, never both.", 0},
+		{"Use either npm or yarn; never both.", 0},
+		{"You can use npm or yarn, but not both.", 0},
+		{"Use either tabs or spaces and never mix them.", 0},
+		{"Use either npm or yarn. Never commit node_modules.", 1},
+		{"| installer | use either npm or yarn |", 0},
+		{"tool | note\n--- | ---\nnpm | you can use npm or yarn\n\nYou can use npm or yarn.", 1},
+		{"a | b\nYou can use npm or yarn.", 1}, // a pipe in prose is no table without a delimiter row
 	}
 	for _, tc := range tests {
 		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
@@ -105,6 +185,18 @@ func TestSplitBody(t *testing.T) {
 		if lines[i].code != w.code || lines[i].prose != w.prose || lines[i].line != 10+i {
 			t.Errorf("line %d: %+v, want %+v", i, lines[i], w)
 		}
+	}
+}
+
+func TestMarkTables(t *testing.T) {
+	body := "| a | b |\n|---|---|\n| 1 | 2 |\n\nx | y\n:-- | --:\n3 | 4\nend\n\nprose | with pipe\n---\n```\n| in code |\n```"
+	var got []bool
+	for _, bl := range splitBody(body, 1) {
+		got = append(got, bl.table)
+	}
+	want := []bool{true, true, true, false, true, true, true, false, false, false, false, false, false, false}
+	if !slices.Equal(got, want) {
+		t.Errorf("table rows %v, want %v", got, want)
 	}
 }
 

@@ -10,6 +10,7 @@ type bodyLine struct {
 	prose string // text with inline code spans blanked out; "" inside fenced code
 	line  int    // 1-based line in the file
 	code  bool   // inside a fenced code block (fence lines included)
+	table bool   // a row of a pipe table (header and delimiter rows included)
 }
 
 // splitBody cuts a body into lines and marks fenced code blocks (``` and ~~~ fences, CommonMark
@@ -41,7 +42,36 @@ func splitBody(body string, firstLine int) []bodyLine {
 		}
 		out[i] = bl
 	}
+	markTables(out)
 	return out
+}
+
+// markTables flags the rows of pipe tables: a row that starts with '|', and a header row
+// with a delimiter row under it together with the rows that follow up to a blank line (GFM
+// tables may leave out the outer pipes).
+func markTables(lines []bodyLine) {
+	for i := range lines {
+		if lines[i].code {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSpace(lines[i].text), "|") {
+			lines[i].table = true
+		}
+		if i == 0 || lines[i-1].code || !strings.Contains(lines[i-1].text, "|") || !isDelimiterRow(lines[i].text) {
+			continue
+		}
+		lines[i-1].table, lines[i].table = true, true
+		for j := i + 1; j < len(lines) && !lines[j].code && strings.Contains(lines[j].text, "|") && strings.TrimSpace(lines[j].text) != ""; j++ {
+			lines[j].table = true
+		}
+	}
+}
+
+// isDelimiterRow reports whether t is a table's delimiter row, such as "|---|:--:|" or
+// "--- | ---". A row of dashes alone is a thematic break or a heading underline, not a table.
+func isDelimiterRow(t string) bool {
+	t = strings.TrimSpace(t)
+	return strings.Contains(t, "|") && strings.Contains(t, "-") && strings.Trim(t, "|:- \t") == ""
 }
 
 // fence reports the fence character and run length when t opens or closes a fenced block.
@@ -67,26 +97,33 @@ func fence(t string) (byte, int) {
 	return ch, n
 }
 
-// codeSpans returns the contents of the inline code spans of a line (single-line spans only).
-func codeSpans(t string) []string {
-	var out []string
+// A codeSpan is one inline code span of a line.
+type codeSpan struct {
+	text       string // the contents, trimmed
+	start, end int    // byte offsets of the opening and after the closing backticks
+}
+
+// codeSpans returns the inline code spans of a line (single-line spans only), in order.
+func codeSpans(t string) []codeSpan {
+	var out []codeSpan
+	off := 0
 	for {
-		i := strings.IndexByte(t, '`')
+		i := strings.IndexByte(t[off:], '`')
 		if i < 0 {
 			return out
 		}
+		i += off
 		n := 1
 		for i+n < len(t) && t[i+n] == '`' {
 			n++
 		}
-		ticks := t[i : i+n]
-		rest := t[i+n:]
-		j := strings.Index(rest, ticks)
+		j := strings.Index(t[i+n:], t[i:i+n])
 		if j < 0 {
 			return out
 		}
-		out = append(out, strings.TrimSpace(rest[:j]))
-		t = rest[j+n:]
+		end := i + n + j + n
+		out = append(out, codeSpan{text: strings.TrimSpace(t[i+n : i+n+j]), start: i, end: end})
+		off = end
 	}
 }
 

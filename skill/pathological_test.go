@@ -76,6 +76,26 @@ func pathological() map[string]pathologicalCase {
 			src:   "---\nname: \"" + badName.String() + "\"\ndescription: A fixture. Use when testing.\n---\n",
 			rules: []string{RuleNameFormat, RuleNameMatchesDirectory, RuleNameMaxLength},
 		},
+		"many example spans on one line": {
+			src:   head + "e.g. " + strings.Repeat("`a/b.py`, ", 100_000) + "\n",
+			rules: []string{RuleLintContextBudget},
+		},
+		"many quoted anti-examples on one line": {
+			src:   head + strings.Repeat(`Don't "follow best practices". `, 20_000) + "\n",
+			rules: []string{RuleLintContextBudget},
+		},
+		"many unclosed suppression comments": {
+			src:   head + strings.Repeat("<!-- skillfleet-lint-disable x ", 20_000) + "\n",
+			rules: []string{RuleLintContextBudget},
+		},
+		"many bad suppression comments": {
+			src:   head + strings.Repeat("<!-- skillfleet-lint-disable no-such-rule -->", 10_000) + "\n",
+			rules: []string{RuleLintContextBudget, RuleLintSuppression},
+		},
+		"many table rows": {
+			src:   head + "| a | b |\n|---|---|\n" + strings.Repeat("| you can use a or b | x |\n", 20_000),
+			rules: []string{RuleLintGotchasPresent, RuleLintProgressive},
+		},
 		"many menu lines": {
 			src:   head + strings.Repeat("You can use a, b or c. ", 20_000) + "\n",
 			rules: []string{RuleLintContextBudget, RuleLintDefaultsOverMenus},

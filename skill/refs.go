@@ -33,14 +33,27 @@ var (
 	// linkRE finds inline links and images; the target ends at whitespace or ')'. Targets in
 	// angle brackets may contain spaces.
 	linkRE = regexp.MustCompile(`\]\(\s*(<[^>\n]*>|[^)\s]+)`)
-	// refDefRE finds reference-style link definitions: [id]: target.
-	refDefRE = regexp.MustCompile(`^ {0,3}\[[^\]]+\]:\s*(<[^>\n]*>|\S+)`)
+	// refDefRE finds reference-style link definitions: [id]: target. A label starting with
+	// '^' is a footnote definition ("[^1]: Some note text"), whose text is not a link target.
+	refDefRE = regexp.MustCompile(`^ {0,3}\[[^\]^][^\]]*\]:\s*(<[^>\n]*>|\S+)`)
+	// footnoteRE finds footnote references, [^1] or [^note]; they are blanked out before links
+	// are looked for, so that "[^1](...)" cannot read as a link.
+	footnoteRE = regexp.MustCompile(`\[\^[^\]\s]*\]`)
 	// pathRE is the shape of a relative file path written as inline code: at least one
 	// directory, a file extension, no spaces, globs or placeholders.
 	pathRE = regexp.MustCompile(`^(?:\./)?[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)+\.[A-Za-z0-9]{1,10}$`)
 	// barePathRE finds a path into a conventional directory written in prose.
 	barePathRE = regexp.MustCompile(`(?:^|[\s(\[])((?:\./)?(?:scripts|references|assets)/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.[A-Za-z0-9]{1,10})\b`)
 	schemeRE   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+	// slashCommandRE is a plugin's slash command written as a link target, "/plugin:skill":
+	// agents resolve it by name, not as a file.
+	slashCommandRE = regexp.MustCompile(`^/[A-Za-z0-9_.-]+:[A-Za-z0-9_.:-]+$`)
+	// exampleRE ends the prose before an inline code span that is shown as an example, "e.g.
+	// `src/app/main.py`", "such as `lib/x.go`": a path in the user's project, not in the skill.
+	exampleRE = regexp.MustCompile(`(?i)(?:\be\.g\.?|\bfor (?:example|instance)|\bsuch as|\blike)[\s,:("'“]*$`)
+	// listGapRE is what separates the items of a list of examples: "e.g. `a/b.py`, `c/d.py`
+	// or `e/f.py`".
+	listGapRE = regexp.MustCompile(`(?i)^[\s,;:/"'“”]*(?:(?:or|and)[\s,:"'“”]+)?$`)
 )
 
 // references lists the relative paths a body mentions, outside fenced code.
@@ -63,18 +76,28 @@ func references(lines []bodyLine) []reference {
 		if bl.code {
 			continue
 		}
-		for _, m := range linkRE.FindAllStringSubmatch(bl.prose, -1) {
+		prose := bl.prose
+		if strings.Contains(prose, "[^") {
+			prose = footnoteRE.ReplaceAllStringFunc(prose, blank)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(prose, -1) {
 			add(m[1], bl.line, refLink)
 		}
-		if m := refDefRE.FindStringSubmatch(bl.prose); m != nil {
+		if m := refDefRE.FindStringSubmatch(prose); m != nil {
 			add(m[1], bl.line, refLink)
 		}
+		// Each span's gap is the prose since the previous span, so the look-behind for an
+		// example marker costs linear time however many spans a line holds.
+		prevEnd, prevExample := 0, false
 		for _, span := range codeSpans(bl.text) {
-			if pathRE.MatchString(span) {
-				add(span, bl.line, refInlineCode)
+			gap := bl.prose[prevEnd:span.start]
+			example := exampleRE.MatchString(gap) || (prevExample && listGapRE.MatchString(gap))
+			prevEnd, prevExample = span.end, example
+			if !example && pathRE.MatchString(span.text) {
+				add(span.text, bl.line, refInlineCode)
 			}
 		}
-		for _, m := range barePathRE.FindAllStringSubmatch(bl.prose, -1) {
+		for _, m := range barePathRE.FindAllStringSubmatch(prose, -1) {
 			add(m[1], bl.line, refBare)
 		}
 	}
@@ -88,7 +111,7 @@ func cleanTarget(raw string) (string, bool) {
 	if i := strings.IndexAny(t, "#?"); i >= 0 {
 		t = t[:i]
 	}
-	if t == "" || schemeRE.MatchString(t) || strings.HasPrefix(t, "//") || strings.ContainsAny(t, "{}<>*$~|\\") {
+	if t == "" || schemeRE.MatchString(t) || slashCommandRE.MatchString(t) || strings.HasPrefix(t, "//") || strings.ContainsAny(t, "{}<>*$~|\\") {
 		return "", false
 	}
 	if u, err := url.PathUnescape(t); err == nil {
@@ -96,6 +119,9 @@ func cleanTarget(raw string) (string, bool) {
 	}
 	return t, true
 }
+
+// blank returns as many spaces as s has bytes, so offsets in a line stay put.
+func blank(s string) string { return strings.Repeat(" ", len(s)) }
 
 // checkable reports whether a reference is certainly meant as a file of the skill: links
 // always are; inline code and prose paths are when they start in a conventional directory or

@@ -63,6 +63,7 @@ const (
 	RuleLintDefaultsOverMenus    = "defaults-over-menus"
 	RuleLintGotchasPresent       = "gotchas-present"
 	RuleReferencesBroken         = "references.broken"
+	RuleLintSuppression          = "lint.suppression"
 )
 
 // RuleInfo describes one rule for documentation and for tools that list the rules.
@@ -125,9 +126,10 @@ func Rules() []RuleInfo {
 		{RuleLintContextBudget, w, "lint", "body over 500 lines or about 5000 tokens"},
 		{RuleLintDescriptionQuality, w, "lint", `description has no "Use when"-style trigger clause`},
 		{RuleLintNoGenericInstruction, w, "lint", `vague instructions such as "follow best practices"`},
-		{RuleLintProgressive, w, "lint", "a 200+ line body with no references/ directory and no links to documents in subdirectories"},
+		{RuleLintProgressive, w, "lint", "a body over 500 lines with no references/ directory and no links to documents in subdirectories (reported instead of context-budget)"},
 		{RuleLintDefaultsOverMenus, w, "lint", "an instruction offers equal alternatives without a default"},
 		{RuleLintGotchasPresent, i, "lint", "a body over 50 lines has no Gotchas/Caveats/Pitfalls/Edge cases heading"},
 		{RuleReferencesBroken, w, "lint", "a relative link or path in the body names a missing file or leaves the skill directory"},
+		{RuleLintSuppression, w, "lint", "a skillfleet-lint-disable comment names an unknown rule, a rule that is not a lint rule, or no rule"},
 	}
 }

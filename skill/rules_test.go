@@ -134,17 +134,28 @@ func ruleCases() []ruleCase {
 		// lint
 		{name: "lint-context-lines", fires: []string{RuleLintContextBudget}, quiet: []string{RuleLintProgressive, RuleLintGotchasPresent}},
 		{name: "lint-context-ok", quiet: []string{RuleLintContextBudget}},
-		{name: "lint-context-tokens", fires: []string{RuleLintContextBudget}},
+		{name: "lint-context-tokens", fires: []string{RuleLintContextBudget}, quiet: []string{RuleLintProgressive}},
 		{name: "lint-description", fires: []string{RuleLintDescriptionQuality}},
+		{name: "lint-description-phrasings", quiet: []string{RuleLintDescriptionQuality}},
 		{name: "lint-generic", fires: []string{RuleLintNoGenericInstruction}},
-		{name: "lint-progressive", fires: []string{RuleLintProgressive}},
-		{name: "lint-progressive-199", quiet: []string{RuleLintProgressive}},
-		{name: "lint-progressive-refs", quiet: []string{RuleLintProgressive}},
-		{name: "lint-progressive-links", quiet: []string{RuleLintProgressive, RuleReferencesBroken}},
+		{name: "lint-generic-quoted", fires: []string{RuleLintNoGenericInstruction}},
+		// Over 500 lines with nothing split out: progressive-disclosure, which replaces
+		// context-budget; with references, context-budget alone.
+		{name: "lint-progressive", fires: []string{RuleLintProgressive}, quiet: []string{RuleLintContextBudget}},
+		{name: "lint-progressive-500", quiet: []string{RuleLintProgressive, RuleLintContextBudget}},
+		{name: "lint-progressive-refs", fires: []string{RuleLintContextBudget}, quiet: []string{RuleLintProgressive}},
+		{name: "lint-progressive-links", fires: []string{RuleLintContextBudget}, quiet: []string{RuleLintProgressive, RuleReferencesBroken}},
 		{name: "lint-menus", fires: []string{RuleLintDefaultsOverMenus}},
+		{name: "lint-menus-rules", fires: []string{RuleLintDefaultsOverMenus}},
 		{name: "lint-gotchas", fires: []string{RuleLintGotchasPresent}},
 		{name: "lint-gotchas-ok", quiet: []string{RuleLintGotchasPresent, RuleLintDefaultsOverMenus, RuleLintNoGenericInstruction}},
 		{name: "lint-references", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references-footnotes", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references-examples", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references-plugins", fires: []string{RuleReferencesBroken}},
+		{name: "lint-suppress", fires: []string{RuleLintNoGenericInstruction, RuleLintDefaultsOverMenus, RuleReferencesBroken},
+			quiet: []string{RuleLintDescriptionQuality, RuleLintSuppression}},
+		{name: "lint-suppress-bad", fires: []string{RuleLintSuppression, RuleNameMatchesDirectory, RuleLintNoGenericInstruction, RuleReferencesBroken}},
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,6 +184,82 @@ func TestLint(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 	checkGolden(t, "lint-broken.json", out)
+}
+
+// TestLintSuppression: every finding names its rule in text and JSON, silenced findings are
+// neither shown nor counted, a misspelt rule is reported, and validation errors stay.
+func TestLintSuppression(t *testing.T) {
+	const root = "testdata/lint"
+	code, out, _ := run("lint", root)
+	if code != ExitOK {
+		t.Errorf("exit %d", code)
+	}
+	checkGolden(t, "lint-suppression.txt", out)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.Contains(line, "SKILL.md:") && !ruleInText(line) {
+			t.Errorf("finding without its rule id: %q", line)
+		}
+	}
+
+	code, out, _ = run("lint", "--format", "json", root)
+	var rep report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var got []string
+	for _, s := range rep.Skills {
+		for _, d := range s.Diagnostics {
+			got = append(got, fmt.Sprintf("%d %s", d.Line, d.Rule))
+		}
+	}
+	want := []string{"6 lint.suppression", "11 no-generic-instructions", "12 references.broken", "13 lint.suppression"}
+	if !slices.Equal(got, want) || rep.Warnings != len(want) {
+		t.Errorf("findings %v (%d warnings), want %v", got, rep.Warnings, want)
+	}
+
+	// The comment in misnamed/SKILL.md does not silence the validation error.
+	code, out, _ = run("validate", root+"/misnamed")
+	if code != ExitErrors || !strings.Contains(out, "error name.matchesDirectory") {
+		t.Errorf("validate: exit %d: %s", code, out)
+	}
+}
+
+// ruleInText reports whether a text diagnostic line names a known rule after its severity.
+func ruleInText(line string) bool {
+	for _, r := range skill.Rules() {
+		for _, sev := range []string{"error", "warning", "info"} {
+			if strings.Contains(line, ": "+sev+" "+r.ID+": ") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestLintRules(t *testing.T) {
+	code, out, _ := run("lint", "--rules")
+	if code != ExitOK {
+		t.Errorf("exit %d", code)
+	}
+	checkGolden(t, "lint-rules.txt", out)
+	code, out, _ = run("lint", "--rules", "--format", "json")
+	var rules []lintRule
+	if err := json.Unmarshal([]byte(out), &rules); err != nil || code != ExitOK {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var ids []string
+	for _, r := range rules {
+		ids = append(ids, r.Rule)
+		if r.Silenceable == (r.Rule == skill.RuleLintSuppression) {
+			t.Errorf("%s: silenceable %v", r.Rule, r.Silenceable)
+		}
+	}
+	if !slices.Contains(ids, skill.RuleReferencesBroken) || slices.Contains(ids, skill.RuleNameFormat) {
+		t.Errorf("rules %v", ids)
+	}
+	if code, _, _ := run("lint", "--rules", good); code != ExitUsage {
+		t.Errorf("--rules with a PATH: exit %d", code)
+	}
 }
 
 func TestDeps(t *testing.T) {

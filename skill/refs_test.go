@@ -1,0 +1,57 @@
+package skill
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestReferences(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string // targets found, in order
+	}{
+		{"footnote definition", "[^1]: Some note text", nil},
+		{"footnote text is prose: a bare path in it counts", "[^note]: Numbers in references/NOTE.md", []string{"references/NOTE.md"}},
+		{"footnote reference before parentheses", "Retry twice[^1](see below).", nil},
+		{"link inside a footnote", "[^2]: See [the guide](references/GUIDE.md).", []string{"references/GUIDE.md"}},
+		{"link definition", "[guide]: references/GUIDE.md", []string{"references/GUIDE.md"}},
+		{"example after e.g.", "Open the entry point, e.g. `src/app/main.py`.", nil},
+		{"example in parentheses", "Open the entry point (e.g., `src/app/main.py`).", nil},
+		{"examples listed", "Modules such as `lib/a.py`, `lib/b.py` or `lib/c.py` and `lib/d.py`.", nil},
+		{"for example", "For example: `scripts/your-tool.py`.", nil},
+		{"for instance", "for instance `assets/logo.png`", nil},
+		{"like", "Formats like `assets/template.docx` come from the user.", nil},
+		{"list ends at prose", "e.g. `lib/a.py`, then run `scripts/b.sh`", []string{"scripts/b.sh"}},
+		{"marker after the path", "Run `scripts/run.sh` like the README says.", []string{"scripts/run.sh"}},
+		{"unlike is no marker", "Unlike `scripts/old.sh`, this works.", []string{"scripts/old.sh"}},
+		{"likely is no marker", "It is likely `scripts/old.sh`.", []string{"scripts/old.sh"}},
+		{"example link still checked", "e.g. [the guide](references/GUIDE.md)", []string{"references/GUIDE.md"}},
+		{"example bare path still checked", "e.g. scripts/run.sh", []string{"scripts/run.sh"}},
+		{"plugin command", "Run [review](/code-tools:review).", nil},
+		{"plugin command with a dotted name", "[x](/my.plugin:skill-name)", nil},
+		{"absolute path", "[log](/var/log/app.log)", []string{"/var/log/app.log"}},
+		{"plugin-like path with a slash after the colon", "[x](/a:b/c.md)", []string{"/a:b/c.md"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, r := range references(splitBody(tc.body, 1)) {
+			got = append(got, r.target)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q: references %q, want %q", tc.name, tc.body, got, tc.want)
+		}
+	}
+}
+
+func TestCodeSpans(t *testing.T) {
+	line := "a `x` b ``y ` z`` c `unclosed"
+	var got []string
+	for _, sp := range codeSpans(line) {
+		got = append(got, sp.text+"@"+line[sp.start:sp.end])
+	}
+	want := []string{"x@`x`", "y ` z@``y ` z``"}
+	if !slices.Equal(got, want) {
+		t.Errorf("codeSpans = %q, want %q", got, want)
+	}
+}
