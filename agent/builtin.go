@@ -10,6 +10,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/skillfleet/skillfleet/activation"
+	"github.com/skillfleet/skillfleet/atif"
 	"go.uber.org/zap"
 )
 
@@ -90,7 +91,18 @@ type Transcript struct {
 	// Stop says why the run ended: "final" (an answer), "turns", "tokens", "time" (a limit),
 	// or "error" (the endpoint, the sandbox, an empty answer, cancellation).
 	Stop string
+	// Trajectory is the whole conversation as the model saw it, in ATIF (see package atif):
+	// tool outputs as shown to the model, arguments as the model wrote them, tokens per turn.
+	// It is set on every return, an error's included, with what happened until then.
+	Trajectory *atif.Trajectory
 }
+
+// BuiltInAgentName is the agent name in the built-in agent's trajectories; its version is the
+// loop's, bumped when what a trajectory records changes.
+const (
+	BuiltInAgentName    = "skillfleet-builtin"
+	BuiltInAgentVersion = "1"
+)
 
 // The run's errors. Limit errors are wrapped with details; errors.Is finds them.
 var (
@@ -142,10 +154,16 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		defer cancel()
 	}
 
+	system := systemPrompt(req.Catalog, ts.names, req.WorkDir)
 	msgs := []openai.ChatCompletionMessageParamUnion{
-		openai.SystemMessage(systemPrompt(req.Catalog, ts.names, req.WorkDir)),
+		openai.SystemMessage(system),
 		openai.UserMessage(req.Input),
 	}
+	traj := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: BuiltInAgentName, Version: BuiltInAgentVersion, ModelName: a.c.Model()}}
+	traj.Add(atif.SourceSystem, system)
+	traj.Add(atif.SourceUser, req.Input)
+	tr.Trajectory = traj
+	defer traj.Finish()
 	tools := ts.definitions()
 	seen := activation.NewTracker(req.Skills)
 	blind := map[string]bool{}
@@ -197,6 +215,9 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		if err != nil {
 			return ended(fmt.Errorf("agent: turn %d: %w", tr.Turns, err))
 		}
+		step := traj.Add(atif.SourceAgent, comp.Choices[0].Message.Content)
+		step.ModelName = comp.Model
+		step.Metrics = &atif.Metrics{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CostUSD: u.Cost}
 		if lim.MaxTokens > 0 && tr.Usage.Total() > lim.MaxTokens {
 			return fail("tokens", fmt.Errorf("%w: %d tokens used, limit %d", ErrTokenLimit, tr.Usage.Total(), lim.MaxTokens))
 		}
@@ -213,6 +234,7 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 				return fail("error", fmt.Errorf("%w (turn %d, finish reason %q)", ErrEmptyOutput, tr.Turns,
 					comp.Choices[0].FinishReason))
 			}
+			step.Message = out
 			tr.Stop = "final"
 			return out, tr, nil
 		}
@@ -228,6 +250,16 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			}
 			res, err := ts.run(ctx, sb, name, args)
 			tr.ToolCalls = append(tr.ToolCalls, res.call)
+			id := call.ID
+			if id == "" {
+				// ATIF needs an id to pair the call with its result; some servers send none.
+				id = fmt.Sprintf("turn%d-call%d", tr.Turns, len(step.ToolCalls)+1)
+			}
+			step.ToolCalls = append(step.ToolCalls, atif.ToolCall{ToolCallID: id, FunctionName: name, Arguments: atif.Arguments(args)})
+			if step.Observation == nil {
+				step.Observation = &atif.Observation{}
+			}
+			step.Observation.Results = append(step.Observation.Results, atif.Result{SourceCallID: id, Content: res.content})
 			if err != nil {
 				return ended(fmt.Errorf("agent: turn %d: tool %s: %w", tr.Turns, name, err))
 			}

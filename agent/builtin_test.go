@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/agent/agenttest"
+	"github.com/skillfleet/skillfleet/atif"
 )
 
 type execCall struct {
@@ -549,5 +550,54 @@ func TestRunActivationByContent(t *testing.T) {
 	want := []activation.Activation{{Skill: "release-notes", Turn: 3}, {Skill: "env-selector", Turn: 4}}
 	if !reflect.DeepEqual(tr.Activations, want) || !reflect.DeepEqual(tr.Activated, []string{"release-notes", "env-selector"}) {
 		t.Errorf("activations = %v (%v), want %v", tr.Activations, tr.Activated, want)
+	}
+}
+
+// TestRunRecordsATIFTrajectory: the trajectory holds the system prompt, the input, each turn
+// with its calls (arguments as written, a malformed one kept raw), what each call returned as
+// the model saw it, and the tokens of each turn; it validates, on success and on a limit.
+func TestRunRecordsATIFTrajectory(t *testing.T) {
+	srv := agenttest.NewScript(t,
+		agenttest.ToolCalls(10, 2, call("a", "bash", jsonArgs("command", "echo DEV")), call("", "bash", `{"command":`)),
+		agenttest.Text("DEV it is", 20, 3))
+	a, _ := newTestAgent(t, srv)
+	out, tr, err := a.Run(context.Background(), newSandbox(), Request{Input: "which env?", Catalog: testCatalog})
+	if err != nil || out != "DEV it is" {
+		t.Fatalf("Run = %q, %v", out, err)
+	}
+	traj := tr.Trajectory
+	if err := traj.Validate(); err != nil {
+		t.Fatalf("invalid trajectory: %v", err)
+	}
+	if len(traj.Steps) != 4 || traj.Steps[0].Source != atif.SourceSystem || traj.Steps[1].Message != "which env?" {
+		t.Fatalf("steps %+v", traj.Steps)
+	}
+	turn := traj.Steps[2]
+	if len(turn.ToolCalls) != 2 || string(turn.ToolCalls[0].Arguments) != `{"command":"echo DEV"}` ||
+		string(turn.ToolCalls[1].Arguments) != `{"_raw":"{\"command\":"}` || turn.ToolCalls[1].ToolCallID != "turn1-call2" {
+		t.Errorf("tool calls %+v", turn.ToolCalls)
+	}
+	sent := toolMessages(srv.Requests()[1])
+	if r := turn.Observation.Results; len(r) != 2 || r[0].SourceCallID != "a" || r[0].Content != sent["a"] {
+		t.Errorf("results %+v, want what the model was sent: %q", r, sent["a"])
+	}
+	if m := turn.Metrics; m.PromptTokens != 10 || m.CompletionTokens != 2 {
+		t.Errorf("turn metrics %+v", m)
+	}
+	if last := traj.Steps[3]; last.Message != "DEV it is" || last.Source != atif.SourceAgent {
+		t.Errorf("last step %+v", last)
+	}
+	if fm := traj.FinalMetrics; fm == nil || fm.TotalPromptTokens != 30 || fm.TotalCompletionTokens != 5 || fm.TotalSteps != 4 {
+		t.Errorf("final metrics %+v", fm)
+	}
+
+	// A run that ends on its turn limit keeps what it did.
+	loop := agenttest.NewFunc(t, func(int, agenttest.Request) agenttest.Reply {
+		return agenttest.ToolCalls(1, 1, call("c", "bash", jsonArgs("command", "echo DEV")))
+	})
+	a, _ = newTestAgent(t, loop)
+	_, tr, err = a.Run(context.Background(), newSandbox(), Request{Input: "go", Limits: Limits{MaxTurns: 2}})
+	if !errors.Is(err, ErrTurnLimit) || tr.Trajectory == nil || len(tr.Trajectory.Steps) != 4 || tr.Trajectory.Validate() != nil {
+		t.Errorf("after the turn limit: err %v, trajectory %+v", err, tr.Trajectory)
 	}
 }
