@@ -36,6 +36,8 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 		m.AllowedTools = cat.allowed[c.Skill.Name]
 		// By reference: the catalog is the same for every prompt job of the run.
 		m.CatalogDigest = cat.digest
+		m.Files = c.Files
+		m.Reference = c.Reference
 	case suite.KindCommand:
 		m.Kind = pb.CaseKind_CASE_KIND_COMMAND
 		m.Command = c.Command

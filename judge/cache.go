@@ -19,8 +19,10 @@ type Cache interface {
 
 // cacheKey identifies a verdict: the judge model, the prompt version, the number of votes, the
 // criterion, the case's input (a criterion may refer to it, and the judge sees it) and the
-// output's digest. Fields are length-prefixed so that no two different tuples collide.
-func cacheKey(model string, votes int, criterion, input, output string) string {
+// output's digest; with a reference, also the reference prompt's version and the reference's
+// digest, appended so that a key without a reference is what it was before references existed.
+// Fields are length-prefixed so that no two different tuples collide.
+func cacheKey(model string, votes int, criterion, input, reference, output string) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(s string) {
@@ -39,6 +41,10 @@ func cacheKey(model string, votes int, criterion, input, output string) string {
 	field(criterion)
 	field(digest(input))
 	field(digest(output))
+	if reference != "" {
+		field(ReferencePromptVersion)
+		field(digest(reference))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -89,18 +89,25 @@ func (e *sampleError) Error() string { return e.msg }
 // never passed by default. The error is non-nil only when ctx ended (the Result is then errored
 // too); Usage is what the samples cost.
 func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, votes int) (assert.Result, agent.Usage, error) {
+	return j.EvaluateWithReference(ctx, criterion, input, "", output, votes)
+}
+
+// EvaluateWithReference is Evaluate with a reference: what a good answer looks like (an eval's
+// expected_output), shown to the judge beside the criterion under ReferencePromptVersion's
+// prompt. An empty reference is Evaluate: the same request, the same cache key.
+func (j *Judge) EvaluateWithReference(ctx context.Context, criterion, input, reference, output string, votes int) (assert.Result, agent.Usage, error) {
 	if votes <= 0 {
 		votes = j.votes
 	}
 	votes = min(votes, MaxVotes)
 	res := assert.Result{Type: assert.SemanticMatch, Expected: text.ClipEscaped(criterion, maxExcerpt)}
-	tag := fmt.Sprintf("model %s, %s", j.model, PromptVersion)
+	tag := fmt.Sprintf("model %s, %s", j.model, promptVersion(reference))
 	if strings.TrimSpace(criterion) == "" {
 		res.Errored = true
 		res.Message = "semantic_match has no criterion; the judge was not asked"
 		return res, agent.Usage{}, nil
 	}
-	key := cacheKey(j.model, votes, criterion, input, output)
+	key := cacheKey(j.model, votes, criterion, input, reference, output)
 	if j.cache != nil {
 		if v, ok := j.cache.Get(key); ok {
 			j.m.evaluations.WithLabelValues(verdictWord(v.Passed), "cache").Inc()
@@ -113,7 +120,7 @@ func (j *Judge) Evaluate(ctx context.Context, criterion, input, output string, v
 	var errs []*sampleError
 	need := votes/2 + 1
 	for range votes {
-		v, u, err := j.sample(ctx, criterion, input, output, votes)
+		v, u, err := j.sample(ctx, criterion, input, reference, output, votes)
 		usage.Add(u)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -196,7 +203,7 @@ func (j *Judge) decided(res assert.Result, v Verdict, tag string) assert.Result 
 }
 
 // sample asks the judge once.
-func (j *Judge) sample(ctx context.Context, criterion, input, output string, votes int) (Verdict, agent.Usage, error) {
+func (j *Judge) sample(ctx context.Context, criterion, input, reference, output string, votes int) (Verdict, agent.Usage, error) {
 	temp := 0.0
 	if votes > 1 {
 		temp = VoteTemperature
@@ -204,8 +211,8 @@ func (j *Judge) sample(ctx context.Context, criterion, input, output string, vot
 	p := openai.ChatCompletionNewParams{
 		Model: j.model,
 		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage(SystemPrompt),
-			openai.UserMessage(userMessage(criterion, input, output)),
+			openai.SystemMessage(systemPrompt(reference)),
+			openai.UserMessage(userMessage(criterion, input, reference, output)),
 		},
 		Temperature: openai.Float(temp),
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{

@@ -104,6 +104,49 @@ func TestEvaluateRetriesThenGivesUp(t *testing.T) {
 	}
 }
 
+// TestEvaluateWithReference: a reference is shown to the judge under the reference prompt,
+// names that prompt's version, and keys the cache apart from the same question without it; an
+// empty reference is the plain request.
+func TestEvaluateWithReference(t *testing.T) {
+	tests := []struct {
+		name, reference, system, version string
+	}{
+		{"reference", "Names february, revenue 20.", ReferenceSystemPrompt, ReferencePromptVersion},
+		{"empty reference", "", SystemPrompt, PromptVersion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := agenttest.NewFunc(t, func(int, agenttest.Request) agenttest.Reply { return verdictReply(true, "It says february.") })
+			j := newTestJudge(t, srv, Config{Model: "judge-model"}, NewLRU(10))
+			res, _, err := j.EvaluateWithReference(context.Background(), criterion, "in", tt.reference, "out", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Passed || !strings.Contains(res.Message, tt.version+")") || res.Actual != "It says february." {
+				t.Errorf("result = %+v, want a pass with its evidence naming %s", res, tt.version)
+			}
+			msgs := srv.Requests()[0].Messages()
+			if msgs[0]["content"] != tt.system || msgs[1]["content"] != userMessage(criterion, "in", tt.reference, "out") {
+				t.Errorf("messages = %v", msgs)
+			}
+			if user, _ := msgs[1]["content"].(string); strings.Contains(user, "<reference>") != (tt.reference != "") {
+				t.Errorf("user message %q: reference section present = %v, want %v", user, !(tt.reference != ""), tt.reference != "")
+			}
+			// The plain question is cached apart from the one with a reference.
+			if _, _, err := j.Evaluate(context.Background(), criterion, "in", "out", 1); err != nil {
+				t.Fatal(err)
+			}
+			want := 2
+			if tt.reference == "" {
+				want = 1
+			}
+			if srv.Count() != want {
+				t.Errorf("%d requests, want %d", srv.Count(), want)
+			}
+		})
+	}
+}
+
 func TestEvaluateRequest(t *testing.T) {
 	srv := agenttest.NewScript(t, verdictReply(false, "no"))
 	j := newTestJudge(t, srv, Config{Model: "judge-model"}, nil)

@@ -1,7 +1,8 @@
 // Package suite turns a suite's test-case files into a plan of jobs.
 //
-// Two case formats are read: the RFC's prompt cases (the `test` frontmatter field naming a cases
-// file) and seed 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
+// Three case formats are read: the RFC's prompt cases (the `test` frontmatter field naming a
+// cases file), the agentskills.io evals (`evals/evals.json`, read as prompt cases) and seed
+// 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
 // problem becomes a diagnostic naming file, line and rule; a case with any error is left out of
 // the plan, and the plan reports the errors, so nothing runs half-checked.
 package suite
@@ -55,11 +56,17 @@ type Case struct {
 	Kind        Kind
 	// Input is the prompt of a prompt case.
 	Input string
-	// Command, Stdin and Files describe a command case; Stdin is nil when absent.
+	// Reference is what a good answer looks like (an eval's expected_output): the judge is
+	// shown it beside each semantic_match criterion. Empty for cases that give none.
+	Reference string
+	// Command and Stdin describe a command case; Stdin is nil when absent.
 	Command string
 	Stdin   *string
-	Files   []string
-	Env     map[string]string
+	// Files are paths relative to the skill directory: a command case's fixtures (its command
+	// runs in the skill directory), or an eval's input files, which the worker copies into the
+	// agent's work directory at the same relative path.
+	Files []string
+	Env   map[string]string
 
 	Assertions []Assertion
 	Runs       int

@@ -14,8 +14,8 @@ type Suite struct {
 	Roots   []string
 	Catalog *skill.Catalog
 	Graph   *skill.Graph
-	// Cases holds every valid case, ordered by skill name, then prompt cases in file order, then
-	// command cases by file name.
+	// Cases holds every valid case, ordered by skill name, then prompt cases in file order,
+	// then evals in file order, then command cases by file name.
 	Cases []*Case
 	// Diagnostics covers discovery, validation, requires and case files, sorted.
 	Diagnostics diag.Diagnostics
@@ -71,13 +71,15 @@ func Load(roots []string, opts skill.Options) *Suite {
 	return s
 }
 
-// LoadCases reads both case formats of one skill and rejects duplicate case names, which
-// would make two report rows indistinguishable.
+// LoadCases reads every case format of one skill and rejects duplicate case names, within a
+// file or across them, which would make two report rows indistinguishable.
 func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
 	prompt, diags := loadPromptCases(sk)
+	evals, ed := loadEvalCases(sk)
+	diags = append(diags, ed...)
 	command, cd := loadCommandCases(sk)
 	diags = append(diags, cd...)
-	all := append(prompt, command...)
+	all := append(append(prompt, evals...), command...)
 	seen := make(map[string]*Case, len(all))
 	out := all[:0]
 	for _, c := range all {

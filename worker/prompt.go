@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,9 +24,10 @@ type Agent interface {
 	Run(ctx context.Context, sb agent.Sandbox, req agent.Request) (string, agent.Transcript, error)
 }
 
-// Judge decides semantic_match assertions.
+// Judge decides semantic_match assertions. reference is what a good answer looks like (the
+// job's reference, an eval's expected_output), empty when the case gives none.
 type Judge interface {
-	Evaluate(ctx context.Context, criterion, input, output string, votes int) (assert.Result, agent.Usage, error)
+	EvaluateWithReference(ctx context.Context, criterion, input, reference, output string, votes int) (assert.Result, agent.Usage, error)
 }
 
 // AgentWorkDir is where an agent works inside the sandbox (a writable tmpfs).
@@ -84,11 +86,17 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	}
 	defer e.release(ctx, job, sb)
 
+	start := e.now()
+	if reason, err := copyInputFiles(ctx, sb, job, timeout); err != nil || reason != "" {
+		if err != nil {
+			return nil, err
+		}
+		return erroredResult(job, reason), nil
+	}
 	limits := spec.Limits
 	if limits.WallTime <= 0 || limits.WallTime > timeout {
 		limits.WallTime = timeout
 	}
-	start := e.now()
 	actx, cancel := context.WithTimeout(agent.WithJobID(ctx, job.GetId()), timeout)
 	defer cancel()
 	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
@@ -134,7 +142,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		if v := job.GetAssertions()[i].GetVotes(); v > 0 {
 			votes = int(v) // the suite asked for this many samples of this criterion
 		}
-		r, u, err := e.judge.Evaluate(ctx, assertions[i].Value, job.GetInput(), output, votes)
+		r, u, err := e.judge.EvaluateWithReference(ctx, assertions[i].Value, job.GetInput(), job.GetReference(), output, votes)
 		if err != nil && ctx.Err() != nil {
 			return nil, err
 		}
@@ -144,6 +152,50 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	}
 	setVerdict(out, results)
 	return out, nil
+}
+
+// copyScript copies each (source, destination) pair of its arguments, making the
+// destination's directory first. The paths are arguments, never part of the script, so no
+// name is ever parsed by the shell; the copies are made writable, as the agent's own files are.
+const copyScript = `set -e
+while [ "$#" -gt 1 ]; do
+  mkdir -p -- "$(dirname -- "$2")"
+  cp -- "$1" "$2"
+  chmod u+w -- "$2"
+  shift 2
+done`
+
+// copyInputFiles copies the job's input files from its skill directory in the bundle into the
+// agent's work directory, at the same relative path (evals/files/a.csv → /work/evals/files/a.csv),
+// before the agent starts. A reason is returned when the job cannot run (a path that would
+// leave either directory, a copy that failed); an error is an infrastructure failure.
+func copyInputFiles(ctx context.Context, sb Sandbox, job *pb.Job, timeout time.Duration) (string, error) {
+	files := job.GetFiles()
+	if len(files) == 0 {
+		return "", nil
+	}
+	args := []string{"sh", "-c", copyScript, "sh"}
+	for _, f := range files {
+		// The planner checked these; a job is still not trusted to name a path outside.
+		if !localPath(f) {
+			return fmt.Sprintf("input file %q is not a path inside the skill directory", f), nil
+		}
+		args = append(args, path.Join(SkillsMount, job.GetSkillPath(), f), path.Join(AgentWorkDir, f))
+	}
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Cmd: args, WorkDir: AgentWorkDir, Timeout: timeout})
+	if err != nil {
+		return "", fmt.Errorf("copying input files: %w", err)
+	}
+	if res.ExitCode != 0 || res.TimedOut || res.SandboxExited {
+		msg, _ := trimText(string(res.Stderr), maxToolOutputStored)
+		return fmt.Sprintf("copying the case's input files into %s failed (exit %d): %s", AgentWorkDir, res.ExitCode, msg), nil
+	}
+	return "", nil
+}
+
+// localPath reports whether p is a clean relative slash path that stays below its directory.
+func localPath(p string) bool {
+	return p != "" && p != "." && !path.IsAbs(p) && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
 }
 
 // transcriptLimits keep a transcript small enough for a result message: the first calls, each

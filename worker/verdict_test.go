@@ -71,7 +71,7 @@ type fakeJudge struct {
 	err error
 }
 
-func (j fakeJudge) Evaluate(ctx context.Context, criterion, input, output string, votes int) (assert.Result, agent.Usage, error) {
+func (j fakeJudge) EvaluateWithReference(ctx context.Context, criterion, input, reference, output string, votes int) (assert.Result, agent.Usage, error) {
 	return j.res, agent.Usage{}, j.err
 }
 

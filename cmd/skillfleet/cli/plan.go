@@ -125,8 +125,9 @@ func newPlanCommand(e *env) *cobra.Command {
 		Use:   "plan [--format text|json] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
 		Short: "Expand a suite's test cases into the jobs a run would execute",
 		Long: `Plan loads every skill under the roots, validates the skills, their requires and
-their test-case files (RFC prompt cases and tests/cases/*.yaml command cases), and lists the
-jobs: one per case and epoch (runs), with a stable id, the timeout and the parallel flag.
+their test-case files (RFC prompt cases, evals/evals.json evals as prompt cases named
+eval-<id>, and tests/cases/*.yaml command cases), and lists the jobs: one per case and epoch
+(runs), with a stable id, the timeout and the parallel flag.
 
 Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 		Args: cobra.MinimumNArgs(1),

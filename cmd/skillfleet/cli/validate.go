@@ -19,7 +19,8 @@ func newValidateCommand(e *env) *cobra.Command {
 		Short: "Check skills against the specification and resolve their requires",
 		Long: `Validate parses each skill, checks its frontmatter against the Agent Skills
 specification and the RFC's requires and test fields, resolves requires, and checks the test
-cases (the test field's cases file and tests/cases/*.yaml) of every valid skill.
+cases (the test field's cases file, evals/evals.json and tests/cases/*.yaml) of every valid
+skill.
 
 PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth.
 Dependencies resolve within the root; for a single skill directory, among the skill

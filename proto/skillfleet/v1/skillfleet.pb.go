@@ -487,6 +487,15 @@ type Job struct {
 	// every prompt job of the run, and thousands of skills would make each job message hundreds
 	// of kilobytes; a job carries either this or catalog.
 	CatalogDigest string `protobuf:"bytes,28,opt,name=catalog_digest,json=catalogDigest,proto3" json:"catalog_digest,omitempty"`
+	// Prompt cases: input files of the case (an eval's `files`), as paths relative to the job's
+	// skill directory in the bundle. The worker copies each into the agent's work directory at
+	// the same relative path before the agent starts. A worker older than the field runs the
+	// agent without them.
+	Files []string `protobuf:"bytes,29,rep,name=files,proto3" json:"files,omitempty"`
+	// Prompt cases: what a good answer looks like (an eval's `expected_output`). The judge is
+	// shown it beside each semantic_match criterion; empty when the case gives none, and the
+	// judge's request is then the same as before the field existed.
+	Reference     string `protobuf:"bytes,30,opt,name=reference,proto3" json:"reference,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -713,6 +722,20 @@ func (x *Job) GetAllowedTools() string {
 func (x *Job) GetCatalogDigest() string {
 	if x != nil {
 		return x.CatalogDigest
+	}
+	return ""
+}
+
+func (x *Job) GetFiles() []string {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *Job) GetReference() string {
+	if x != nil {
+		return x.Reference
 	}
 	return ""
 }
@@ -1980,7 +2003,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xd8\a\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\x8c\b\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2014,7 +2037,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x06secret\x18\x19 \x01(\fR\x06secret\x125\n" +
 	"\acatalog\x18\x1a \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\acatalog\x12#\n" +
 	"\rallowed_tools\x18\x1b \x01(\tR\fallowedTools\x12%\n" +
-	"\x0ecatalog_digest\x18\x1c \x01(\tR\rcatalogDigest\x1a6\n" +
+	"\x0ecatalog_digest\x18\x1c \x01(\tR\rcatalogDigest\x12\x14\n" +
+	"\x05files\x18\x1d \x03(\tR\x05files\x12\x1c\n" +
+	"\treference\x18\x1e \x01(\tR\treference\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
