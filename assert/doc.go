@@ -58,7 +58,7 @@
 //     model's context. Names compare exactly.
 //   - tool_called: the calls of a tool whose JSON arguments match ArgsMatch (RE2, with
 //     output_matches's size limits; "" counts every call) number at least Min and, with MaxSet,
-//     at most Max. New gives Min 1. Min 0 without a max can never fail and is a compile error;
+//     at most Max. New gives Min 1 (the suite reader gives 0 when a case file says max: 0 and no min). Min 0 without a max can never fail and is a compile error;
 //     Max 0 with a pattern says "never called like this". The arguments are the agent's record,
 //     which the built-in agent clips at 4 KiB.
 //   - tool_not_called: no call of the tool at all.

@@ -99,7 +99,7 @@ func compileToolCalled(a *Assertion) error {
 
 func checkOrder(names []string) error {
 	if len(names) < 2 {
-		return invalid("tool_order needs at least two tool names, got %d", len(names))
+		return invalid("at least two tool names are needed, got %d", len(names))
 	}
 	seen := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -117,11 +117,11 @@ func checkOrder(names []string) error {
 func checkLimit(t Type, n int64) error {
 	switch {
 	case n < 0:
-		return invalid("%s %d is negative", t, n)
+		return invalid("the limit %d is negative", n)
 	case n == 0 && t == MaxTurns:
-		return invalid("max_turns 0 can never pass: an answer takes at least one turn")
+		return invalid("a limit of 0 turns can never pass: an answer takes at least one turn")
 	case n == 0 && t == MaxTokens:
-		return invalid("max_tokens 0 can never pass: an answer takes tokens")
+		return invalid("a limit of 0 tokens can never pass: an answer takes tokens")
 	}
 	return nil
 }

@@ -40,17 +40,17 @@ func TestCompileTrajectory(t *testing.T) {
 			err: "min 0 without a max accepts any number of calls: the assertion can never fail"},
 		{name: "tool_order", a: Assertion{Type: ToolOrder, Names: []string{"read_file", "bash"}}},
 		{name: "tool_order of one", a: Assertion{Type: ToolOrder, Names: []string{"bash"}},
-			err: "tool_order needs at least two tool names, got 1"},
+			err: "at least two tool names are needed, got 1"},
 		{name: "tool_order twice", a: Assertion{Type: ToolOrder, Names: []string{"bash", "read_file", "bash"}},
 			err: `tool "bash" is listed twice: only first calls are ordered`},
 		{name: "tool_order empty name", a: Assertion{Type: ToolOrder, Names: []string{"bash", ""}},
 			err: "the name is empty"},
 		{name: "max_turns", a: Assertion{Type: MaxTurns, Max: 5}},
-		{name: "max_turns 0", a: Assertion{Type: MaxTurns}, err: "max_turns 0 can never pass: an answer takes at least one turn"},
-		{name: "max_tokens 0", a: Assertion{Type: MaxTokens}, err: "max_tokens 0 can never pass: an answer takes tokens"},
+		{name: "max_turns 0", a: Assertion{Type: MaxTurns}, err: "a limit of 0 turns can never pass: an answer takes at least one turn"},
+		{name: "max_tokens 0", a: Assertion{Type: MaxTokens}, err: "a limit of 0 tokens can never pass: an answer takes tokens"},
 		{name: "max_tool_calls 0", a: Assertion{Type: MaxToolCalls}},
-		{name: "negative max_tool_calls", a: Assertion{Type: MaxToolCalls, Max: -1}, err: "max_tool_calls -1 is negative"},
-		{name: "negative max_tokens", a: Assertion{Type: MaxTokens, Max: -5}, err: "max_tokens -5 is negative"},
+		{name: "negative max_tool_calls", a: Assertion{Type: MaxToolCalls, Max: -1}, err: "the limit -1 is negative"},
+		{name: "negative max_tokens", a: Assertion{Type: MaxTokens, Max: -5}, err: "the limit -5 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
