@@ -78,6 +78,12 @@ type Transcript struct {
 	ToolCalls []ToolCall
 	// Activated are the skills whose SKILL.md the model read, in order, once each.
 	Activated []string
+	// ActivatedAt[i] is the turn (from 1) in which Activated[i] was read; an agent that does
+	// not know leaves it shorter than Activated.
+	ActivatedAt []int
+	// ToolsSeen says ToolCalls and Activated are complete: the agent ran every tool call
+	// itself. A command agent's CLI runs its own tools, out of sight, and leaves it false.
+	ToolsSeen bool
 	Turns     int
 	Usage     Usage
 	// Stop says why the run ended: "final" (an answer), "turns", "tokens", "time" (a limit),
@@ -121,6 +127,7 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	if lim.MaxTurns <= 0 {
 		lim.MaxTurns = DefaultMaxTurns
 	}
+	tr.ToolsSeen = true // every tool call goes through ts.run below
 	ts, err := newToolset(req)
 	if err != nil {
 		tr.Stop = "error"
@@ -209,6 +216,7 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			if res.activated != "" && !activated[res.activated] {
 				activated[res.activated] = true
 				tr.Activated = append(tr.Activated, res.activated)
+				tr.ActivatedAt = append(tr.ActivatedAt, tr.Turns)
 			}
 			msgs = append(msgs, openai.ToolMessage(res.content, call.ID))
 		}

@@ -335,6 +335,9 @@ func TestRunActivationByCatAndRelativePath(t *testing.T) {
 	if want := []string{"env-selector", "logging-standards"}; !reflect.DeepEqual(tr.Activated, want) {
 		t.Errorf("activated = %v, want %v", tr.Activated, want)
 	}
+	if want := []int{1, 2}; !reflect.DeepEqual(tr.ActivatedAt, want) || !tr.ToolsSeen {
+		t.Errorf("activated at turns %v, want %v; tools seen %v", tr.ActivatedAt, want, tr.ToolsSeen)
+	}
 	if tr.ToolCalls[2].ExitCode != 1 || !strings.Contains(tr.ToolCalls[2].Error, "No such file") {
 		t.Errorf("missing read = %+v", tr.ToolCalls[2])
 	}
