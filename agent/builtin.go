@@ -86,8 +86,15 @@ type Transcript struct {
 	// each; Activations says at which turn.
 	Activated   []string
 	Activations []activation.Activation
-	Turns       int
-	Usage       Usage
+	// ToolsSeen says ToolCalls is complete: the agent ran every tool call itself. A command
+	// agent's CLI runs its own tools, out of sight, and leaves it false.
+	ToolsSeen bool
+	// ActivationsSeen says Activated is complete: everything that entered the model's context
+	// was scanned for the catalog's bodies (Request.Skills set; for a command agent, through
+	// the model gateway).
+	ActivationsSeen bool
+	Turns           int
+	Usage           Usage
 	// Stop says why the run ended: "final" (an answer), "turns", "tokens", "time" (a limit),
 	// or "error" (the endpoint, the sandbox, an empty answer, cancellation).
 	Stop string
@@ -140,6 +147,8 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	if lim.MaxTurns <= 0 {
 		lim.MaxTurns = DefaultMaxTurns
 	}
+	tr.ToolsSeen = true       // every tool call goes through ts.run below
+	tr.ActivationsSeen = true // every tool result is scanned below, by content or by path
 	ts, err := newToolset(req)
 	if err != nil {
 		tr.Stop = "error"

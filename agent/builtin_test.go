@@ -337,6 +337,10 @@ func TestRunActivationByCatAndRelativePath(t *testing.T) {
 	if want := []string{"env-selector", "logging-standards"}; !reflect.DeepEqual(tr.Activated, want) {
 		t.Errorf("activated = %v, want %v", tr.Activated, want)
 	}
+	// Each body entered the context of the turn after the call that read it.
+	if want := []activation.Activation{{Skill: "env-selector", Turn: 2}, {Skill: "logging-standards", Turn: 3}}; !reflect.DeepEqual(tr.Activations, want) || !tr.ToolsSeen || !tr.ActivationsSeen {
+		t.Errorf("activations %v, want %v; tools seen %v, activations seen %v", tr.Activations, want, tr.ToolsSeen, tr.ActivationsSeen)
+	}
 	if tr.ToolCalls[2].ExitCode != 1 || !strings.Contains(tr.ToolCalls[2].Error, "No such file") {
 		t.Errorf("missing read = %+v", tr.ToolCalls[2])
 	}

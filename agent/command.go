@@ -128,6 +128,7 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		tr.Usage = sess.Usage()
 		tr.Turns = sess.Requests()
 		tr.Activations = sess.Activations()
+		tr.ActivationsSeen = req.Skills != nil
 		for _, a := range tr.Activations {
 			tr.Activated = append(tr.Activated, a.Skill)
 		}

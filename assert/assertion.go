@@ -23,23 +23,28 @@ const (
 	StderrContains    Type = "stderr_contains"
 	NotContains       Type = "not_contains"
 	StdoutJSON        Type = "stdout_json"
+	// The trajectory types decide what a prompt case's agent did rather than what it answered;
+	// they are evaluated against Observation.Trajectory.
+	SkillActivated    Type = "skill_activated"
+	SkillNotActivated Type = "skill_not_activated"
+	ToolCalled        Type = "tool_called"
+	ToolNotCalled     Type = "tool_not_called"
+	ToolOrder         Type = "tool_order"
+	MaxTurns          Type = "max_turns"
+	MaxToolCalls      Type = "max_tool_calls"
+	MaxTokens         Type = "max_tokens"
 )
 
 // Types lists every known type, in the order above.
 func Types() []Type {
 	return []Type{OutputContains, OutputNotContains, OutputMatches, SemanticMatch, ExitCode,
-		StdoutContains, StderrContains, NotContains, StdoutJSON}
+		StdoutContains, StderrContains, NotContains, StdoutJSON,
+		SkillActivated, SkillNotActivated, ToolCalled, ToolNotCalled, ToolOrder,
+		MaxTurns, MaxToolCalls, MaxTokens}
 }
 
 // Valid reports whether t is a known type.
-func (t Type) Valid() bool {
-	switch t {
-	case OutputContains, OutputNotContains, OutputMatches, SemanticMatch, ExitCode,
-		StdoutContains, StderrContains, NotContains, StdoutJSON:
-		return true
-	}
-	return false
-}
+func (t Type) Valid() bool { return t.Form() != 0 }
 
 // caseInsensitive reports whether a substring type ignores case: the RFC's prompt-case types do,
 // seed 003's command-case types do not (see the package documentation).
@@ -47,15 +52,30 @@ func (t Type) caseInsensitive() bool {
 	return t == OutputContains || t == OutputNotContains
 }
 
-// Assertion is one compiled check. Only the field that belongs to Type is used:
-// Value for the substring types, output_matches (the RE2 source) and semantic_match (the
-// criterion); Regexp for output_matches; ExitCode for exit_code; JSON for stdout_json.
+// Assertion is one compiled check. Only the fields that belong to Type are used:
+// Value for the substring types, output_matches (the RE2 source), semantic_match (the
+// criterion) and the skill and tool name types; Regexp for output_matches; ExitCode for
+// exit_code; JSON for stdout_json; Value, ArgsMatch, Min and Max for tool_called; Names for
+// tool_order; Max for max_turns, max_tool_calls and max_tokens.
 type Assertion struct {
 	Type Type
-	// Value is the substring, the regular expression source or the judge criterion.
+	// Value is the substring, the regular expression source, the judge criterion, or the skill
+	// or tool name.
 	Value string
-	// Regexp is output_matches compiled from Value by Compile. When set, it is what is matched.
+	// Regexp is output_matches compiled from Value, or tool_called's compiled from ArgsMatch, by
+	// Compile. When set, it is what is matched.
 	Regexp *regexp.Regexp
+	// ArgsMatch is tool_called's RE2 pattern on a call's JSON arguments; "" counts every call.
+	ArgsMatch string
+	// Min is the fewest matching calls tool_called accepts. New sets it to 1, the default a
+	// case file gets when it says nothing.
+	Min int
+	// Max is the most matching calls tool_called accepts when MaxSet, and the N of max_turns,
+	// max_tool_calls and max_tokens (which need no MaxSet).
+	Max    int64
+	MaxSet bool
+	// Names are tool_order's tool names, in the order their first calls must come.
+	Names []string
 	// ExitCode is the expected exit status, 0 to 255.
 	ExitCode int
 	// JSON is the expected stdout_json document as encoding/json decodes it (map[string]any,
@@ -98,10 +118,11 @@ func invalid(format string, args ...any) error {
 }
 
 // Compile checks a and fills in what evaluation needs: it compiles Regexp for output_matches
-// (RE2) and rewrites JSON for stdout_json into its canonical form. Empty substrings, empty
-// patterns and empty criteria are errors, as are text that is not valid UTF-8, exit codes
-// outside 0..255 and a missing (null) or non-JSON expected document. Errors wrap ErrInvalid and
-// do not name the type, file or line: the caller adds them.
+// and tool_called (RE2) and rewrites JSON for stdout_json into its canonical form. Empty
+// substrings, patterns, criteria and names are errors, as are text that is not valid UTF-8,
+// exit codes outside 0..255, a missing (null) or non-JSON expected document, and counts that
+// are negative or cannot be met. Errors wrap ErrInvalid and do not name the type, file or line:
+// the caller adds them.
 func Compile(a *Assertion) error {
 	switch a.Type {
 	case OutputContains, OutputNotContains, StdoutContains, StderrContains, NotContains:
@@ -115,26 +136,19 @@ func Compile(a *Assertion) error {
 			return invalid("the substring %q is not valid UTF-8", a.Value)
 		}
 	case OutputMatches:
-		if a.Value == "" {
-			return invalid("the pattern is empty")
-		}
-		if len(a.Value) > MaxPatternBytes {
-			return tooLarge(fmt.Sprintf("the pattern is %d bytes, more than %d", len(a.Value), MaxPatternBytes))
-		}
-		re, err := regexp.Compile(a.Value)
+		re, n, err := compilePattern(a.Value)
 		if err != nil {
-			// regexp's own message already says "error parsing regexp: ...".
-			return &compileError{msg: err.Error(), cause: err}
-		}
-		// Repetition multiplies: "x{1000}" is 7 bytes and 1,000 instructions.
-		n := instsBound(a.Value)
-		if n > MaxPatternInsts {
-			var err error
-			if n, err = patternInsts(a.Value); err != nil || n > MaxPatternInsts {
-				return tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
-			}
+			return err
 		}
 		a.Regexp, a.insts = re, n
+	case SkillActivated, SkillNotActivated, ToolNotCalled:
+		return checkName(a.Value)
+	case ToolCalled:
+		return compileToolCalled(a)
+	case ToolOrder:
+		return checkOrder(a.Names)
+	case MaxTurns, MaxToolCalls, MaxTokens:
+		return checkLimit(a.Type, a.Max)
 	case SemanticMatch:
 		if strings.TrimSpace(a.Value) == "" {
 			return invalid("the criterion is empty")
@@ -158,4 +172,29 @@ func Compile(a *Assertion) error {
 		return invalid("unknown assertion type %q", string(a.Type))
 	}
 	return nil
+}
+
+// compilePattern compiles an RE2 pattern within MaxPatternBytes and MaxPatternInsts, returning
+// its program size.
+func compilePattern(pattern string) (*regexp.Regexp, int, error) {
+	if pattern == "" {
+		return nil, 0, invalid("the pattern is empty")
+	}
+	if len(pattern) > MaxPatternBytes {
+		return nil, 0, tooLarge(fmt.Sprintf("the pattern is %d bytes, more than %d", len(pattern), MaxPatternBytes))
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		// regexp's own message already says "error parsing regexp: ...".
+		return nil, 0, &compileError{msg: err.Error(), cause: err}
+	}
+	// Repetition multiplies: "x{1000}" is 7 bytes and 1,000 instructions.
+	n := instsBound(pattern)
+	if n > MaxPatternInsts {
+		var err error
+		if n, err = patternInsts(pattern); err != nil || n > MaxPatternInsts {
+			return nil, 0, tooLarge(fmt.Sprintf("the pattern compiles to %d instructions, more than %d: matching it would cost the worker too much time", n, MaxPatternInsts))
+		}
+	}
+	return re, n, nil
 }

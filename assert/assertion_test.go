@@ -94,7 +94,12 @@ func TestTypes(t *testing.T) {
 	if Type("output_equals").Valid() || Type("").Valid() {
 		t.Error("unknown types are Valid")
 	}
-	if len(Types()) != 9 {
-		t.Errorf("Types() has %d entries, want 9", len(Types()))
+	if len(Types()) != 17 {
+		t.Errorf("Types() has %d entries, want 17", len(Types()))
+	}
+	for _, typ := range PromptTypes() {
+		if !typ.Valid() {
+			t.Errorf("prompt type %s is not Valid", typ)
+		}
 	}
 }

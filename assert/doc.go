@@ -49,6 +49,36 @@
 // MaxPatternInsts (and a substring over MaxSubstringBytes) with ErrTooLarge, and
 // EvaluateAllContext stops a match still running at the job's deadline and errors it.
 //
+// # Trajectory assertions
+//
+// A prompt case may also check what its agent did, from [Observation.Trajectory] (the worker
+// fills it from the agent's transcript; nil errors these assertions):
+//
+//   - skill_activated, skill_not_activated: a skill's SKILL.md entered (or never entered) the
+//     model's context. Names compare exactly.
+//   - tool_called: the calls of a tool whose JSON arguments match ArgsMatch (RE2, with
+//     output_matches's size limits; "" counts every call) number at least Min and, with MaxSet,
+//     at most Max. New gives Min 1 (the suite reader gives 0 when a case file says max: 0 and no min). Min 0 without a max can never fail and is a compile error;
+//     Max 0 with a pattern says "never called like this". The arguments are the agent's record,
+//     which the built-in agent clips at 4 KiB.
+//   - tool_not_called: no call of the tool at all.
+//   - tool_order: the first call of each named tool comes before the first call of the next;
+//     a tool never called fails, naming it.
+//   - max_turns, max_tool_calls, max_tokens: the run took at most N model turns, tool calls, or
+//     prompt+completion tokens (the agent's, not the judge's). Exceeding one fails the case; a
+//     limit of 0 turns or tokens can never pass and is a compile error.
+//
+// Every call counts, refused and failed ones too: the model chose to make it. When the agent
+// runs its tools out of sight ([Trajectory.ToolsSeen] false, a CLI agent), the assertions that
+// read calls or activations are errored rather than decided on an empty list: "no call was
+// seen" is not "no call was made". Messages name the counts and the calls per tool, e.g.
+// `tool "bash" was called 0 times whose arguments match /rm -rf/; want at least 1 time;
+// calls: read_file×3, bash×1`.
+//
+// [Type.Form] says how a case file writes each kind's value and [PromptTypes] which kinds a
+// prompt case may use, so the case reader decodes kinds by form and a new kind in an existing
+// form changes this package only.
+//
 // # stdout_json
 //
 // Stdout must be exactly one JSON document, surrounding whitespace (and a UTF-8 byte order mark)

@@ -17,6 +17,9 @@ type Observation struct {
 	// OutputTruncated says the worker capped the output: a passing *_not_contains, and every
 	// failing text assertion, say in their message that the part cut off was not checked.
 	OutputTruncated bool
+	// Trajectory is what a prompt case's agent did, for the trajectory assertions; nil when
+	// nothing was recorded, which errors them.
+	Trajectory *Trajectory
 }
 
 // Result is the outcome of one assertion; it maps onto proto AssertionResult field for field.
@@ -60,6 +63,7 @@ func evaluate(ctx context.Context, a Assertion, obs Observation, ts *texts) (Res
 	if ctx.Err() != nil {
 		return Result{Type: a.Type, Message: fmt.Sprintf("%s was not decided: %v", a.Type, ErrDeadline), Errored: true}, ErrDeadline
 	}
+	// An output_matches compiled already is not compiled again: plans carry many.
 	if a.Type != OutputMatches || a.Regexp == nil {
 		if err := Compile(&a); err != nil {
 			return Result{Type: a.Type, Message: "invalid " + clip(string(a.Type), 40) + " assertion: " + err.Error(), Errored: true}, err
@@ -78,6 +82,13 @@ func evaluate(ctx context.Context, a Assertion, obs Observation, ts *texts) (Res
 		return evalExitCode(a, obs), nil
 	case StdoutJSON:
 		return evalJSON(a, obs), nil
+	}
+	if a.Type.isTrajectory() {
+		r := evalTrajectory(ctx, a, obs)
+		if r.Errored && ctx.Err() != nil {
+			return r, ErrDeadline
+		}
+		return r, nil
 	}
 	// Compile rejects unknown types; this keeps a new type from passing by omission.
 	err := invalid("unknown assertion type %q", string(a.Type))

@@ -83,3 +83,8 @@ func (d *deadlineReader) ReadRune() (rune, int, error) {
 	}
 	return d.s.ReadRune()
 }
+
+// MaxNameBytes bounds a skill or tool name in a trajectory assertion: the specification caps
+// skill names at 64 characters and model APIs cap tool names near that, so a longer name is a
+// mistake, not a name.
+const MaxNameBytes = 256

@@ -67,6 +67,9 @@ func Load(roots []string, opts skill.Options) *Suite {
 		s.Cases = append(s.Cases, perSkill[i]...)
 		s.Diagnostics = append(s.Diagnostics, perDiags[i]...)
 	}
+	var nd diag.Diagnostics
+	s.Cases, nd = checkSkillNames(g, s.Cases)
+	s.Diagnostics = append(s.Diagnostics, nd...)
 	s.Diagnostics.Sort()
 	return s
 }

@@ -2,6 +2,8 @@ package suite
 
 import (
 	"errors"
+	"fmt"
+	"regexp/syntax"
 	"strings"
 	"time"
 
@@ -20,9 +22,18 @@ var promptCaseKeys = map[string]bool{
 	"runs": true, "confidence": true, "timeout": true,
 }
 
-var promptAssertionKeys = map[string]bool{
-	string(assert.OutputContains): true, string(assert.OutputNotContains): true,
-	string(assert.OutputMatches): true, string(assert.SemanticMatch): true,
+// promptAssertionKeys are the kinds assert says a prompt case may use.
+var promptAssertionKeys = keySet(assert.PromptTypes())
+
+// callKeys are the keys of a tool_called mapping item.
+var callKeys = keySet(assert.CallKeys())
+
+func keySet[S ~string](keys []S) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[string(k)] = true
+	}
+	return m
 }
 
 var semanticKeys = map[string]bool{"criterion": true, "votes": true}
@@ -169,6 +180,8 @@ func (r *reader) caseExtension(c *Case, p pair) {
 	}
 }
 
+// promptAssertions decodes a case's assertions mapping by each kind's form (assert.Type.Form):
+// a new kind written in an existing form needs no change here.
 func (r *reader) promptAssertions(c *Case, n *yaml.Node) {
 	pairs, ok := r.mapping(n, "assertions", "assertion", promptAssertionKeys)
 	if !ok {
@@ -176,18 +189,106 @@ func (r *reader) promptAssertions(c *Case, n *yaml.Node) {
 	}
 	for _, p := range pairs {
 		t := assert.Type(p.key)
-		if t == assert.SemanticMatch {
+		switch t.Form() {
+		case assert.FormCriterion:
 			r.semantic(c, p)
-			continue
-		}
-		vals, lines, _ := r.strList(p.val, p.key, "assertion.type")
-		for i, v := range vals {
-			r.add(c, assert.Assertion{Type: t, Value: v}, lines[i])
+		case assert.FormText:
+			vals, lines, _ := r.strList(p.val, p.key, "assertion.type")
+			for i, v := range vals {
+				a := assert.New(t)
+				a.Value = v
+				r.add(c, a, lines[i])
+			}
+		case assert.FormCount:
+			if v, ok := r.integer(p.val, p.key, "assertion.type"); ok {
+				a := assert.New(t)
+				a.Max = int64(v)
+				r.add(c, a, p.line)
+			}
+		case assert.FormNames:
+			if vals, _, ok := r.strList(p.val, p.key, "assertion.type"); ok {
+				a := assert.New(t)
+				a.Names = vals
+				r.add(c, a, p.line)
+			}
+		case assert.FormCalls:
+			r.calls(c, t, p)
+		default:
+			// A prompt kind in a form this reader does not know: a change to assert that
+			// forgot the reader. Refuse it rather than plan an assertion nobody decoded.
+			r.errorf(p.line, "assertion.type", "%s cannot be written in a prompt case", p.key)
 		}
 	}
 	if n := r.deref(n); n != nil && len(n.Content) == 0 {
 		r.errorf(n.Line, "case.noAssertion", "case %q has an empty assertions block", c.Name)
 	}
+}
+
+// calls reads a FormCalls value: a name, or a list whose items are names or mappings
+// {name, args_match, min, max}; each item is one assertion.
+func (r *reader) calls(c *Case, t assert.Type, p pair) {
+	n := r.deref(p.val)
+	if n == nil {
+		return
+	}
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for _, item := range items {
+		item = r.deref(item)
+		if item == nil {
+			continue
+		}
+		a := assert.New(t)
+		switch item.Kind {
+		case yaml.ScalarNode:
+			v, ok := r.str(item, p.key+" item", "assertion.type")
+			if !ok {
+				continue
+			}
+			a.Value = v
+		case yaml.MappingNode:
+			if !r.call(&a, p.key, item) {
+				continue
+			}
+		default:
+			r.errorf(item.Line, "assertion.type", "%s item must be a tool name or a mapping of %s, got %s",
+				p.key, strings.Join(assert.CallKeys(), ", "), kindName(item))
+			continue
+		}
+		r.add(c, a, item.Line)
+	}
+}
+
+// call reads one {name, args_match, min, max} mapping into a.
+func (r *reader) call(a *assert.Assertion, what string, n *yaml.Node) bool {
+	pairs, ok := r.mapping(n, what+" item", "assertion", callKeys)
+	if !ok {
+		return false
+	}
+	before, named, minSet := len(r.diags), false, false
+	for _, q := range pairs {
+		switch q.key {
+		case assert.CallName:
+			a.Value, named = r.str(q.val, what+" name", "assertion.type")
+		case assert.CallArgsMatch:
+			a.ArgsMatch, _ = r.str(q.val, what+" args_match", "assertion.type")
+		case assert.CallMin:
+			a.Min, minSet = r.integer(q.val, what+" min", "assertion.type")
+		case assert.CallMax:
+			var v int
+			v, a.MaxSet = r.integer(q.val, what+" max", "assertion.type")
+			a.Max = int64(v)
+		}
+	}
+	if !minSet && a.MaxSet && a.Max == 0 {
+		a.Min = 0 // `max: 0` alone means "never called like this", not "min 1 > max 0"
+	}
+	if !named && len(r.diags) == before {
+		r.errorf(n.Line, "assertion.invalid", "%s item has no `%s`", what, assert.CallName)
+	}
+	return len(r.diags) == before
 }
 
 func (r *reader) semantic(c *Case, p pair) {
@@ -225,10 +326,11 @@ func (r *reader) semantic(c *Case, p pair) {
 func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 	if err := assert.Compile(&a); err != nil {
 		rule := "assertion.invalid"
+		var se *syntax.Error
 		switch {
 		case errors.Is(err, assert.ErrTooLarge):
 			rule = ruleTooLarge
-		case a.Type == assert.OutputMatches:
+		case a.Type == assert.OutputMatches, errors.As(err, &se):
 			rule = "case.regex"
 		case a.Type == assert.SemanticMatch:
 			rule = "case.criterion"
@@ -241,4 +343,50 @@ func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 	a.Regexp = nil
 	c.Assertions = append(c.Assertions, Assertion{Assertion: a, Line: line})
 	return true
+}
+
+// checkSkillNames checks the skills named by skill_activated and skill_not_activated against
+// the case's skill and its requires closure. Those are in the bundle of every run that holds
+// the case, so the check gives the same answer when a laptop plans the roots and when the
+// coordinator plans a submitted bundle of a few selected skills; a check against the whole
+// roots would pass here and refuse the run there. A skill_activated of another name can never
+// pass (or passes only when the agent happens to be shown more than the closure): an error, and
+// the case is left out of the plan. A skill_not_activated of another name is a warning: an agent
+// may still be shown that skill when the whole roots are submitted, and a check that cannot
+// fail does no harm.
+func checkSkillNames(g *skill.Graph, cases []*Case) ([]*Case, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	kept := cases[:0]
+	for _, c := range cases {
+		bad := false
+		var names map[string]bool // the closure's names, built on the first skill assertion
+		for _, a := range c.Assertions {
+			if a.Type != assert.SkillActivated && a.Type != assert.SkillNotActivated {
+				continue
+			}
+			if names == nil {
+				names = map[string]bool{}
+				for _, s := range g.Closure(c.Skill.Name) {
+					names[s.Name] = true
+				}
+				// A skill always reaches its own cases, even one Resolve left out of the graph.
+				names[c.Skill.Name] = true
+			}
+			if names[a.Value] {
+				continue
+			}
+			d := diag.Diagnostic{Rule: "case.unknownSkill", Severity: diag.SeverityError, File: c.File, Line: a.Line,
+				Message: fmt.Sprintf("%s: %q is neither skill %s nor one it requires%s", a.Type, a.Value, c.Skill.Name, suggest(a.Value, names))}
+			if a.Type == assert.SkillNotActivated {
+				d.Severity = diag.SeverityWarning
+			} else {
+				bad = true
+			}
+			diags = append(diags, d)
+		}
+		if !bad {
+			kept = append(kept, c)
+		}
+	}
+	return kept, diags
 }

@@ -93,6 +93,17 @@ func TestRuleLines(t *testing.T) {
 		{"bad-json-config", "testConfig.json", 4, "invalid JSON"},
 		{"empty-cases", "cases.empty", 1, "at least one case"},
 		{"votes", "case.votes", 7, "odd number from 1 to 9, got 2"},
+		{"trajectory", "assertion.unknownKey", 5, `did you mean "tool_called"`},
+		{"trajectory", "case.regex", 8, "tool_called: error parsing regexp"},
+		{"trajectory", "assertion.invalid", 10, "min 3 is more than max 1"},
+		{"trajectory", "assertion.invalid", 13, "has no `name`"},
+		{"trajectory", "assertion.unknownKey", 15, `"times"`},
+		{"trajectory", "assertion.type", 16, "got a list"},
+		{"trajectory", "assertion.invalid", 17, "at least two tool names"},
+		{"trajectory", "assertion.invalid", 18, "max_turns: the limit -1 is negative"},
+		{"trajectory", "assertion.type", 19, "max_tool_calls must be an integer"},
+		{"trajectory", "assertion.invalid", 20, "max_tokens: a limit of 0 tokens"},
+		{"trajectory", "case.unknownSkill", 24, `"dpe" is neither skill s nor one it requires (did you mean "dep"?)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture+"/"+tt.rule, func(t *testing.T) {

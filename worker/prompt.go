@@ -132,7 +132,9 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 
 	// The deterministic assertions get what the agent left of the job's time: they run in this
 	// process, and a costly output_matches must not run past the job (assert.EvaluateAllContext).
-	results, pending := assert.EvaluateAllContext(actx, assertions, assert.Observation{Output: output})
+	// The trajectory is taken before the judge adds its tokens: max_tokens bounds the agent's.
+	obs := assert.Observation{Output: output, Trajectory: trajectoryOf(tr)}
+	results, pending := assert.EvaluateAllContext(actx, assertions, obs)
 	for _, i := range pending {
 		if e.judge == nil {
 			results[i].Message = "no judge configured: semantic_match needs one (skillfleet test --judge-model)"
@@ -218,6 +220,23 @@ func transcriptOf(tr agent.Transcript) *pb.Transcript {
 		out, _ := trimText(c.Output, maxToolOutputStored)
 		args, _ := trimText(c.Arguments, maxToolOutputStored)
 		t.ToolCalls = append(t.ToolCalls, &pb.ToolCall{Name: c.Name, Arguments: args, Output: out, ExitCode: int32(c.ExitCode), Error: c.Error})
+	}
+	return t
+}
+
+// trajectoryOf is what the trajectory assertions look at: every tool call, not only the ones
+// transcriptOf keeps for the report.
+func trajectoryOf(tr agent.Transcript) *assert.Trajectory {
+	t := &assert.Trajectory{
+		Turns: tr.Turns, Tokens: tr.Usage.Total(), ToolsSeen: tr.ToolsSeen, ActivationsSeen: tr.ActivationsSeen,
+		Activated: make([]assert.Activation, len(tr.Activations)),
+		ToolCalls: make([]assert.ToolCall, len(tr.ToolCalls)),
+	}
+	for i, a := range tr.Activations {
+		t.Activated[i] = assert.Activation{Skill: a.Skill, Turn: a.Turn}
+	}
+	for i, c := range tr.ToolCalls {
+		t.ToolCalls[i] = assert.ToolCall{Name: c.Name, Arguments: c.Arguments}
 	}
 	return t
 }

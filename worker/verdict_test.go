@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/assert"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -51,9 +52,10 @@ func (f *fakeSandboxes) Release(ctx context.Context, s Sandbox) error {
 	return nil
 }
 
-// fakeAgent answers with output or err, after a while when slow is set.
+// fakeAgent answers with output and tr, or err, after a while when slow is set.
 type fakeAgent struct {
 	output string
+	tr     agent.Transcript
 	err    error
 	slow   time.Duration
 }
@@ -62,7 +64,7 @@ func (a fakeAgent) Run(ctx context.Context, sb agent.Sandbox, req agent.Request)
 	if a.slow > 0 {
 		time.Sleep(a.slow)
 	}
-	return a.output, agent.Transcript{}, a.err
+	return a.output, a.tr, a.err
 }
 
 // fakeJudge decides every criterion with res, or fails with err.
@@ -90,6 +92,16 @@ var (
 	noSecret    = &pb.Assertion{Type: string(assert.NotContains), Value: "secret"}
 	saysReady   = &pb.Assertion{Type: string(assert.OutputContains), Value: "ready"}
 	semanticHey = &pb.Assertion{Type: string(assert.SemanticMatch), Value: "greets the user"}
+	usesS       = &pb.Assertion{Type: string(assert.SkillActivated), Value: "s"}
+	notS        = &pb.Assertion{Type: string(assert.SkillNotActivated), Value: "s"}
+	noRm        = &pb.Assertion{Type: string(assert.ToolCalled), Value: "bash", ArgsMatch: "rm -rf", MaxSet: true}
+	// activatedS is a built-in agent's run that read skill s's SKILL.md in its first turn.
+	activatedS = agent.Transcript{
+		ToolCalls:   []agent.ToolCall{{Name: "read_file", Arguments: `{"path":"/skills/s/SKILL.md"}`}, {Name: "bash", Arguments: `{"command":"ls"}`}},
+		Activated:   []string{"s"},
+		Activations: []activation.Activation{{Skill: "s", Turn: 2}},
+		ToolsSeen:   true, ActivationsSeen: true, Turns: 2, Stop: "final",
+	}
 )
 
 // TestNeverAFalsePass runs jobs through the executor on a fake sandbox, one row per way a job
@@ -149,6 +161,14 @@ func TestNeverAFalsePass(t *testing.T) {
 			want:  pb.Verdict_VERDICT_ERRORED, reason: "the judge gave no verdict"},
 		{name: "judge passes", job: promptJob(saysReady, semanticHey), agent: &ready,
 			judge: fakeJudge{res: assert.Result{Type: assert.SemanticMatch, Passed: true}}, want: pb.Verdict_VERDICT_PASSED},
+
+		{name: "trajectory passed", job: promptJob(saysReady, usesS, noRm), agent: &fakeAgent{output: "ready", tr: activatedS}, want: pb.Verdict_VERDICT_PASSED},
+		{name: "a skill activated that should not be", job: promptJob(saysReady, notS), agent: &fakeAgent{output: "ready", tr: activatedS},
+			want: pb.Verdict_VERDICT_FAILED},
+		{name: "an agent error with trajectory assertions", job: promptJob(notS), agent: &fakeAgent{tr: activatedS, err: errors.New("sandbox gone")},
+			want: pb.Verdict_VERDICT_ERRORED, reason: "the agent gave no answer"},
+		{name: "an agent that does not report its tool calls", job: promptJob(noRm), agent: &fakeAgent{output: "ready", tr: agent.Transcript{Turns: 2}},
+			want: pb.Verdict_VERDICT_ERRORED},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

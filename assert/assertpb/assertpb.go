@@ -19,7 +19,10 @@ import (
 // line, for messages) and the judge samples a semantic_match asks for (0: the judge's
 // default).
 func Encode(a assert.Assertion, file string, line, votes int) (*pb.Assertion, error) {
-	pa := &pb.Assertion{Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: file, Line: int32(line), Votes: int32(votes)}
+	pa := &pb.Assertion{
+		Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: file, Line: int32(line), Votes: int32(votes),
+		ArgsMatch: a.ArgsMatch, Min: int32(a.Min), Max: a.Max, MaxSet: a.MaxSet, Names: a.Names,
+	}
 	if a.JSON != nil {
 		b, err := json.Marshal(a.JSON)
 		if err != nil {
@@ -33,7 +36,10 @@ func Encode(a assert.Assertion, file string, line, votes int) (*pb.Assertion, er
 // Decode rebuilds and compiles an assertion from the wire (assert.Compile): what Encode
 // wrote decodes to an assertion that evaluates as the planned one did.
 func Decode(pa *pb.Assertion) (assert.Assertion, error) {
-	a := assert.Assertion{Type: assert.Type(pa.GetType()), Value: pa.GetValue(), ExitCode: int(pa.GetExitCode())}
+	a := assert.Assertion{
+		Type: assert.Type(pa.GetType()), Value: pa.GetValue(), ExitCode: int(pa.GetExitCode()),
+		ArgsMatch: pa.GetArgsMatch(), Min: int(pa.GetMin()), Max: pa.GetMax(), MaxSet: pa.GetMaxSet(), Names: pa.GetNames(),
+	}
 	if len(pa.GetJson()) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(pa.GetJson()))
 		dec.UseNumber()

@@ -34,9 +34,45 @@ func example(t *testing.T, typ assert.Type) (assert.Assertion, assert.Observatio
 			assert.Observation{Stdout: `{"n": 10000000000000000001, "a": [1, null], "x": 1}`},
 			// Big integers survive the wire without losing precision: one off does not match.
 			assert.Observation{Stdout: `{"n": 10000000000000000000, "a": [1, null]}`}
+	case assert.SkillActivated:
+		return assert.Assertion{Type: typ, Value: "deploy"}, seen(assert.Trajectory{Activated: []assert.Activation{{Skill: "deploy", Turn: 1}}}), seen(assert.Trajectory{})
+	case assert.SkillNotActivated:
+		return assert.Assertion{Type: typ, Value: "deploy"}, seen(assert.Trajectory{}), seen(assert.Trajectory{Activated: []assert.Activation{{Skill: "deploy", Turn: 1}}})
+	case assert.ToolCalled:
+		// Every field of tool_called travels: the pattern, min and max.
+		bash := func(args ...string) assert.Observation {
+			tr := assert.Trajectory{}
+			for _, a := range args {
+				tr.ToolCalls = append(tr.ToolCalls, assert.ToolCall{Name: "bash", Arguments: a})
+			}
+			return seen(tr)
+		}
+		return assert.Assertion{Type: typ, Value: "bash", ArgsMatch: `"make`, Min: 2, Max: 2, MaxSet: true},
+			bash(`{"command":"make"}`, `{"command":"ls"}`, `{"command":"make x"}`),
+			bash(`{"command":"make"}`, `{"command":"make"}`, `{"command":"make"}`)
+	case assert.ToolNotCalled:
+		return assert.Assertion{Type: typ, Value: "bash"}, seen(assert.Trajectory{}), seen(assert.Trajectory{ToolCalls: []assert.ToolCall{{Name: "bash"}}})
+	case assert.ToolOrder:
+		a, b := assert.ToolCall{Name: "read_file"}, assert.ToolCall{Name: "bash"}
+		return assert.Assertion{Type: typ, Names: []string{"read_file", "bash"}},
+			seen(assert.Trajectory{ToolCalls: []assert.ToolCall{a, b}}), seen(assert.Trajectory{ToolCalls: []assert.ToolCall{b, a}})
+	case assert.MaxTurns:
+		return assert.Assertion{Type: typ, Max: 2}, seen(assert.Trajectory{Turns: 2}), seen(assert.Trajectory{Turns: 3})
+	case assert.MaxToolCalls:
+		return assert.Assertion{Type: typ, Max: 1}, seen(assert.Trajectory{ToolCalls: []assert.ToolCall{{Name: "x"}}}),
+			seen(assert.Trajectory{ToolCalls: []assert.ToolCall{{Name: "x"}, {Name: "x"}}})
+	case assert.MaxTokens:
+		// Beyond int32: the wire carries 64-bit counts.
+		return assert.Assertion{Type: typ, Max: 5_000_000_000}, seen(assert.Trajectory{Tokens: 5_000_000_000}), seen(assert.Trajectory{Tokens: 5_000_000_001})
 	}
 	t.Fatalf("no example of assertion type %s: add one with the kind", typ)
 	return assert.Assertion{}, assert.Observation{}, assert.Observation{}
+}
+
+// seen is an observation of an agent whose tool calls were all seen.
+func seen(tr assert.Trajectory) assert.Observation {
+	tr.ToolsSeen, tr.ActivationsSeen = true, true
+	return assert.Observation{Trajectory: &tr}
 }
 
 // TestRoundTrip: every kind assert knows decodes from what Encode wrote to an assertion that
@@ -85,6 +121,9 @@ func TestDecodeAllRefusesABadJob(t *testing.T) {
 		"bad json":      {{Type: "stdout_json", Json: []byte("{not json")}},
 		"unknown type":  {{Type: "no_such_type", Value: "x"}},
 		"empty value":   {{Type: "stdout_contains"}},
+		"min over max":  {{Type: "tool_called", Value: "bash", Min: 3, Max: 1, MaxSet: true}},
+		"bad args":      {{Type: "tool_called", Value: "bash", Min: 1, ArgsMatch: "("}},
+		"short order":   {{Type: "tool_order", Names: []string{"bash"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := DecodeAll(bad); err == nil {

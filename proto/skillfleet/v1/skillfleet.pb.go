@@ -257,9 +257,11 @@ func (RunState) EnumDescriptor() ([]byte, []int) {
 type Assertion struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One of: output_contains, output_not_contains, output_matches, semantic_match, exit_code,
-	// stdout_contains, stderr_contains, not_contains, stdout_json.
+	// stdout_contains, stderr_contains, not_contains, stdout_json, skill_activated,
+	// skill_not_activated, tool_called, tool_not_called, tool_order, max_turns, max_tool_calls,
+	// max_tokens.
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	// Substring, RE2 pattern or judge criterion.
+	// Substring, RE2 pattern, judge criterion, or skill or tool name.
 	Value    string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	ExitCode int32  `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	// stdout_json: the expected JSON document.
@@ -268,7 +270,17 @@ type Assertion struct {
 	File string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
 	Line int32  `protobuf:"varint,6,opt,name=line,proto3" json:"line,omitempty"`
 	// semantic_match: judge samples the suite asks for (odd; 0 means the judge's default).
-	Votes         int32 `protobuf:"varint,7,opt,name=votes,proto3" json:"votes,omitempty"`
+	Votes int32 `protobuf:"varint,7,opt,name=votes,proto3" json:"votes,omitempty"`
+	// tool_called: an RE2 pattern on a call's JSON arguments ("" counts every call).
+	ArgsMatch string `protobuf:"bytes,8,opt,name=args_match,json=argsMatch,proto3" json:"args_match,omitempty"`
+	// tool_called: the fewest matching calls accepted.
+	Min int32 `protobuf:"varint,9,opt,name=min,proto3" json:"min,omitempty"`
+	// tool_called: the most matching calls accepted, when max_set; max_turns, max_tool_calls and
+	// max_tokens: their N.
+	Max    int64 `protobuf:"varint,10,opt,name=max,proto3" json:"max,omitempty"`
+	MaxSet bool  `protobuf:"varint,11,opt,name=max_set,json=maxSet,proto3" json:"max_set,omitempty"`
+	// tool_order: the tool names whose first calls must come in this order.
+	Names         []string `protobuf:"bytes,12,rep,name=names,proto3" json:"names,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -350,6 +362,41 @@ func (x *Assertion) GetVotes() int32 {
 		return x.Votes
 	}
 	return 0
+}
+
+func (x *Assertion) GetArgsMatch() string {
+	if x != nil {
+		return x.ArgsMatch
+	}
+	return ""
+}
+
+func (x *Assertion) GetMin() int32 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *Assertion) GetMax() int64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *Assertion) GetMaxSet() bool {
+	if x != nil {
+		return x.MaxSet
+	}
+	return false
+}
+
+func (x *Assertion) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
 }
 
 // Limits are the sandbox limits a suite asks for; the worker clamps them to its maxima.
@@ -1989,7 +2036,7 @@ var File_skillfleet_v1_skillfleet_proto protoreflect.FileDescriptor
 
 const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
-	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x01\n" +
+	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x02\n" +
 	"\tAssertion\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
@@ -1997,7 +2044,14 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x04json\x18\x04 \x01(\fR\x04json\x12\x12\n" +
 	"\x04file\x18\x05 \x01(\tR\x04file\x12\x12\n" +
 	"\x04line\x18\x06 \x01(\x05R\x04line\x12\x14\n" +
-	"\x05votes\x18\a \x01(\x05R\x05votes\"\xa7\x01\n" +
+	"\x05votes\x18\a \x01(\x05R\x05votes\x12\x1d\n" +
+	"\n" +
+	"args_match\x18\b \x01(\tR\targsMatch\x12\x10\n" +
+	"\x03min\x18\t \x01(\x05R\x03min\x12\x10\n" +
+	"\x03max\x18\n" +
+	" \x01(\x03R\x03max\x12\x17\n" +
+	"\amax_set\x18\v \x01(\bR\x06maxSet\x12\x14\n" +
+	"\x05names\x18\f \x03(\tR\x05names\"\xa7\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
