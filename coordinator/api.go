@@ -95,6 +95,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("DELETE /v1/runs/{id}", a.auth(a.cancel))
 	mux.HandleFunc("GET /v1/runs/{id}/events", a.auth(a.events))
 	mux.HandleFunc("GET /v1/runs/{id}/report", a.auth(a.report))
+	mux.HandleFunc("GET /v1/runs/{id}/trajectory", a.auth(a.trajectory))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {
@@ -267,6 +268,31 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// trajectory serves one job's ATIF trajectory: ?skill=&case= (required), &agent=, &epoch=.
+func (a *api) trajectory(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := TrajectoryQuery{Skill: v.Get("skill"), Case: v.Get("case"), Agent: v.Get("agent")}
+	if q.Skill == "" || q.Case == "" {
+		writeError(w, http.StatusBadRequest, errors.New("skill and case are required"), nil)
+		return
+	}
+	if e := v.Get("epoch"); e != "" {
+		n, err := strconv.Atoi(e)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("epoch must be a positive integer, got %q", e), nil)
+			return
+		}
+		q.Epoch = n
+	}
+	doc, err := a.c.Trajectory(r.Context(), r.PathValue("id"), q)
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(doc)
+}
+
 // events streams a run's events as server-sent events: "status" and "result" events whose data
 // is the JSON of the RunStatus or Result. The stream ends after the run's final status.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
@@ -389,8 +415,10 @@ func writeLookupError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	var pe *PlanError
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoResult), errors.Is(err, ErrNoTrajectory):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrAmbiguous):
+		code = http.StatusBadRequest
 	case errors.As(err, &pe):
 		code = http.StatusConflict
 	case errors.Is(err, context.Canceled):

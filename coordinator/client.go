@@ -141,6 +141,24 @@ func (c *Client) Report(ctx context.Context, id, format string, w io.Writer) err
 	return err
 }
 
+// Trajectory copies one job's ATIF trajectory (JSON) to w.
+func (c *Client) Trajectory(ctx context.Context, id string, q TrajectoryQuery, w io.Writer) error {
+	v := url.Values{"skill": {q.Skill}, "case": {q.Case}}
+	if q.Agent != "" {
+		v.Set("agent", q.Agent)
+	}
+	if q.Epoch > 0 {
+		v.Set("epoch", strconv.Itoa(q.Epoch))
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/trajectory?"+v.Encode(), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, io.LimitReader(resp.Body, maxTrajectoryBytes))
+	return err
+}
+
 // Events calls fn for each event of a run until the run ends (the server closes the stream),
 // fn returns an error, or ctx ends.
 func (c *Client) Events(ctx context.Context, id string, fn func(*pb.Event) error) error {

@@ -258,6 +258,8 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 		return 0, false
 	}
 	res.Secret = nil
+	// Served on request (Trajectory), not with every event: it can be tens of kilobytes.
+	res.Trajectory = nil
 	if !r.builder.Add(res) {
 		outcome("duplicate")
 		return 0, false

@@ -34,6 +34,8 @@ type Queue interface {
 	WatchExhausted(ctx context.Context, fn func(queue.ExhaustedJob)) (stop func(), err error)
 	ExhaustedJobs(ctx context.Context) (jobs []queue.ExhaustedJob, undecided int, err error)
 	DeleteJob(ctx context.Context, seq uint64) error
+	// GetArtifact reads a document a worker stored apart from its result (a long trajectory).
+	GetArtifact(ctx context.Context, a queue.Artifact, maxBytes int64) ([]byte, error)
 	// MaxPayload and JobsMaxMsgSize bound a job message (see maxJobBytes).
 	MaxPayload() int64
 	JobsMaxMsgSize() int32

@@ -108,6 +108,8 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"list bundles through an unfiltered consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles.lister"},
 		{"list bundles through an ephemeral consumer", "$JS.API.CONSUMER.CREATE.OBJ_skillfleet_bundles"},
 		{"walk the bundle store by sequence", "$JS.API.DIRECT.GET.OBJ_skillfleet_bundles"},
+		{"read other jobs' artifacts", "$JS.API.DIRECT.GET.SKILLFLEET_ARTIFACTS"},
+		{"list artifacts", "$JS.API.STREAM.INFO.SKILLFLEET_ARTIFACTS"},
 	}
 	var missing, seen []string
 	for _, r := range refused {
@@ -119,6 +121,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	}
 	refusedSubs := []struct{ what, subject string }{
 		{"read every result", "skillfleet.results.>"},
+		{"read every artifact", "skillfleet.artifacts.>"},
 		{"read the coordinator's replies (run state, results)", "_INBOX_skillfleet_coordinator.>"},
 		{"read replies on the default prefix", "_INBOX.>"},
 	}

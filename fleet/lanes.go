@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"time"
 
 	"github.com/skillfleet/skillfleet/queue"
@@ -26,4 +27,18 @@ func (l queueLane) Fetch(n int, wait time.Duration) ([]worker.Delivery, error) {
 		out[i] = d
 	}
 	return out, err
+}
+
+// queueArtifacts adapts the queue's artifacts stream to the worker's ArtifactStore.
+type queueArtifacts struct{ t *queue.Topology }
+
+// artifactPutTimeout bounds storing one document: a result waits for it, and a fleet whose
+// coordinator predates the artifacts stream answers no publish there.
+const artifactPutTimeout = 15 * time.Second
+
+func (a queueArtifacts) PutArtifact(ctx context.Context, data []byte) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, artifactPutTimeout)
+	defer cancel()
+	ref, err := a.t.PutArtifact(ctx, data)
+	return ref.Digest, err
 }

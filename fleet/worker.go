@@ -125,12 +125,13 @@ func (d *WorkerDaemon) Run(ctx context.Context) error {
 		ID: cfg.ID, Slots: cfg.Slots, MaxAttempts: maxDeliver, Heartbeat: ackWait / 3,
 		DrainGrace: cfg.DrainGrace, CacheDir: cfg.CacheDir, MaxResultBytes: int(nc.MaxPayload()),
 	}, worker.Deps{
-		Lanes:    queueLanes(lanes),
-		Results:  results,
-		Bundles:  topo,
-		Executor: sandboxes.Executor(models, log),
-		Log:      log.Named("worker"),
-		Registry: reg,
+		Lanes:     queueLanes(lanes),
+		Results:   results,
+		Bundles:   topo,
+		Executor:  sandboxes.Executor(models, log),
+		Artifacts: queueArtifacts{topo},
+		Log:       log.Named("worker"),
+		Registry:  reg,
 	})
 	if err != nil {
 		return err

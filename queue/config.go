@@ -42,6 +42,9 @@ type Config struct {
 	// ResultsMaxBytes bounds the results stream (0: no limit). Beyond it the oldest results
 	// go, as they do at ResultsMaxAge; size it for ResultsMaxAge's worth of results.
 	ResultsMaxBytes int64
+	// ArtifactsMaxBytes bounds the artifacts stream (0: no limit); beyond it the oldest
+	// artifacts go, as results do.
+	ArtifactsMaxBytes int64
 	// BundlesMaxBytes bounds the bundle object store (0: no limit); an upload beyond it is
 	// refused until retention removes old bundles.
 	BundlesMaxBytes int64
@@ -60,10 +63,11 @@ func DefaultConfig() Config {
 		Replicas:          1,
 		// The server reserves each limit against its storage (a JetStream server gets 75 % of
 		// its disk's free space by default), so together they stay well under a laptop's 16 GiB.
-		JobsMaxBytes:    1 << 30,
-		JobsMaxMsgs:     1_000_000,
-		ResultsMaxBytes: 4 << 30,
-		BundlesMaxBytes: 2 << 30,
+		JobsMaxBytes:      1 << 30,
+		JobsMaxMsgs:       1_000_000,
+		ResultsMaxBytes:   4 << 30,
+		BundlesMaxBytes:   2 << 30,
+		ArtifactsMaxBytes: 1 << 30,
 	}
 }
 
@@ -101,7 +105,7 @@ func (c Config) Validate() error {
 	for _, l := range []struct {
 		name string
 		v    int64
-	}{{"JobsMaxBytes", c.JobsMaxBytes}, {"JobsMaxMsgs", c.JobsMaxMsgs}, {"JobsMaxMsgSize", int64(c.JobsMaxMsgSize)}, {"ResultsMaxBytes", c.ResultsMaxBytes}, {"BundlesMaxBytes", c.BundlesMaxBytes}} {
+	}{{"JobsMaxBytes", c.JobsMaxBytes}, {"JobsMaxMsgs", c.JobsMaxMsgs}, {"JobsMaxMsgSize", int64(c.JobsMaxMsgSize)}, {"ResultsMaxBytes", c.ResultsMaxBytes}, {"BundlesMaxBytes", c.BundlesMaxBytes}, {"ArtifactsMaxBytes", c.ArtifactsMaxBytes}} {
 		if l.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative (0 means no limit), got %d", l.name, l.v))
 		}

@@ -31,6 +31,8 @@ type Topology struct {
 	exhausted jetstream.Consumer
 	// bundles is the bundle object store.
 	bundles jetstream.ObjectStore
+	// artifacts is the artifacts stream; nil on a topology opened before Ensure made it.
+	artifacts jetstream.Stream
 }
 
 // Ensure creates the streams, consumers, KV bucket and object store, or updates them to cfg.
@@ -48,6 +50,9 @@ func Ensure(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 		return nil, err
 	}
 	if t.results, err = ensureStream(ctx, js, resultsStreamConfig(cfg)); err != nil {
+		return nil, err
+	}
+	if t.artifacts, err = ensureStream(ctx, js, artifactsStreamConfig(cfg)); err != nil {
 		return nil, err
 	}
 	if t.onDemand, err = ensureLaneConsumer(ctx, t.jobs, LaneOnDemand, cfg); err != nil {

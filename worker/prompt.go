@@ -108,6 +108,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		Output:     output,
 		Usage:      usageOf(tr.Usage),
 		Transcript: transcriptOf(tr),
+		Trajectory: trajectoryDocument(tr.Trajectory, job),
 		Timings: &pb.Timings{
 			SandboxStartMs: sb.StartLatency().Milliseconds(),
 			ExecutionMs:    e.now().Sub(start).Milliseconds(),

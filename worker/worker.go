@@ -101,8 +101,11 @@ type Deps struct {
 	Results  ResultPublisher
 	Bundles  bundle.BundleSource
 	Executor Executor
-	Log      *zap.Logger
-	Registry prometheus.Registerer
+	// Artifacts keeps a result's large documents (a long trajectory) apart; nil keeps them
+	// inline while the result fits a message.
+	Artifacts ArtifactStore
+	Log       *zap.Logger
+	Registry  prometheus.Registerer
 	// Clock times the drain and the heartbeats; nil means the system clock.
 	Clock clock.Clock
 	// Now stamps results; nil means Clock.Now.
@@ -413,6 +416,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	if q := job.GetQueuedAt(); q != nil {
 		res.Timings.QueuedMs = max(start.Sub(q.AsTime()), 0).Milliseconds()
 	}
+	w.storeDocuments(ctx, res, log)
 	data, err := w.encodeResult(res)
 	if err != nil {
 		// Cannot happen for a result this worker built; never ack a job without a result.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -15,7 +16,7 @@ func newRunsCommand(e *env) *cobra.Command {
 	var r remoteFlags
 	format := "text"
 	cmd := &cobra.Command{
-		Use:   "runs list|show|report|cancel",
+		Use:   "runs list|show|report|trajectory|cancel",
 		Short: "List, inspect, fetch reports of and cancel runs on a coordinator",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,7 +110,37 @@ func newRunsCommand(e *env) *cobra.Command {
 			}
 			return printStatus(st)
 		}}
-	cmd.AddCommand(list, show, rep, cancel)
+	var tq coordinator.TrajectoryQuery
+	traj := &cobra.Command{Use: "trajectory RUN SKILL/CASE [--agent A] [--epoch N]",
+		Short: "Print one job's trajectory: what its agent did, as an ATIF document (JSON)",
+		Long: `Trajectory prints the trajectory of one prompt job of a run: the system prompt, the
+input, every model turn with its tool calls, what each call returned as the model saw it, and
+the tokens of each turn, as an ATIF-v1.7 document (Harbor's Agent Trajectory Interchange
+Format). Without --epoch, the first epoch with a result; --agent is needed when the case ran
+against several agents.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			skillName, caseName, ok := strings.Cut(args[1], "/")
+			if !ok || skillName == "" || caseName == "" {
+				return usageErrorf("want SKILL/CASE, got %q", args[1])
+			}
+			if tq.Epoch < 0 {
+				return usageErrorf("--epoch must be positive")
+			}
+			q := tq
+			q.Skill, q.Case = skillName, caseName
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			if err := client.Trajectory(cmd.Context(), args[0], q, e.stdout); err != nil {
+				return apiFailure(e, err)
+			}
+			return nil
+		}}
+	traj.Flags().StringVar(&tq.Agent, "agent", "", "the agent, when the case ran against several")
+	traj.Flags().IntVar(&tq.Epoch, "epoch", 0, "the epoch (default: the first with a result)")
+	cmd.AddCommand(list, show, rep, cancel, traj)
 	return cmd
 }
 

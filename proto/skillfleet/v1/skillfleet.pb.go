@@ -1159,7 +1159,10 @@ type Result struct {
 	// refused (fail closed) and its jobs end errored once their deliveries are exhausted:
 	// upgrade workers before, or with, the coordinator. The coordinator clears it before a result
 	// reaches a report, an event or a log.
-	Secret        []byte `protobuf:"bytes,22,opt,name=secret,proto3" json:"secret,omitempty"`
+	Secret []byte `protobuf:"bytes,22,opt,name=secret,proto3" json:"secret,omitempty"`
+	// Prompt cases: the agent's trajectory as an ATIF document (see package atif), gzipped;
+	// inline when small, else in the artifacts stream (see StoredDocument).
+	Trajectory    *StoredDocument `protobuf:"bytes,23,opt,name=trajectory,proto3" json:"trajectory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1348,6 +1351,96 @@ func (x *Result) GetSecret() []byte {
 	return nil
 }
 
+func (x *Result) GetTrajectory() *StoredDocument {
+	if x != nil {
+		return x.Trajectory
+	}
+	return nil
+}
+
+// StoredDocument is a document kept with a result: inline when small, else in the artifacts
+// stream by the digest of its bytes, which a reader checks.
+type StoredDocument struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The document, when inline; encoded as `encoding` says.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// "sha256:<hex>" of the document's bytes in the artifacts stream, when not inline.
+	Artifact string `protobuf:"bytes,2,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	// The document's length in bytes, inline or not.
+	Size int64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// How data (or the artifact) is encoded: "gzip" for the gzip of the document.
+	Encoding string `protobuf:"bytes,4,opt,name=encoding,proto3" json:"encoding,omitempty"`
+	// Why the document is missing or shortened, when it is.
+	Note          string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredDocument) Reset() {
+	*x = StoredDocument{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredDocument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredDocument) ProtoMessage() {}
+
+func (x *StoredDocument) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredDocument.ProtoReflect.Descriptor instead.
+func (*StoredDocument) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StoredDocument) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *StoredDocument) GetArtifact() string {
+	if x != nil {
+		return x.Artifact
+	}
+	return ""
+}
+
+func (x *StoredDocument) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *StoredDocument) GetEncoding() string {
+	if x != nil {
+		return x.Encoding
+	}
+	return ""
+}
+
+func (x *StoredDocument) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // Transcript records an agent's run: its tool calls (outputs capped) and the skills it
 // activated (their SKILL.md body entered the model's context).
 type Transcript struct {
@@ -1367,7 +1460,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1472,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1485,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Transcript) GetToolCalls() []*ToolCall {
@@ -1442,7 +1535,7 @@ type Activation struct {
 
 func (x *Activation) Reset() {
 	*x = Activation{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1547,7 @@ func (x *Activation) String() string {
 func (*Activation) ProtoMessage() {}
 
 func (x *Activation) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1560,7 @@ func (x *Activation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Activation.ProtoReflect.Descriptor instead.
 func (*Activation) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Activation) GetSkill() string {
@@ -1498,7 +1591,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1603,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1616,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCall) GetName() string {
@@ -1592,7 +1685,7 @@ type RunSpec struct {
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1697,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1710,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunSpec) GetId() string {
@@ -1726,7 +1819,7 @@ type Counts struct {
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1831,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1844,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -1820,7 +1913,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1925,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1938,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunStatus) GetId() string {
@@ -1942,7 +2035,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2047,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2060,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetRunId() string {
@@ -2119,7 +2212,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\x81\x06\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xc0\x06\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2148,7 +2241,16 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
 	"transcript\x18\x15 \x01(\v2\x19.skillfleet.v1.TranscriptR\n" +
 	"transcript\x12\x16\n" +
-	"\x06secret\x18\x16 \x01(\fR\x06secret\"\xd6\x01\n" +
+	"\x06secret\x18\x16 \x01(\fR\x06secret\x12=\n" +
+	"\n" +
+	"trajectory\x18\x17 \x01(\v2\x1d.skillfleet.v1.StoredDocumentR\n" +
+	"trajectory\"\x84\x01\n" +
+	"\x0eStoredDocument\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
+	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x1a\n" +
+	"\bencoding\x18\x04 \x01(\tR\bencoding\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\"\xd6\x01\n" +
 	"\n" +
 	"Transcript\x126\n" +
 	"\n" +
@@ -2255,7 +2357,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -2270,21 +2372,22 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Timings)(nil),               // 10: skillfleet.v1.Timings
 	(*Usage)(nil),                 // 11: skillfleet.v1.Usage
 	(*Result)(nil),                // 12: skillfleet.v1.Result
-	(*Transcript)(nil),            // 13: skillfleet.v1.Transcript
-	(*Activation)(nil),            // 14: skillfleet.v1.Activation
-	(*ToolCall)(nil),              // 15: skillfleet.v1.ToolCall
-	(*RunSpec)(nil),               // 16: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 17: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 18: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 19: skillfleet.v1.Event
-	nil,                           // 20: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*StoredDocument)(nil),        // 13: skillfleet.v1.StoredDocument
+	(*Transcript)(nil),            // 14: skillfleet.v1.Transcript
+	(*Activation)(nil),            // 15: skillfleet.v1.Activation
+	(*ToolCall)(nil),              // 16: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 17: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 18: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 19: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 20: skillfleet.v1.Event
+	nil,                           // 21: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	20, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	21, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	21, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	22, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
@@ -2293,27 +2396,28 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	9,  // 9: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
 	10, // 10: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
 	11, // 11: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	21, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	22, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	13, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
-	15, // 15: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	14, // 16: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
-	2,  // 17: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	21, // 18: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 19: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 20: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	16, // 21: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	17, // 22: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	21, // 23: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 24: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	21, // 25: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	18, // 26: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	12, // 27: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	14, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	13, // 15: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
+	16, // 16: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	15, // 17: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
+	2,  // 18: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	22, // 19: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 20: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 21: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	17, // 22: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	18, // 23: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	22, // 24: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 25: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	22, // 26: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	19, // 27: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	12, // 28: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2321,7 +2425,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[15].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[16].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2331,7 +2435,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

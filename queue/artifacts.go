@@ -1,0 +1,116 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Artifacts are documents too large for a result message (a long job's trajectory, say), kept
+// beside the results for as long: the worker stores one in chunks on ArtifactsStream and puts
+// its Artifact reference in the result. A chunk's subject names the document's SHA-256, so a
+// reader checks what it reassembles against the reference, and a worker cannot overwrite
+// another's document with other content. Workers only publish there, as they publish results.
+const (
+	// ArtifactsStream holds artifact chunks until ResultsMaxAge.
+	ArtifactsStream = "SKILLFLEET_ARTIFACTS"
+	// ArtifactsSubjectPrefix is the first two tokens of every chunk's subject:
+	// skillfleet.artifacts.<sha256 hex>.<chunk index>.
+	ArtifactsSubjectPrefix = "skillfleet.artifacts"
+	// artifactChunk is the bytes of one chunk, well under any server's max payload.
+	artifactChunk = 256 << 10
+)
+
+// Artifact names a stored document.
+type Artifact struct {
+	// Digest is "sha256:" and the hex SHA-256 of the document.
+	Digest string
+	// Size is the document's length in bytes.
+	Size int64
+}
+
+// ErrArtifactNotFound is returned for an artifact that was never stored or has expired.
+var ErrArtifactNotFound = errors.New("queue: artifact not found")
+
+func artifactsStreamConfig(cfg Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        ArtifactsStream,
+		Description: "skillfleet artifacts too large for a result: chunks keyed by content digest",
+		Subjects:    []string{ArtifactsSubjectPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      cfg.ResultsMaxAge,
+		Duplicates:  cfg.ResultsDuplicates,
+		Discard:     jetstream.DiscardOld,
+		MaxBytes:    limit(cfg.ArtifactsMaxBytes),
+		// One chunk per subject: a document stored twice keeps one copy.
+		MaxMsgsPerSubject: 1,
+		AllowDirect:       true,
+	}
+}
+
+func artifactSubject(hexDigest string, chunk int) string {
+	return ArtifactsSubjectPrefix + "." + hexDigest + "." + strconv.Itoa(chunk)
+}
+
+// PutArtifact stores data and returns its reference. Storing the same bytes again is cheap:
+// each chunk is deduplicated by its subject's message id.
+func (t *Topology) PutArtifact(ctx context.Context, data []byte) (Artifact, error) {
+	sum := sha256.Sum256(data)
+	h := hex.EncodeToString(sum[:])
+	for i := 0; i == 0 || i*artifactChunk < len(data); i++ {
+		chunk := data[i*artifactChunk : min((i+1)*artifactChunk, len(data))]
+		subj := artifactSubject(h, i)
+		m := &nats.Msg{Subject: subj, Data: chunk, Header: nats.Header{
+			jetstream.MsgIDHeader:          {subj},
+			jetstream.ExpectedStreamHeader: {ArtifactsStream},
+		}}
+		if err := publishIdempotent(ctx, t.js, m); err != nil {
+			return Artifact{}, fmt.Errorf("queue: store artifact sha256:%s chunk %d: %w", h, i, err)
+		}
+	}
+	return Artifact{Digest: "sha256:" + h, Size: int64(len(data))}, nil
+}
+
+// GetArtifact reads a stored document, refusing one over maxBytes or whose bytes do not match
+// its digest.
+func (t *Topology) GetArtifact(ctx context.Context, a Artifact, maxBytes int64) ([]byte, error) {
+	h, ok := strings.CutPrefix(a.Digest, "sha256:")
+	if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("queue: artifact digest %q is not sha256:<64 hex digits>", a.Digest)
+	}
+	if a.Size < 0 || a.Size > maxBytes {
+		return nil, fmt.Errorf("queue: artifact %s is %d bytes, more than the %d allowed", a.Digest, a.Size, maxBytes)
+	}
+	if t.artifacts == nil {
+		return nil, fmt.Errorf("%w: %s (stream %s missing)", ErrArtifactNotFound, a.Digest, ArtifactsStream)
+	}
+	var buf bytes.Buffer
+	for i := 0; i == 0 || int64(i)*artifactChunk < a.Size; i++ {
+		m, err := t.artifacts.GetLastMsgForSubject(ctx, artifactSubject(h, i))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("%w: %s chunk %d", ErrArtifactNotFound, a.Digest, i)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: read artifact %s chunk %d: %w", a.Digest, i, err)
+		}
+		buf.Write(m.Data)
+		if int64(buf.Len()) > a.Size {
+			break
+		}
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if int64(buf.Len()) != a.Size || hex.EncodeToString(sum[:]) != h {
+		return nil, fmt.Errorf("queue: artifact %s: the stored bytes (%d) do not match its digest and size (%d)", a.Digest, buf.Len(), a.Size)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,71 @@
+package queue_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+// TestArtifacts stores a document of three chunks and an empty one, reads them back, and
+// refuses what does not match its reference: a chunk replaced on the server, a size over the
+// reader's limit, a malformed digest, a document never stored.
+func TestArtifacts(t *testing.T) {
+	srv, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	doc := make([]byte, 600<<10)
+	if _, err := rand.Read(doc); err != nil {
+		t.Fatal(err)
+	}
+	a, err := topo.PutArtifact(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.Digest, "sha256:") || a.Size != int64(len(doc)) {
+		t.Fatalf("reference %+v", a)
+	}
+	if again, err := topo.PutArtifact(ctx, doc); err != nil || again != a {
+		t.Fatalf("storing it again: %+v, %v", again, err)
+	}
+	got, err := topo.GetArtifact(ctx, a, 1<<20)
+	if err != nil || !bytes.Equal(got, doc) {
+		t.Fatalf("read back %d bytes, %v", len(got), err)
+	}
+	empty, err := topo.PutArtifact(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := topo.GetArtifact(ctx, empty, 1); err != nil || len(got) != 0 {
+		t.Errorf("empty document: %q, %v", got, err)
+	}
+
+	if _, err := topo.GetArtifact(ctx, a, int64(len(doc))-1); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("over the limit: %v", err)
+	}
+	for _, bad := range []string{"md5:abc", "sha256:xyz", "sha256:" + strings.Repeat("0", 63)} {
+		if _, err := topo.GetArtifact(ctx, queue.Artifact{Digest: bad, Size: 1}, 10); err == nil {
+			t.Errorf("digest %q accepted", bad)
+		}
+	}
+	missing := queue.Artifact{Digest: "sha256:" + strings.Repeat("ab", 32), Size: 3}
+	if _, err := topo.GetArtifact(ctx, missing, 10); !errors.Is(err, queue.ErrArtifactNotFound) {
+		t.Errorf("never stored: %v", err)
+	}
+
+	// Whoever can publish there can replace a chunk; the reader notices.
+	js, err := queuetest.RawConn(t, srv).JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := queue.ArtifactsSubjectPrefix + "." + strings.TrimPrefix(a.Digest, "sha256:") + ".1"
+	if _, err := js.Publish(subj, bytes.Repeat([]byte("x"), 256<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.GetArtifact(ctx, a, 1<<20); err == nil || !strings.Contains(err.Error(), "do not match") {
+		t.Errorf("a replaced chunk: %v", err)
+	}
+}

@@ -1,0 +1,131 @@
+package worker
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/atif"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// countingArtifacts is an ArtifactStore that keeps what it is given, or fails.
+type countingArtifacts struct {
+	puts [][]byte
+	err  error
+}
+
+func (a *countingArtifacts) PutArtifact(_ context.Context, data []byte) (string, error) {
+	if a.err != nil {
+		return "", a.err
+	}
+	a.puts = append(a.puts, data)
+	return fmt.Sprintf("sha256:%064d", len(a.puts)), nil
+}
+
+// noisyTrajectory is a trajectory whose tool outputs do not compress: turns × 16 KiB.
+func noisyTrajectory(t *testing.T, turns int) *atif.Trajectory {
+	t.Helper()
+	tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "a", Version: "1"}}
+	tr.Add(atif.SourceUser, "go")
+	for i := range turns {
+		noise := make([]byte, 12<<10)
+		if _, err := rand.Read(noise); err != nil {
+			t.Fatal(err)
+		}
+		s := tr.Add(atif.SourceAgent, "")
+		id := fmt.Sprintf("c%d", i)
+		s.ToolCalls = []atif.ToolCall{{ToolCallID: id, FunctionName: "bash", Arguments: atif.Arguments(`{"command":"cat blob"}`)}}
+		s.Observation = &atif.Observation{Results: []atif.Result{{SourceCallID: id, Content: fmt.Sprintf("%x", noise)}}}
+	}
+	tr.Finish()
+	return tr
+}
+
+func TestTrajectoryDocumentRoundTrip(t *testing.T) {
+	tr := noisyTrajectory(t, 1)
+	d := trajectoryDocument(tr, &pb.Job{Id: "job-7"})
+	zr, err := gzip.NewReader(bytes.NewReader(d.GetData()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back atif.Trajectory
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.SessionID != "job-7" || len(back.Steps) != 2 || back.Validate() != nil || d.GetEncoding() != "gzip" || d.GetSize() != int64(len(d.GetData())) {
+		t.Errorf("round trip: session %q, %d steps, validate %v, %+v", back.SessionID, len(back.Steps), back.Validate(), d)
+	}
+	if trajectoryDocument(nil, &pb.Job{}) != nil {
+		t.Error("a run without a trajectory got a document")
+	}
+}
+
+// TestStoreDocuments: a 50-turn trajectory leaves the result for the artifact store, so the
+// result stays far under the message limit; a small one stays inline; when the store fails,
+// a document that would crowd the message is dropped with a note, never the result.
+func TestStoreDocuments(t *testing.T) {
+	big := trajectoryDocument(noisyTrajectory(t, 50), &pb.Job{Id: "j"})
+	small := trajectoryDocument(noisyTrajectory(t, 1), &pb.Job{Id: "j"})
+	if big.GetSize() <= inlineDocumentBytes || small.GetSize() > inlineDocumentBytes {
+		t.Fatalf("fixtures: big %d, small %d bytes", big.GetSize(), small.GetSize())
+	}
+	log := zap.NewNop()
+	tests := []struct {
+		name     string
+		doc      *pb.StoredDocument
+		store    *countingArtifacts
+		max      int
+		inline   bool
+		artifact bool
+		note     string
+	}{
+		{"large goes apart", big, &countingArtifacts{}, 1 << 20, false, true, ""},
+		{"small stays inline", small, &countingArtifacts{}, 1 << 20, true, false, ""},
+		{"store fails, result has room", big, &countingArtifacts{err: errors.New("down")}, 8 << 20, true, false, ""},
+		{"store fails, no room", big, &countingArtifacts{err: errors.New("down")}, 1 << 20, false, false, "could not be stored: down"},
+		{"no store, no room", big, nil, 1 << 20, false, false, "no artifact store"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Worker{cfg: Config{MaxResultBytes: tc.max}}
+			if tc.store != nil {
+				w.deps.Artifacts = tc.store
+			}
+			res := &pb.Result{JobId: "j", Verdict: pb.Verdict_VERDICT_PASSED, Trajectory: tc.doc}
+			w.storeDocuments(context.Background(), res, log)
+			d := res.GetTrajectory()
+			if got := len(d.GetData()) > 0; got != tc.inline {
+				t.Errorf("inline %v, want %v", got, tc.inline)
+			}
+			if got := d.GetArtifact() != ""; got != tc.artifact {
+				t.Errorf("artifact %q, want one: %v", d.GetArtifact(), tc.artifact)
+			}
+			if tc.artifact && (len(tc.store.puts) != 1 || !bytes.Equal(tc.store.puts[0], tc.doc.GetData()) || d.GetSize() != tc.doc.GetSize()) {
+				t.Errorf("stored %d documents; size %d", len(tc.store.puts), d.GetSize())
+			}
+			if !strings.Contains(d.GetNote(), tc.note) || (tc.note == "" && d.GetNote() != "") {
+				t.Errorf("note %q, want %q", d.GetNote(), tc.note)
+			}
+			if res.GetVerdict() != pb.Verdict_VERDICT_PASSED {
+				t.Errorf("the verdict changed: %v", res.GetVerdict())
+			}
+			if data, err := w.encodeResult(res); err != nil || len(data) > tc.max/2+4096 {
+				t.Errorf("encoded result %d bytes (%v) for a %d-byte limit", len(data), err, tc.max)
+			}
+		})
+	}
+}
