@@ -37,52 +37,72 @@ var (
 	ErrAmbiguous = errors.New("ambiguous")
 )
 
-// Trajectory returns the ATIF document of one job of a run, from its accepted result: the
-// latest attempt of the epoch asked for. Results without the job's secret are ignored, as the
-// report ignores them, so a forged result cannot supply a trajectory either.
-func (c *Coordinator) Trajectory(ctx context.Context, id string, q TrajectoryQuery) ([]byte, error) {
+// AcceptedResults calls fn with each result of the run that its report counts: the first
+// stored result of each job that carries the job's secret, in stored order. Their documents
+// are as stored (see Document).
+func (c *Coordinator) AcceptedResults(ctx context.Context, id string, fn func(*pb.Result) error) error {
 	st, err := c.load(ctx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	key := st.GetJobKey()
 	results, n, stop, err := c.follow(ctx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer stop()
-	var best *pb.Result
-	var agents []string
+	seen := map[string]bool{}
 	for range n {
 		var m queue.ResultMsg
 		select {
 		case got, ok := <-results:
 			if !ok {
-				return nil, fmt.Errorf("results of run %s ended early", id)
+				return fmt.Errorf("results of run %s ended early", id)
 			}
 			m = got
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		res := &pb.Result{}
-		if proto.Unmarshal(m.Data, res) != nil || res.GetSkill() != q.Skill || res.GetCaseName() != q.Case {
+		if proto.Unmarshal(m.Data, res) != nil || seen[res.GetJobId()] {
 			continue
 		}
 		if len(key) > 0 && !validSecret(key, res.GetJobId(), res.GetSecret()) {
 			continue
 		}
+		seen[res.GetJobId()] = true
+		res.Secret = nil
+		if err := fn(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Trajectory returns the ATIF document of one job of a run, from the result its report counts
+// (of the first epoch with one, unless q names an epoch). Results without the job's secret are
+// ignored, as the report ignores them, so a forged result cannot supply a trajectory either.
+func (c *Coordinator) Trajectory(ctx context.Context, id string, q TrajectoryQuery) ([]byte, error) {
+	var best *pb.Result
+	var agents []string
+	err := c.AcceptedResults(ctx, id, func(res *pb.Result) error {
+		if res.GetSkill() != q.Skill || res.GetCaseName() != q.Case {
+			return nil
+		}
 		if !slices.Contains(agents, res.GetAgent()) {
 			agents = append(agents, res.GetAgent())
 		}
 		if (q.Agent != "" && res.GetAgent() != q.Agent) || (q.Epoch > 0 && int(res.GetEpoch()) != q.Epoch) {
-			continue
+			return nil
 		}
-		if best == nil || res.GetEpoch() < best.GetEpoch() ||
-			(res.GetEpoch() == best.GetEpoch() && res.GetAttempt() > best.GetAttempt()) {
+		if best == nil || res.GetEpoch() < best.GetEpoch() {
 			best = res
 		}
-	}
+		return nil
+	})
 	switch {
+	case err != nil:
+		return nil, err
 	case q.Agent == "" && len(agents) > 1:
 		return nil, fmt.Errorf("%w: case %s/%s ran against several agents; name one: %v", ErrAmbiguous, q.Skill, q.Case, agents)
 	case best == nil:
@@ -96,25 +116,36 @@ func (c *Coordinator) Trajectory(ctx context.Context, id string, q TrajectoryQue
 		}
 		return nil, fmt.Errorf("%w for case %s/%s epoch %d: %s", ErrNoTrajectory, q.Skill, q.Case, best.GetEpoch(), why)
 	}
+	return c.Document(ctx, d)
+}
+
+// Document returns a stored document's bytes, decoded: read from the artifacts stream when it
+// is not inline, and decompressed; at most maxTrajectoryBytes either way. A nil or empty
+// document gives nil.
+func (c *Coordinator) Document(ctx context.Context, d *pb.StoredDocument) ([]byte, error) {
 	data := d.GetData()
 	if d.GetArtifact() != "" {
+		var err error
 		if data, err = c.queue.GetArtifact(ctx, queue.Artifact{Digest: d.GetArtifact(), Size: d.GetSize()}, maxTrajectoryBytes); err != nil {
 			return nil, err
 		}
 	}
+	if len(data) == 0 {
+		return nil, nil
+	}
 	if d.GetEncoding() != "gzip" {
-		return nil, fmt.Errorf("trajectory of case %s/%s: unknown encoding %q", q.Skill, q.Case, d.GetEncoding())
+		return nil, fmt.Errorf("document: unknown encoding %q", d.GetEncoding())
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("trajectory of case %s/%s: %w", q.Skill, q.Case, err)
+		return nil, fmt.Errorf("document: %w", err)
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, maxTrajectoryBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("trajectory of case %s/%s: %w", q.Skill, q.Case, err)
+		return nil, fmt.Errorf("document: %w", err)
 	}
 	if len(out) > maxTrajectoryBytes {
-		return nil, fmt.Errorf("trajectory of case %s/%s is over %d bytes", q.Skill, q.Case, maxTrajectoryBytes)
+		return nil, fmt.Errorf("document: over %d bytes once decompressed", maxTrajectoryBytes)
 	}
 	return out, nil
 }
