@@ -259,12 +259,13 @@ type Assertion struct {
 	// One of: output_contains, output_not_contains, output_matches, semantic_match, exit_code,
 	// stdout_contains, stderr_contains, not_contains, stdout_json, skill_activated,
 	// skill_not_activated, tool_called, tool_not_called, tool_order, max_turns, max_tool_calls,
-	// max_tokens.
+	// max_tokens, file_exists, file_not_exists, file_contains, file_matches, file_json.
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	// Substring, RE2 pattern, judge criterion, or skill or tool name.
+	// Substring, RE2 pattern, judge criterion, skill or tool name, or file_contains's text and
+	// file_matches's pattern.
 	Value    string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	ExitCode int32  `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	// stdout_json: the expected JSON document.
+	// stdout_json, file_json: the expected JSON document.
 	Json []byte `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
 	// Where the assertion was written, for messages.
 	File string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
@@ -280,7 +281,10 @@ type Assertion struct {
 	Max    int64 `protobuf:"varint,10,opt,name=max,proto3" json:"max,omitempty"`
 	MaxSet bool  `protobuf:"varint,11,opt,name=max_set,json=maxSet,proto3" json:"max_set,omitempty"`
 	// tool_order: the tool names whose first calls must come in this order.
-	Names         []string `protobuf:"bytes,12,rep,name=names,proto3" json:"names,omitempty"`
+	Names []string `protobuf:"bytes,12,rep,name=names,proto3" json:"names,omitempty"`
+	// The file types: the file's path, relative to the job's directory (a prompt case's work
+	// directory, a command case's directory).
+	Path          string `protobuf:"bytes,13,opt,name=path,proto3" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +401,13 @@ func (x *Assertion) GetNames() []string {
 		return x.Names
 	}
 	return nil
+}
+
+func (x *Assertion) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
 }
 
 // Limits are the sandbox limits a suite asks for; the worker clamps them to its maxima.
@@ -1159,9 +1170,16 @@ type Result struct {
 	// refused (fail closed) and its jobs end errored once their deliveries are exhausted:
 	// upgrade workers before, or with, the coordinator. The coordinator clears it before a result
 	// reaches a report, an event or a log.
-	Secret        []byte `protobuf:"bytes,22,opt,name=secret,proto3" json:"secret,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Secret []byte `protobuf:"bytes,22,opt,name=secret,proto3" json:"secret,omitempty"`
+	// Prompt cases: the files the agent created or changed in its work directory, within caps
+	// (count, bytes per file, bytes in all). A file left out, or cut short, is said so in
+	// outputs_omitted or by its truncated flag.
+	Outputs []*OutputFile `protobuf:"bytes,24,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// Why files the agent created or changed are missing from outputs, one line per reason
+	// (e.g. "12 files left out: more than 100 files").
+	OutputsOmitted []string `protobuf:"bytes,25,rep,name=outputs_omitted,json=outputsOmitted,proto3" json:"outputs_omitted,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
@@ -1348,6 +1366,92 @@ func (x *Result) GetSecret() []byte {
 	return nil
 }
 
+func (x *Result) GetOutputs() []*OutputFile {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *Result) GetOutputsOmitted() []string {
+	if x != nil {
+		return x.OutputsOmitted
+	}
+	return nil
+}
+
+// OutputFile is one file a prompt case's agent left in its work directory.
+type OutputFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path relative to the work directory.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// The file's size in bytes; content may be shorter (truncated).
+	Size    int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Content []byte `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	// content is only the first part of the file.
+	Truncated     bool `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputFile) Reset() {
+	*x = OutputFile{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputFile) ProtoMessage() {}
+
+func (x *OutputFile) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputFile.ProtoReflect.Descriptor instead.
+func (*OutputFile) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *OutputFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *OutputFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *OutputFile) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *OutputFile) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // Transcript records an agent's run: its tool calls (outputs capped) and the skills it
 // activated (their SKILL.md body entered the model's context).
 type Transcript struct {
@@ -1367,7 +1471,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1483,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1496,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Transcript) GetToolCalls() []*ToolCall {
@@ -1442,7 +1546,7 @@ type Activation struct {
 
 func (x *Activation) Reset() {
 	*x = Activation{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1558,7 @@ func (x *Activation) String() string {
 func (*Activation) ProtoMessage() {}
 
 func (x *Activation) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1571,7 @@ func (x *Activation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Activation.ProtoReflect.Descriptor instead.
 func (*Activation) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Activation) GetSkill() string {
@@ -1498,7 +1602,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1614,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1627,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCall) GetName() string {
@@ -1592,7 +1696,7 @@ type RunSpec struct {
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1708,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1721,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunSpec) GetId() string {
@@ -1726,7 +1830,7 @@ type Counts struct {
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1842,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1855,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -1820,7 +1924,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1936,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1949,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunStatus) GetId() string {
@@ -1942,7 +2046,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2058,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2071,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetRunId() string {
@@ -2036,7 +2140,7 @@ var File_skillfleet_v1_skillfleet_proto protoreflect.FileDescriptor
 
 const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
-	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x02\n" +
+	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x02\n" +
 	"\tAssertion\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
@@ -2051,7 +2155,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x03max\x18\n" +
 	" \x01(\x03R\x03max\x12\x17\n" +
 	"\amax_set\x18\v \x01(\bR\x06maxSet\x12\x14\n" +
-	"\x05names\x18\f \x03(\tR\x05names\"\xa7\x01\n" +
+	"\x05names\x18\f \x03(\tR\x05names\x12\x12\n" +
+	"\x04path\x18\r \x01(\tR\x04path\"\xa7\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
@@ -2119,7 +2224,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\x81\x06\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xdf\x06\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2148,7 +2253,15 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
 	"transcript\x18\x15 \x01(\v2\x19.skillfleet.v1.TranscriptR\n" +
 	"transcript\x12\x16\n" +
-	"\x06secret\x18\x16 \x01(\fR\x06secret\"\xd6\x01\n" +
+	"\x06secret\x18\x16 \x01(\fR\x06secret\x123\n" +
+	"\aoutputs\x18\x18 \x03(\v2\x19.skillfleet.v1.OutputFileR\aoutputs\x12'\n" +
+	"\x0foutputs_omitted\x18\x19 \x03(\tR\x0eoutputsOmitted\"l\n" +
+	"\n" +
+	"OutputFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
+	"\acontent\x18\x03 \x01(\fR\acontent\x12\x1c\n" +
+	"\ttruncated\x18\x04 \x01(\bR\ttruncated\"\xd6\x01\n" +
 	"\n" +
 	"Transcript\x126\n" +
 	"\n" +
@@ -2255,7 +2368,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -2270,21 +2383,22 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Timings)(nil),               // 10: skillfleet.v1.Timings
 	(*Usage)(nil),                 // 11: skillfleet.v1.Usage
 	(*Result)(nil),                // 12: skillfleet.v1.Result
-	(*Transcript)(nil),            // 13: skillfleet.v1.Transcript
-	(*Activation)(nil),            // 14: skillfleet.v1.Activation
-	(*ToolCall)(nil),              // 15: skillfleet.v1.ToolCall
-	(*RunSpec)(nil),               // 16: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 17: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 18: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 19: skillfleet.v1.Event
-	nil,                           // 20: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*OutputFile)(nil),            // 13: skillfleet.v1.OutputFile
+	(*Transcript)(nil),            // 14: skillfleet.v1.Transcript
+	(*Activation)(nil),            // 15: skillfleet.v1.Activation
+	(*ToolCall)(nil),              // 16: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 17: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 18: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 19: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 20: skillfleet.v1.Event
+	nil,                           // 21: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	20, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	21, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	21, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	22, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
@@ -2293,27 +2407,28 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	9,  // 9: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
 	10, // 10: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
 	11, // 11: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	21, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	22, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	13, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
-	15, // 15: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	14, // 16: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
-	2,  // 17: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	21, // 18: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 19: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 20: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	16, // 21: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	17, // 22: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	21, // 23: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 24: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	21, // 25: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	18, // 26: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	12, // 27: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	14, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	13, // 15: skillfleet.v1.Result.outputs:type_name -> skillfleet.v1.OutputFile
+	16, // 16: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	15, // 17: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
+	2,  // 18: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	22, // 19: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 20: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 21: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	17, // 22: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	18, // 23: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	22, // 24: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 25: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	22, // 26: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	19, // 27: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	12, // 28: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2321,7 +2436,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[15].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[16].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2331,7 +2446,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
