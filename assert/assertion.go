@@ -33,6 +33,13 @@ const (
 	MaxTurns          Type = "max_turns"
 	MaxToolCalls      Type = "max_tool_calls"
 	MaxTokens         Type = "max_tokens"
+	// The file types decide what a job left in its directory (a prompt case's work directory,
+	// a command case's directory); they are evaluated against Observation.Files.
+	FileExists    Type = "file_exists"
+	FileNotExists Type = "file_not_exists"
+	FileContains  Type = "file_contains"
+	FileMatches   Type = "file_matches"
+	FileJSON      Type = "file_json"
 )
 
 // Types lists every known type, in the order above.
@@ -40,7 +47,8 @@ func Types() []Type {
 	return []Type{OutputContains, OutputNotContains, OutputMatches, SemanticMatch, ExitCode,
 		StdoutContains, StderrContains, NotContains, StdoutJSON,
 		SkillActivated, SkillNotActivated, ToolCalled, ToolNotCalled, ToolOrder,
-		MaxTurns, MaxToolCalls, MaxTokens}
+		MaxTurns, MaxToolCalls, MaxTokens,
+		FileExists, FileNotExists, FileContains, FileMatches, FileJSON}
 }
 
 // Valid reports whether t is a known type.
@@ -56,12 +64,16 @@ func (t Type) caseInsensitive() bool {
 // Value for the substring types, output_matches (the RE2 source), semantic_match (the
 // criterion) and the skill and tool name types; Regexp for output_matches; ExitCode for
 // exit_code; JSON for stdout_json; Value, ArgsMatch, Min and Max for tool_called; Names for
-// tool_order; Max for max_turns, max_tool_calls and max_tokens.
+// tool_order; Max for max_turns, max_tool_calls and max_tokens; Path for the file types, with
+// Value (file_contains's text, file_matches's pattern) or JSON (file_json).
 type Assertion struct {
 	Type Type
 	// Value is the substring, the regular expression source, the judge criterion, or the skill
 	// or tool name.
 	Value string
+	// Path is the file a file assertion checks, relative to the job's directory; Compile
+	// cleans it.
+	Path string
 	// Regexp is output_matches compiled from Value, or tool_called's compiled from ArgsMatch, by
 	// Compile. When set, it is what is matched.
 	Regexp *regexp.Regexp
@@ -117,8 +129,10 @@ func invalid(format string, args ...any) error {
 	return &compileError{msg: fmt.Sprintf(format, args...)}
 }
 
-// Compile checks a and fills in what evaluation needs: it compiles Regexp for output_matches
-// and tool_called (RE2) and rewrites JSON for stdout_json into its canonical form. Empty
+// Compile checks a and fills in what evaluation needs: it compiles Regexp for output_matches,
+// file_matches and tool_called (RE2), rewrites JSON for stdout_json and file_json into its
+// canonical form, and cleans a file assertion's Path (an absolute path or one that leaves its
+// directory is an error wrapping ErrPath). Empty
 // substrings, patterns, criteria and names are errors, as are text that is not valid UTF-8,
 // exit codes outside 0..255, a missing (null) or non-JSON expected document, and counts that
 // are negative or cannot be met. Errors wrap ErrInvalid and do not name the type, file or line:
@@ -149,6 +163,8 @@ func Compile(a *Assertion) error {
 		return checkOrder(a.Names)
 	case MaxTurns, MaxToolCalls, MaxTokens:
 		return checkLimit(a.Type, a.Max)
+	case FileExists, FileNotExists, FileContains, FileMatches, FileJSON:
+		return compileFile(a)
 	case SemanticMatch:
 		if strings.TrimSpace(a.Value) == "" {
 			return invalid("the criterion is empty")

@@ -94,8 +94,8 @@ func TestTypes(t *testing.T) {
 	if Type("output_equals").Valid() || Type("").Valid() {
 		t.Error("unknown types are Valid")
 	}
-	if len(Types()) != 17 {
-		t.Errorf("Types() has %d entries, want 17", len(Types()))
+	if len(Types()) != 22 {
+		t.Errorf("Types() has %d entries, want 22", len(Types()))
 	}
 	for _, typ := range PromptTypes() {
 		if !typ.Valid() {

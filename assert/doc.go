@@ -75,6 +75,27 @@
 // `tool "bash" was called 0 times whose arguments match /rm -rf/; want at least 1 time;
 // calls: read_file×3, bash×1`.
 //
+// # File assertions
+//
+// A case may check the files its job left behind, from [Observation.Files] (the worker gathers
+// the paths the case names after the agent or the command ended; nil errors these assertions).
+// A prompt case's paths are relative to the agent's work directory, a command case's to the
+// command's directory; Compile refuses an absolute path or one that leaves the directory
+// (ErrPath), and cleans the rest.
+//
+//   - file_exists, file_not_exists: something (a file, a directory) is, or is not, at the path.
+//   - file_contains: the file holds the text, case-sensitively (a file's bytes are exact; use
+//     file_matches with (?i) to ignore case).
+//   - file_matches: RE2 on the file's content, with output_matches's syntax and limits.
+//   - file_json: the file is one JSON document that the expected one matches partially,
+//     exactly like stdout_json.
+//
+// Never a false pass: a path whose state the worker could not establish ([FileUnknown]: a
+// directory that cannot be searched, a symbolic link that leads out of the directory, a file
+// that cannot be read) errors every assertion on it, file_not_exists included. The worker
+// reads at most MaxFileReadBytes of a file; on a file read in part only a file_contains that
+// finds its text passes, and the other content assertions are errored, saying so.
+//
 // [Type.Form] says how a case file writes each kind's value and [PromptTypes] which kinds a
 // prompt case may use, so the case reader decodes kinds by form and a new kind in an existing
 // form changes this package only.

@@ -20,6 +20,9 @@ type Observation struct {
 	// Trajectory is what a prompt case's agent did, for the trajectory assertions; nil when
 	// nothing was recorded, which errors them.
 	Trajectory *Trajectory
+	// Files is the state of the files the case's file assertions name, keyed by their cleaned
+	// Path; nil when the worker gathered none, which errors those assertions.
+	Files map[string]File
 }
 
 // Result is the outcome of one assertion; it maps onto proto AssertionResult field for field.
@@ -82,6 +85,13 @@ func evaluate(ctx context.Context, a Assertion, obs Observation, ts *texts) (Res
 		return evalExitCode(a, obs), nil
 	case StdoutJSON:
 		return evalJSON(a, obs), nil
+	}
+	if a.Type.isFile() {
+		r := evalFile(ctx, a, obs)
+		if r.Errored && ctx.Err() != nil {
+			return r, ErrDeadline
+		}
+		return r, nil
 	}
 	if a.Type.isTrajectory() {
 		r := evalTrajectory(ctx, a, obs)

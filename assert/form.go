@@ -21,6 +21,11 @@ const (
 	FormExitCode
 	// FormJSON is a YAML or JSON document (JSON).
 	FormJSON
+	// FormPaths is a path or a list of paths; each item is one assertion (Path).
+	FormPaths
+	// FormFile is a mapping {path, V} or a list of them, V being the key Type.FileValueKey
+	// names; each item is one assertion (Path, and Value or JSON).
+	FormFile
 )
 
 // Form says how a case file writes t's value; 0 for an unknown type.
@@ -41,8 +46,35 @@ func (t Type) Form() Form {
 		return FormExitCode
 	case StdoutJSON:
 		return FormJSON
+	case FileExists, FileNotExists:
+		return FormPaths
+	case FileContains, FileMatches, FileJSON:
+		return FormFile
 	}
 	return 0
+}
+
+// The keys of a FormFile mapping.
+const (
+	FilePath    = "path"
+	FileText    = "text"
+	FilePattern = "pattern"
+	FileDoc     = "json"
+)
+
+// FileValueKey is the key of a FormFile mapping that holds what the file is compared with:
+// "text" (file_contains, Value), "pattern" (file_matches, Value) or "json" (file_json, JSON);
+// "" for other types.
+func (t Type) FileValueKey() string {
+	switch t {
+	case FileContains:
+		return FileText
+	case FileMatches:
+		return FilePattern
+	case FileJSON:
+		return FileDoc
+	}
+	return ""
 }
 
 // PromptTypes lists the kinds a prompt case may use, in the order of Types. Their names are
@@ -50,7 +82,8 @@ func (t Type) Form() Form {
 func PromptTypes() []Type {
 	return []Type{OutputContains, OutputNotContains, OutputMatches, SemanticMatch,
 		SkillActivated, SkillNotActivated, ToolCalled, ToolNotCalled, ToolOrder,
-		MaxTurns, MaxToolCalls, MaxTokens}
+		MaxTurns, MaxToolCalls, MaxTokens,
+		FileExists, FileNotExists, FileContains, FileMatches, FileJSON}
 }
 
 // The keys of a tool_called mapping item.

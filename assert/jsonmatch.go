@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -59,27 +60,35 @@ func DecodeJSON(data []byte) (any, error) {
 // evalJSON decides stdout_json: stdout must be one JSON document that the expected document
 // matches partially (see the package documentation).
 func evalJSON(a Assertion, obs Observation) Result {
-	r := Result{Type: a.Type, Expected: "stdout JSON matches " + renderJSON(a.JSON, maxExcerpt-20)}
-	if strings.TrimSpace(obs.Stdout) == "" {
-		r.Actual = excerpt(obs.Stdout, 0, 0)
-		r.Message = "stdout is empty; expected a JSON document"
-		if obs.OutputTruncated {
-			r.Message += "; stdout was truncated"
+	return matchJSONText(a, "stdout", obs.Stdout, obs.OutputTruncated)
+}
+
+// matchJSONText decides whether text, named subject in messages ("stdout", "file a.json"), is
+// one JSON document that a.JSON matches partially. truncated says text is only the first part
+// of what was produced.
+func matchJSONText(a Assertion, subject, text string, truncated bool) Result {
+	// subject is "stdout" or a quoted path of at most about maxQuoted runes.
+	r := Result{Type: a.Type, Expected: subject + " JSON matches " + renderJSON(a.JSON, maxExcerpt-14-utf8.RuneCountInString(subject))}
+	if strings.TrimSpace(text) == "" {
+		r.Actual = excerpt(text, 0, 0)
+		r.Message = subject + " is empty; expected a JSON document"
+		if truncated {
+			r.Message += "; " + subject + " was truncated"
 		}
 		return r
 	}
-	actual, err := DecodeJSON([]byte(obs.Stdout))
+	actual, err := DecodeJSON([]byte(text))
 	if err != nil {
 		var je *JSONError
 		off := 0
 		if errors.As(err, &je) {
 			off = je.Offset
 		}
-		line, col := lineCol(obs.Stdout, off)
-		r.Actual = excerpt(obs.Stdout, off, off)
-		r.Message = fmt.Sprintf("stdout is not valid JSON: %v (line %d, column %d)", err, line, col)
-		if obs.OutputTruncated {
-			r.Message += "; stdout was truncated, which may have cut the document short"
+		line, col := lineCol(text, off)
+		r.Actual = excerpt(text, off, off)
+		r.Message = fmt.Sprintf("%s is not valid JSON: %v (line %d, column %d)", subject, err, line, col)
+		if truncated {
+			r.Message += "; " + subject + " was truncated, which may have cut the document short"
 		}
 		return r
 	}
@@ -89,13 +98,13 @@ func evalJSON(a Assertion, obs Observation) Result {
 	if m.count == 0 {
 		r.Passed = true
 		r.Actual = renderJSON(actual, maxExcerpt)
-		r.Message = "stdout JSON matches the expected document"
+		r.Message = subject + " JSON matches the expected document"
 		return r
 	}
 	d := m.first
 	r.Path = d.path
 	r.Actual = d.actual
-	r.Message = fmt.Sprintf("stdout JSON differs at %s: %s", d.path, d.what)
+	r.Message = fmt.Sprintf("%s JSON differs at %s: %s", subject, d.path, d.what)
 	switch more := m.count - 1; {
 	case more == 1:
 		r.Message += " (and 1 more difference)"

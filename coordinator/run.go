@@ -258,8 +258,12 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 		return 0, false
 	}
 	res.Secret = nil
-	// Served on request (Trajectory), not with every event: it can be tens of kilobytes.
-	res.Trajectory = nil
+	// Served on request (Trajectory, AcceptedResults), not with every event: they can be tens
+	// of kilobytes. The output files stay listed.
+	res.Trajectory, res.OutputsStored = nil, nil
+	for _, f := range res.GetOutputs() {
+		f.Content = nil
+	}
 	if !r.builder.Add(res) {
 		outcome("duplicate")
 		return 0, false

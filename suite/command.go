@@ -39,6 +39,7 @@ var commandInputKeys = map[string]bool{"command": true, "stdin": true, "files": 
 var expectedKeys = map[string]bool{
 	"exit-code": true, "stdout-contains": true, "stderr-contains": true,
 	"not-contains": true, "stdout-json": true,
+	"file-exists": true, "file-not-exists": true, "file-contains": true, "file-matches": true, "file-json": true,
 }
 
 // commandCaseName is seed 003's rule for case names.
@@ -321,6 +322,9 @@ func (r *reader) expected(c *Case, n *yaml.Node, line int) {
 				continue
 			}
 			r.add(c, assert.Assertion{Type: assert.StdoutJSON, JSON: doc}, p.line)
+		case "file-exists", "file-not-exists", "file-contains", "file-matches", "file-json":
+			// The file kinds are written as in a prompt case, with seed 003's dashes.
+			r.fileAssertions(c, assert.Type(strings.ReplaceAll(p.key, "-", "_")), p.key, p)
 		}
 	}
 	// The exit code is always checked (default 0, seed 003), first so reports lead with it.

@@ -213,6 +213,8 @@ func (r *reader) promptAssertions(c *Case, n *yaml.Node) {
 			}
 		case assert.FormCalls:
 			r.calls(c, t, p)
+		case assert.FormPaths, assert.FormFile:
+			r.fileAssertions(c, t, p.key, p)
 		default:
 			// A prompt kind in a form this reader does not know: a change to assert that
 			// forgot the reader. Refuse it rather than plan an assertion nobody decoded.
@@ -330,7 +332,9 @@ func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 		switch {
 		case errors.Is(err, assert.ErrTooLarge):
 			rule = ruleTooLarge
-		case a.Type == assert.OutputMatches, errors.As(err, &se):
+		case errors.Is(err, assert.ErrPath):
+			rule = "assertion.path"
+		case a.Type == assert.OutputMatches, a.Type == assert.FileMatches, errors.As(err, &se):
 			rule = "case.regex"
 		case a.Type == assert.SemanticMatch:
 			rule = "case.criterion"

@@ -65,6 +65,8 @@ func TestRuleLines(t *testing.T) {
 		{"no-assertion", "case.noAssertion", 6, "empty assertions block"},
 		{"dup-name", "case.duplicateName", 6, `already has a case named "a"`},
 		{"bad-regex", "case.regex", 7, "output_matches"},
+		{"files", "assertion.path", 5, `"/etc/passwd" is absolute`},
+		{"files", "assertion.path", 6, `"../outside.txt" leaves the directory`},
 		{"empty-criterion", "case.criterion", 6, ""},
 		{"missing-cases-file", "test.cases", 7, "does not exist"},
 		{"escaping-cases-file", "test.cases", 7, "leaves the skill directory"},

@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/atif"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -41,10 +43,16 @@ func trajectoryDocument(t *atif.Trajectory, job *pb.Job) *pb.StoredDocument {
 	return &pb.StoredDocument{Data: b.Bytes(), Size: int64(b.Len()), Encoding: "gzip"}
 }
 
-// storeDocuments moves a result's documents over inlineDocumentBytes to the artifact store. A
-// document that cannot be stored apart stays inline if the result still fits in a message, and
-// is dropped with a note otherwise: the verdict never depends on it.
+// storeDocuments moves what a result carries beyond inlineDocumentBytes to the artifact store:
+// the trajectory, and the output files' contents. What cannot be stored apart stays inline if
+// the result still fits in a message, and is dropped with a note otherwise: the verdict never
+// depends on either.
 func (w *Worker) storeDocuments(ctx context.Context, res *pb.Result, log *zap.Logger) {
+	w.storeTrajectory(ctx, res, log)
+	w.storeOutputs(ctx, res, log)
+}
+
+func (w *Worker) storeTrajectory(ctx context.Context, res *pb.Result, log *zap.Logger) {
 	d := res.GetTrajectory()
 	if d == nil || len(d.GetData()) <= inlineDocumentBytes {
 		return
@@ -66,4 +74,38 @@ func (w *Worker) storeDocuments(ctx context.Context, res *pb.Result, log *zap.Lo
 		return
 	}
 	res.Trajectory = &pb.StoredDocument{Artifact: digest, Size: d.Size, Encoding: d.Encoding}
+}
+
+// storeOutputs moves the output files' contents apart when together they are over
+// inlineDocumentBytes: the result then lists the files (path, size) without content, and
+// outputs_stored holds them all. When that fails, the contents are dropped and the result
+// says so in outputs_omitted; the list stays.
+func (w *Worker) storeOutputs(ctx context.Context, res *pb.Result, log *zap.Logger) {
+	total := 0
+	for _, f := range res.GetOutputs() {
+		total += len(f.GetContent())
+	}
+	if total <= inlineDocumentBytes {
+		return
+	}
+	raw, err := proto.Marshal(&pb.OutputFiles{Files: res.GetOutputs()})
+	var b bytes.Buffer
+	if err == nil {
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write(raw)
+		_ = zw.Close()
+		var digest string
+		if w.deps.Artifacts == nil {
+			err = errors.New("this worker has no artifact store")
+		} else if digest, err = w.deps.Artifacts.PutArtifact(ctx, b.Bytes()); err == nil {
+			res.OutputsStored = &pb.StoredDocument{Artifact: digest, Size: int64(b.Len()), Encoding: "gzip"}
+		}
+	}
+	if err != nil {
+		log.Warn("storing the output files apart failed; their contents are dropped", zap.Error(err), zap.Int("bytes", total))
+		res.OutputsOmitted = append(res.OutputsOmitted, fmt.Sprintf("the contents of all %d files (%d bytes) left out: they could not be stored apart from the result: %v", len(res.GetOutputs()), total, err))
+	}
+	for _, f := range res.GetOutputs() {
+		f.Content = nil
+	}
 }

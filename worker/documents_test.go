@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/atif"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -125,6 +126,60 @@ func TestStoreDocuments(t *testing.T) {
 			}
 			if data, err := w.encodeResult(res); err != nil || len(data) > tc.max/2+4096 {
 				t.Errorf("encoded result %d bytes (%v) for a %d-byte limit", len(data), err, tc.max)
+			}
+		})
+	}
+}
+
+// TestStoreOutputs: output files over the inline budget leave the result for the artifact
+// store, listed without content; when the store fails their contents are dropped and the
+// result says so; small ones stay inline. The verdict never changes.
+func TestStoreOutputs(t *testing.T) {
+	files := func(n, size int) []*pb.OutputFile {
+		var out []*pb.OutputFile
+		for i := range n {
+			out = append(out, &pb.OutputFile{Path: fmt.Sprintf("f%d.txt", i), Size: int64(size), Content: bytes.Repeat([]byte{'a' + byte(i)}, size)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		files   []*pb.OutputFile
+		store   *countingArtifacts
+		apart   bool
+		content bool
+		omitted string
+	}{
+		{"small stay inline", files(2, 1000), &countingArtifacts{}, false, true, ""},
+		{"large go apart", files(3, 40<<10), &countingArtifacts{}, true, false, ""},
+		{"store down", files(3, 40<<10), &countingArtifacts{err: errors.New("down")}, false, false, "could not be stored apart from the result: down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Worker{cfg: Config{MaxResultBytes: 1 << 20}, deps: Deps{Artifacts: tc.store}}
+			res := &pb.Result{Verdict: pb.Verdict_VERDICT_FAILED, Outputs: tc.files}
+			w.storeDocuments(context.Background(), res, zap.NewNop())
+			if got := res.GetOutputsStored().GetArtifact() != ""; got != tc.apart {
+				t.Errorf("stored apart %v, want %v", got, tc.apart)
+			}
+			if len(res.GetOutputs()) != len(tc.files) || (len(res.GetOutputs()[0].GetContent()) > 0) != tc.content {
+				t.Errorf("%d files listed, content kept %v; want %d, %v", len(res.GetOutputs()), len(res.GetOutputs()[0].GetContent()) > 0, len(tc.files), tc.content)
+			}
+			if tc.apart {
+				zr, err := gzip.NewReader(bytes.NewReader(tc.store.puts[0]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, _ := io.ReadAll(zr)
+				var back pb.OutputFiles
+				if err := proto.Unmarshal(raw, &back); err != nil || len(back.GetFiles()) != 3 || len(back.GetFiles()[2].GetContent()) != 40<<10 {
+					t.Errorf("stored document: %d files, %v", len(back.GetFiles()), err)
+				}
+			}
+			if got := strings.Join(res.GetOutputsOmitted(), "\n"); !strings.Contains(got, tc.omitted) || (tc.omitted == "" && got != "") {
+				t.Errorf("omitted %q, want %q", got, tc.omitted)
+			}
+			if res.GetVerdict() != pb.Verdict_VERDICT_FAILED {
+				t.Errorf("verdict changed: %v", res.GetVerdict())
 			}
 		})
 	}

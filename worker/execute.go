@@ -112,7 +112,12 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 		out.Reason = "the sandbox stopped while the command ran (its init was killed or it ran out of memory)"
 		return out, nil
 	}
-	obs := assert.Observation{Stdout: out.Stdout, Stderr: out.Stderr, ExitCode: res.ExitCode, OutputTruncated: out.OutputTruncated}
+	// The files the assertions name are gathered now, before the sandbox is released.
+	files, err := observeFiles(ctx, sb, req.WorkDir, assertions)
+	if err != nil {
+		return nil, err
+	}
+	obs := assert.Observation{Stdout: out.Stdout, Stderr: out.Stderr, ExitCode: res.ExitCode, OutputTruncated: out.OutputTruncated, Files: files}
 	decide(jctx, out, assertions, obs)
 	if out.Verdict != pb.Verdict_VERDICT_ERRORED && res.OOMKilled {
 		out.Reason = "a process was killed by the memory limit (exit 137)"

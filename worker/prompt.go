@@ -93,6 +93,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		}
 		return erroredResult(job, reason), nil
 	}
+	// What was there before the agent, so the files it leaves can be told from the copies.
+	before, beforeWhy, err := snapshotWork(ctx, sb, job)
+	if err != nil {
+		return nil, fmt.Errorf("listing the work directory: %w", err)
+	}
 	limits := spec.Limits
 	if limits.WallTime <= 0 || limits.WallTime > timeout {
 		limits.WallTime = timeout
@@ -114,6 +119,8 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 			ExecutionMs:    e.now().Sub(start).Milliseconds(),
 		},
 	}
+	// Kept whatever the verdict: what the agent left is most wanted when it failed.
+	out.Outputs, out.OutputsOmitted = collectOutputs(ctx, sb, before, beforeWhy)
 	var endpoint *agent.Error
 	switch {
 	case err == nil:
@@ -134,7 +141,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	// The deterministic assertions get what the agent left of the job's time: they run in this
 	// process, and a costly output_matches must not run past the job (assert.EvaluateAllContext).
 	// The trajectory is taken before the judge adds its tokens: max_tokens bounds the agent's.
-	obs := assert.Observation{Output: output, Trajectory: trajectoryOf(tr)}
+	files, err := observeFiles(ctx, sb, AgentWorkDir, assertions)
+	if err != nil {
+		return nil, err
+	}
+	obs := assert.Observation{Output: output, Trajectory: trajectoryOf(tr), Files: files}
 	results, pending := assert.EvaluateAllContext(actx, assertions, obs)
 	for _, i := range pending {
 		if e.judge == nil {

@@ -21,7 +21,7 @@ import (
 func Encode(a assert.Assertion, file string, line, votes int) (*pb.Assertion, error) {
 	pa := &pb.Assertion{
 		Type: string(a.Type), Value: a.Value, ExitCode: int32(a.ExitCode), File: file, Line: int32(line), Votes: int32(votes),
-		ArgsMatch: a.ArgsMatch, Min: int32(a.Min), Max: a.Max, MaxSet: a.MaxSet, Names: a.Names,
+		ArgsMatch: a.ArgsMatch, Min: int32(a.Min), Max: a.Max, MaxSet: a.MaxSet, Names: a.Names, Path: a.Path,
 	}
 	if a.JSON != nil {
 		b, err := json.Marshal(a.JSON)
@@ -38,7 +38,7 @@ func Encode(a assert.Assertion, file string, line, votes int) (*pb.Assertion, er
 func Decode(pa *pb.Assertion) (assert.Assertion, error) {
 	a := assert.Assertion{
 		Type: assert.Type(pa.GetType()), Value: pa.GetValue(), ExitCode: int(pa.GetExitCode()),
-		ArgsMatch: pa.GetArgsMatch(), Min: int(pa.GetMin()), Max: pa.GetMax(), MaxSet: pa.GetMaxSet(), Names: pa.GetNames(),
+		ArgsMatch: pa.GetArgsMatch(), Min: int(pa.GetMin()), Max: pa.GetMax(), MaxSet: pa.GetMaxSet(), Names: pa.GetNames(), Path: pa.GetPath(),
 	}
 	if len(pa.GetJson()) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(pa.GetJson()))

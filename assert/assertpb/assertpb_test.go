@@ -64,9 +64,32 @@ func example(t *testing.T, typ assert.Type) (assert.Assertion, assert.Observatio
 	case assert.MaxTokens:
 		// Beyond int32: the wire carries 64-bit counts.
 		return assert.Assertion{Type: typ, Max: 5_000_000_000}, seen(assert.Trajectory{Tokens: 5_000_000_000}), seen(assert.Trajectory{Tokens: 5_000_000_001})
+	case assert.FileExists:
+		return assert.Assertion{Type: typ, Path: "out/a.txt"}, files("out/a.txt", "x"), files("other", "x")
+	case assert.FileNotExists:
+		return assert.Assertion{Type: typ, Path: "tmp.log"}, files("other", ""), files("tmp.log", "")
+	case assert.FileContains:
+		return assert.Assertion{Type: typ, Path: "a.md", Value: "Done"}, files("a.md", "# Done"), files("a.md", "# done")
+	case assert.FileMatches:
+		return assert.Assertion{Type: typ, Path: "a.md", Value: `^v\d+$`}, files("a.md", "v12"), files("a.md", "v12\n")
+	case assert.FileJSON:
+		return assert.Assertion{Type: typ, Path: "r.json", JSON: map[string]any{"n": json.Number("10000000000000000001")}},
+			files("r.json", `{"n": 10000000000000000001}`), files("r.json", `{"n": 10000000000000000000}`)
 	}
 	t.Fatalf("no example of assertion type %s: add one with the kind", typ)
 	return assert.Assertion{}, assert.Observation{}, assert.Observation{}
+}
+
+// files is an observation in which path is a regular file holding content and every other
+// path is missing.
+func files(path, content string) assert.Observation {
+	fs := map[string]assert.File{path: {State: assert.FileRegular, Size: int64(len(content)), Content: []byte(content)}}
+	for _, p := range []string{"out/a.txt", "other", "tmp.log", "a.md", "r.json"} {
+		if p != path {
+			fs[p] = assert.File{State: assert.FileMissing}
+		}
+	}
+	return assert.Observation{Files: fs}
 }
 
 // seen is an observation of an agent whose tool calls were all seen.

@@ -259,12 +259,13 @@ type Assertion struct {
 	// One of: output_contains, output_not_contains, output_matches, semantic_match, exit_code,
 	// stdout_contains, stderr_contains, not_contains, stdout_json, skill_activated,
 	// skill_not_activated, tool_called, tool_not_called, tool_order, max_turns, max_tool_calls,
-	// max_tokens.
+	// max_tokens, file_exists, file_not_exists, file_contains, file_matches, file_json.
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	// Substring, RE2 pattern, judge criterion, or skill or tool name.
+	// Substring, RE2 pattern, judge criterion, skill or tool name, or file_contains's text and
+	// file_matches's pattern.
 	Value    string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	ExitCode int32  `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	// stdout_json: the expected JSON document.
+	// stdout_json, file_json: the expected JSON document.
 	Json []byte `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
 	// Where the assertion was written, for messages.
 	File string `protobuf:"bytes,5,opt,name=file,proto3" json:"file,omitempty"`
@@ -280,7 +281,10 @@ type Assertion struct {
 	Max    int64 `protobuf:"varint,10,opt,name=max,proto3" json:"max,omitempty"`
 	MaxSet bool  `protobuf:"varint,11,opt,name=max_set,json=maxSet,proto3" json:"max_set,omitempty"`
 	// tool_order: the tool names whose first calls must come in this order.
-	Names         []string `protobuf:"bytes,12,rep,name=names,proto3" json:"names,omitempty"`
+	Names []string `protobuf:"bytes,12,rep,name=names,proto3" json:"names,omitempty"`
+	// The file types: the file's path, relative to the job's directory (a prompt case's work
+	// directory, a command case's directory).
+	Path          string `protobuf:"bytes,13,opt,name=path,proto3" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +401,13 @@ func (x *Assertion) GetNames() []string {
 		return x.Names
 	}
 	return nil
+}
+
+func (x *Assertion) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
 }
 
 // Limits are the sandbox limits a suite asks for; the worker clamps them to its maxima.
@@ -1162,7 +1173,17 @@ type Result struct {
 	Secret []byte `protobuf:"bytes,22,opt,name=secret,proto3" json:"secret,omitempty"`
 	// Prompt cases: the agent's trajectory as an ATIF document (see package atif), gzipped;
 	// inline when small, else in the artifacts stream (see StoredDocument).
-	Trajectory    *StoredDocument `protobuf:"bytes,23,opt,name=trajectory,proto3" json:"trajectory,omitempty"`
+	Trajectory *StoredDocument `protobuf:"bytes,23,opt,name=trajectory,proto3" json:"trajectory,omitempty"`
+	// Prompt cases: the files the agent created or changed in its work directory, within caps
+	// (count, bytes per file, bytes in all). A file left out, or cut short, is said so in
+	// outputs_omitted or by its truncated flag.
+	Outputs []*OutputFile `protobuf:"bytes,24,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// Why files the agent created or changed are missing from outputs, one line per reason
+	// (e.g. "12 files left out: more than 100 files").
+	OutputsOmitted []string `protobuf:"bytes,25,rep,name=outputs_omitted,json=outputsOmitted,proto3" json:"outputs_omitted,omitempty"`
+	// The files of outputs, with their content, when they were too large to carry inline: then
+	// outputs lists them without content (see StoredDocument; the document is an OutputFiles).
+	OutputsStored *StoredDocument `protobuf:"bytes,26,opt,name=outputs_stored,json=outputsStored,proto3" json:"outputs_stored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1358,6 +1379,27 @@ func (x *Result) GetTrajectory() *StoredDocument {
 	return nil
 }
 
+func (x *Result) GetOutputs() []*OutputFile {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *Result) GetOutputsOmitted() []string {
+	if x != nil {
+		return x.OutputsOmitted
+	}
+	return nil
+}
+
+func (x *Result) GetOutputsStored() *StoredDocument {
+	if x != nil {
+		return x.OutputsStored
+	}
+	return nil
+}
+
 // StoredDocument is a document kept with a result: inline when small, else in the artifacts
 // stream by the digest of its bytes, which a reader checks.
 type StoredDocument struct {
@@ -1441,6 +1483,123 @@ func (x *StoredDocument) GetNote() string {
 	return ""
 }
 
+// OutputFiles is a list of output files, as stored apart from a result.
+type OutputFiles struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*OutputFile          `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputFiles) Reset() {
+	*x = OutputFiles{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputFiles) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputFiles) ProtoMessage() {}
+
+func (x *OutputFiles) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputFiles.ProtoReflect.Descriptor instead.
+func (*OutputFiles) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *OutputFiles) GetFiles() []*OutputFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// OutputFile is one file a prompt case's agent left in its work directory.
+type OutputFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path relative to the work directory.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// The file's size in bytes; content may be shorter (truncated).
+	Size    int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Content []byte `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	// content is only the first part of the file.
+	Truncated     bool `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputFile) Reset() {
+	*x = OutputFile{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputFile) ProtoMessage() {}
+
+func (x *OutputFile) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputFile.ProtoReflect.Descriptor instead.
+func (*OutputFile) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *OutputFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *OutputFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *OutputFile) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *OutputFile) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // Transcript records an agent's run: its tool calls (outputs capped) and the skills it
 // activated (their SKILL.md body entered the model's context).
 type Transcript struct {
@@ -1460,7 +1619,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1631,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1644,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Transcript) GetToolCalls() []*ToolCall {
@@ -1535,7 +1694,7 @@ type Activation struct {
 
 func (x *Activation) Reset() {
 	*x = Activation{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1706,7 @@ func (x *Activation) String() string {
 func (*Activation) ProtoMessage() {}
 
 func (x *Activation) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1719,7 @@ func (x *Activation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Activation.ProtoReflect.Descriptor instead.
 func (*Activation) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Activation) GetSkill() string {
@@ -1591,7 +1750,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1762,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1775,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolCall) GetName() string {
@@ -1685,7 +1844,7 @@ type RunSpec struct {
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1856,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1869,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunSpec) GetId() string {
@@ -1819,7 +1978,7 @@ type Counts struct {
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +1990,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +2003,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -1913,7 +2072,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2084,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2097,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunStatus) GetId() string {
@@ -2035,7 +2194,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2206,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2219,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Event) GetRunId() string {
@@ -2129,7 +2288,7 @@ var File_skillfleet_v1_skillfleet_proto protoreflect.FileDescriptor
 
 const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
-	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x02\n" +
+	"\x1eskillfleet/v1/skillfleet.proto\x12\rskillfleet.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x02\n" +
 	"\tAssertion\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x1b\n" +
@@ -2144,7 +2303,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x03max\x18\n" +
 	" \x01(\x03R\x03max\x12\x17\n" +
 	"\amax_set\x18\v \x01(\bR\x06maxSet\x12\x14\n" +
-	"\x05names\x18\f \x03(\tR\x05names\"\xa7\x01\n" +
+	"\x05names\x18\f \x03(\tR\x05names\x12\x12\n" +
+	"\x04path\x18\r \x01(\tR\x04path\"\xa7\x01\n" +
 	"\x06Limits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
@@ -2212,7 +2372,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xc0\x06\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xe4\a\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2244,13 +2404,24 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x06secret\x18\x16 \x01(\fR\x06secret\x12=\n" +
 	"\n" +
 	"trajectory\x18\x17 \x01(\v2\x1d.skillfleet.v1.StoredDocumentR\n" +
-	"trajectory\"\x84\x01\n" +
+	"trajectory\x123\n" +
+	"\aoutputs\x18\x18 \x03(\v2\x19.skillfleet.v1.OutputFileR\aoutputs\x12'\n" +
+	"\x0foutputs_omitted\x18\x19 \x03(\tR\x0eoutputsOmitted\x12D\n" +
+	"\x0eoutputs_stored\x18\x1a \x01(\v2\x1d.skillfleet.v1.StoredDocumentR\routputsStored\"\x84\x01\n" +
 	"\x0eStoredDocument\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x1a\n" +
 	"\bencoding\x18\x04 \x01(\tR\bencoding\x12\x12\n" +
-	"\x04note\x18\x05 \x01(\tR\x04note\"\xd6\x01\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\">\n" +
+	"\vOutputFiles\x12/\n" +
+	"\x05files\x18\x01 \x03(\v2\x19.skillfleet.v1.OutputFileR\x05files\"l\n" +
+	"\n" +
+	"OutputFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
+	"\acontent\x18\x03 \x01(\fR\acontent\x12\x1c\n" +
+	"\ttruncated\x18\x04 \x01(\bR\ttruncated\"\xd6\x01\n" +
 	"\n" +
 	"Transcript\x126\n" +
 	"\n" +
@@ -2357,7 +2528,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -2373,21 +2544,23 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Usage)(nil),                 // 11: skillfleet.v1.Usage
 	(*Result)(nil),                // 12: skillfleet.v1.Result
 	(*StoredDocument)(nil),        // 13: skillfleet.v1.StoredDocument
-	(*Transcript)(nil),            // 14: skillfleet.v1.Transcript
-	(*Activation)(nil),            // 15: skillfleet.v1.Activation
-	(*ToolCall)(nil),              // 16: skillfleet.v1.ToolCall
-	(*RunSpec)(nil),               // 17: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 18: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 19: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 20: skillfleet.v1.Event
-	nil,                           // 21: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*OutputFiles)(nil),           // 14: skillfleet.v1.OutputFiles
+	(*OutputFile)(nil),            // 15: skillfleet.v1.OutputFile
+	(*Transcript)(nil),            // 16: skillfleet.v1.Transcript
+	(*Activation)(nil),            // 17: skillfleet.v1.Activation
+	(*ToolCall)(nil),              // 18: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 19: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 20: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 21: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 22: skillfleet.v1.Event
+	nil,                           // 23: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	21, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	23, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	22, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	24, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
@@ -2396,28 +2569,31 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	9,  // 9: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
 	10, // 10: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
 	11, // 11: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	22, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	24, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	14, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	16, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
 	13, // 15: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
-	16, // 16: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	15, // 17: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
-	2,  // 18: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	22, // 19: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 20: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 21: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	17, // 22: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	18, // 23: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	22, // 24: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 25: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	22, // 26: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	19, // 27: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	12, // 28: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	15, // 16: skillfleet.v1.Result.outputs:type_name -> skillfleet.v1.OutputFile
+	13, // 17: skillfleet.v1.Result.outputs_stored:type_name -> skillfleet.v1.StoredDocument
+	15, // 18: skillfleet.v1.OutputFiles.files:type_name -> skillfleet.v1.OutputFile
+	18, // 19: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	17, // 20: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
+	2,  // 21: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	24, // 22: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 23: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 24: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	19, // 25: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	20, // 26: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	24, // 27: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 28: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	24, // 29: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	21, // 30: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	12, // 31: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2425,7 +2601,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[16].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[18].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2435,7 +2611,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
