@@ -96,6 +96,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}/events", a.auth(a.events))
 	mux.HandleFunc("GET /v1/runs/{id}/report", a.auth(a.report))
 	mux.HandleFunc("GET /v1/runs/{id}/trajectory", a.auth(a.trajectory))
+	mux.HandleFunc("GET /v1/runs/{id}/results", a.auth(a.results))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {
@@ -291,6 +292,38 @@ func (a *api) trajectory(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(doc)
+}
+
+// results streams the results a run's report counts, one JSON document per line, with their
+// documents (trajectory, output files) brought inline: what skillfleet runs export writes a
+// workspace from.
+func (a *api) results(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	started := false
+	err := a.c.AcceptedResults(ctx, r.PathValue("id"), func(res *pb.Result) error {
+		a.c.ResolveDocuments(ctx, res)
+		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(res)
+		if err != nil {
+			return err
+		}
+		if !started {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			started = true
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+	if err != nil && !started {
+		writeLookupError(w, err)
+		return
+	}
+	if err != nil {
+		a.c.log.Warn("streaming results failed", zap.Error(err))
+		return
+	}
+	if !started {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
 }
 
 // events streams a run's events as server-sent events: "status" and "result" events whose data

@@ -159,6 +159,29 @@ func (c *Client) Trajectory(ctx context.Context, id string, q TrajectoryQuery, w
 	return err
 }
 
+// Results calls fn with each result a run's report counts, its documents inline (see
+// Coordinator.ResolveDocuments), in stored order.
+func (c *Client) Results(ctx context.Context, id string, fn func(*pb.Result) error) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/results", nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	// A line is one result with its documents: up to a trajectory and the outputs' caps.
+	sc.Buffer(make([]byte, 0, 64<<10), 2*maxTrajectoryBytes)
+	for sc.Scan() {
+		res := &pb.Result{}
+		if err := lenient.Unmarshal(sc.Bytes(), res); err != nil {
+			return fmt.Errorf("decode result: %w", err)
+		}
+		if err := fn(res); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
 // Events calls fn for each event of a run until the run ends (the server closes the stream),
 // fn returns an error, or ctx ends.
 func (c *Client) Events(ctx context.Context, id string, fn func(*pb.Event) error) error {

@@ -149,3 +149,31 @@ func (c *Coordinator) Document(ctx context.Context, d *pb.StoredDocument) ([]byt
 	}
 	return out, nil
 }
+
+// ResolveDocuments brings a result's documents stored apart back into it: the trajectory's
+// bytes (still gzipped, Encoding unchanged) and the output files' contents. What cannot be
+// read is said in the document's note or in outputs_omitted; it never fails the result.
+func (c *Coordinator) ResolveDocuments(ctx context.Context, res *pb.Result) {
+	if d := res.GetTrajectory(); d.GetArtifact() != "" {
+		data, err := c.queue.GetArtifact(ctx, queue.Artifact{Digest: d.GetArtifact(), Size: d.GetSize()}, maxTrajectoryBytes)
+		if err != nil {
+			d.Note = "the trajectory stored apart could not be read: " + err.Error()
+		} else {
+			d.Data, d.Artifact = data, ""
+		}
+	}
+	d := res.GetOutputsStored()
+	if d == nil {
+		return
+	}
+	raw, err := c.Document(ctx, d)
+	files := &pb.OutputFiles{}
+	if err == nil {
+		err = proto.Unmarshal(raw, files)
+	}
+	if err != nil {
+		res.OutputsOmitted = append(res.OutputsOmitted, "the output files stored apart could not be read: "+err.Error())
+		return
+	}
+	res.Outputs, res.OutputsStored = files.GetFiles(), nil
+}

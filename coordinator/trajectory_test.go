@@ -92,6 +92,22 @@ func TestTrajectory(t *testing.T) {
 			t.Errorf("case %s: %s (%v), want the %q trajectory", name, b.String(), err, want)
 		}
 	}
+	// The export stream: each counted result once, the forgery left out, documents inline.
+	var got []*pb.Result
+	if err := client.Results(ctx, st.GetId(), func(r *pb.Result) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d results exported, want 2", len(got))
+	}
+	for _, r := range got {
+		if d := r.GetTrajectory(); d.GetArtifact() != "" || len(d.GetData()) == 0 || len(r.GetSecret()) > 0 {
+			t.Errorf("result %s: trajectory %+v not inline, or the secret leaked", r.GetCaseName(), d)
+		}
+		if r.GetCaseName() == second.GetCaseName() && !bytes.Equal(r.GetTrajectory().GetData(), apart) {
+			t.Errorf("the trajectory stored apart came back different")
+		}
+	}
 	for _, q := range []coordinator.TrajectoryQuery{{Skill: "s", Case: "nope"}, {Skill: "s", Case: "a", Epoch: 2}} {
 		err := client.Trajectory(ctx, st.GetId(), q, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "no result") {

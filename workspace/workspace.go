@@ -20,9 +20,12 @@
 package workspace
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path"
@@ -41,6 +44,32 @@ type Job struct {
 	Result *pb.Result
 	// Trajectory is the ATIF JSON, or nil.
 	Trajectory []byte
+}
+
+// maxTrajectoryBytes bounds a trajectory once decompressed.
+const maxTrajectoryBytes = 64 << 20
+
+// FromResult makes a Job of a result whose documents are inline (the output files' contents
+// in Outputs, the trajectory's gzip in Trajectory.Data).
+func FromResult(r *pb.Result) (Job, error) {
+	j := Job{Result: r}
+	d := r.GetTrajectory()
+	if len(d.GetData()) == 0 {
+		return j, nil
+	}
+	if d.GetEncoding() != "gzip" {
+		return j, fmt.Errorf("workspace: trajectory of %s/%s: unknown encoding %q", r.GetSkill(), r.GetCaseName(), d.GetEncoding())
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(d.GetData()))
+	if err != nil {
+		return j, fmt.Errorf("workspace: trajectory of %s/%s: %w", r.GetSkill(), r.GetCaseName(), err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, maxTrajectoryBytes+1))
+	if err != nil || len(raw) > maxTrajectoryBytes {
+		return j, fmt.Errorf("workspace: trajectory of %s/%s: unreadable or over %d bytes (%v)", r.GetSkill(), r.GetCaseName(), maxTrajectoryBytes, err)
+	}
+	j.Trajectory = raw
+	return j, nil
 }
 
 // Writer writes one run into a workspace. Add each job, then Close.
@@ -84,6 +113,18 @@ func (w *Writer) Add(j Job) error {
 	}
 	if err := writeJSON(filepath.Join(dir, "grading.json"), gradingOf(r)); err != nil {
 		return err
+	}
+	for _, f := range r.GetOutputs() {
+		p := OutputPath(filepath.Join(dir, "outputs"), f.GetPath())
+		if p == "" || f.GetContent() == nil && f.GetSize() > 0 {
+			continue // a file listed without its content (it could not be kept)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if err := os.WriteFile(p, f.GetContent(), 0o644); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
 	}
 	if j.Trajectory != nil {
 		if err := os.WriteFile(filepath.Join(dir, "trajectory.json"), j.Trajectory, 0o644); err != nil {
@@ -192,6 +233,8 @@ type Grading struct {
 	// no assertion results worth reading) and why.
 	Verdict string `json:"verdict"`
 	Reason  string `json:"reason,omitempty"`
+	// OutputsOmitted says which of the agent's files are missing from outputs/ or cut short.
+	OutputsOmitted []string `json:"outputs_omitted,omitempty"`
 }
 
 func gradingOf(r *pb.Result) Grading {
@@ -210,6 +253,12 @@ func gradingOf(r *pb.Result) Grading {
 		g.Summary.PassRate = math.Round(float64(g.Summary.Passed)/float64(g.Summary.Total)*100) / 100
 	}
 	g.AssertionResults = g.Expectations
+	g.OutputsOmitted = r.GetOutputsOmitted()
+	for _, f := range r.GetOutputs() {
+		if f.GetTruncated() {
+			g.OutputsOmitted = append(g.OutputsOmitted, fmt.Sprintf("%s: only the first %d of %d bytes kept", f.GetPath(), len(f.GetContent()), f.GetSize()))
+		}
+	}
 	return g
 }
 

@@ -27,7 +27,14 @@ func TestLayout(t *testing.T) {
 				{Type: "stdout_json", Expected: "{...}", Path: "$.a", Message: "differs", Errored: true},
 			}},
 			Trajectory: []byte(`{"schema_version":"ATIF-v1.7"}`)},
-		{Result: &pb.Result{Skill: "csv", CaseName: "sums", Epoch: 1, Verdict: pb.Verdict_VERDICT_PASSED, Timings: &pb.Timings{TotalMs: 10}}},
+		{Result: &pb.Result{Skill: "csv", CaseName: "sums", Epoch: 1, Verdict: pb.Verdict_VERDICT_PASSED, Timings: &pb.Timings{TotalMs: 10},
+			Outputs: []*pb.OutputFile{
+				{Path: "report.csv", Size: 6, Content: []byte("a,b\n1\n")},
+				{Path: "deep/../../../escape.txt", Size: 2, Content: []byte("x\n")},
+				{Path: "big.bin", Size: 9000, Content: []byte("head"), Truncated: true},
+				{Path: "apart.txt", Size: 5},
+			},
+			OutputsOmitted: []string{"3 files left out: more than 100 files"}}},
 		{Result: &pb.Result{Skill: "csv", CaseName: "sums", Epoch: 2, Verdict: pb.Verdict_VERDICT_ERRORED, Reason: "no agent"}},
 		{Result: &pb.Result{Skill: "../evil", CaseName: "../../etc/passwd", Epoch: 1, Verdict: pb.Verdict_VERDICT_PASSED}},
 	}

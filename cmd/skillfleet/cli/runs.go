@@ -16,7 +16,7 @@ func newRunsCommand(e *env) *cobra.Command {
 	var r remoteFlags
 	format := "text"
 	cmd := &cobra.Command{
-		Use:   "runs list|show|report|trajectory|cancel",
+		Use:   "runs list|show|report|trajectory|export|cancel",
 		Short: "List, inspect, fetch reports of and cancel runs on a coordinator",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -140,7 +140,31 @@ against several agents.`,
 		}}
 	traj.Flags().StringVar(&tq.Agent, "agent", "", "the agent, when the case ran against several")
 	traj.Flags().IntVar(&tq.Epoch, "epoch", 0, "the epoch (default: the first with a result)")
-	cmd.AddCommand(list, show, rep, cancel, traj)
+	var exportDir string
+	export := &cobra.Command{Use: "export RUN --workspace DIR",
+		Short: "Write a run into a workspace in the agentskills.io evaluation guide's layout",
+		Long: `Export writes each job of a run below DIR/<skill>/iteration-<N>/eval-<case>/with_skill/:
+the files its agent left (outputs/), timing.json, grading.json and its trajectory, as the
+agentskills.io guide to evaluating skills and skill-creator's schemas lay them out. A case of
+several epochs gets one run-<epoch> directory per epoch; a new export takes the next iteration.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if exportDir == "" {
+				return usageErrorf("--workspace DIR is required")
+			}
+			client, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			n, err := exportWorkspace(cmd.Context(), client.Results, args[0], exportDir)
+			if err != nil {
+				return apiFailure(e, err)
+			}
+			fmt.Fprintf(e.stderr, "workspace: %d jobs written to %s\n", n, exportDir)
+			return nil
+		}}
+	export.Flags().StringVar(&exportDir, "workspace", "", "the workspace directory")
+	cmd.AddCommand(list, show, rep, cancel, traj, export)
 	return cmd
 }
 

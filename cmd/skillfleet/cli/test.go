@@ -32,10 +32,12 @@ func newTestCommand(e *env) *cobra.Command {
 		warm     int
 		logLevel string
 		models   cmdutil.ModelFlags
+		// workspaceDir, when set, receives the run in the evaluation guide's layout.
+		workspaceDir string
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
-		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
+		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--workspace DIR] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
 		Short: "Run a suite's test cases locally: embedded NATS, a coordinator and N workers in one process",
 		Long: `Test validates and plans the suite under the roots, then runs every job in a hardened,
 throw-away Docker container through the same coordinator and workers a fleet uses, all in
@@ -68,7 +70,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if len(f.agents) == 0 {
 				f.agents = ms.Names
 			}
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms})
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir})
 		},
 	}
 	f.register(cmd)
@@ -76,6 +78,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 	cmd.Flags().IntVar(&workers, "workers", min(4, 2*runtime.NumCPU()), "workers (jobs run at once)")
 	cmd.Flags().StringVar(&o.format, "format", o.format, "report format on stdout: text or json")
 	cmd.Flags().StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
+	cmd.Flags().StringVar(&workspaceDir, "workspace", "", "also write each case's outputs, timing.json, grading.json and trajectory to this workspace directory, in the agentskills.io evaluation guide's layout")
 	cmd.Flags().StringVar(&image, "image", sandbox.DefaultImage, "sandbox image")
 	cmd.Flags().IntVar(&warm, "warm-pool", 2, "containers kept started ahead of jobs; 0 disables")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "log level of the embedded fleet (logs go to stderr)")
@@ -93,6 +96,8 @@ type localOptions struct {
 	limits  *pb.Limits
 	// models run prompt cases; none: they are errored ("no agent configured").
 	models fleet.Models
+	// workspace, when set, receives the run in the evaluation guide's layout.
+	workspace string
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -143,5 +148,13 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
-	return follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out)
+	err = follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out)
+	if o.workspace != "" && ctx.Err() == nil {
+		n, werr := exportWorkspace(ctx, localResults(f.Coordinator), st.GetId(), o.workspace)
+		if werr != nil {
+			return failf("%v", werr)
+		}
+		fmt.Fprintf(e.stderr, "workspace: %s written to %s\n", text.Count(n, "job", "jobs"), o.workspace)
+	}
+	return err
 }
