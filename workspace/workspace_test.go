@@ -11,7 +11,6 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-
 // TestLayout writes a run of three jobs (a case of one epoch, a case of two, a hostile name)
 // twice, and compares every file written with testdata/layout.golden: the guide's layout,
 // skill-creator's field names, and the second run in iteration-2.
