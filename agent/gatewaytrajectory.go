@@ -102,11 +102,12 @@ func (s *Session) recordAnswer(req *preparedRequest, u *tokenUsage, ans *agentTu
 }
 
 // Trajectory is the session's run in ATIF: the conversation of the last request forwarded, as
-// steps, then the answer to it as the last agent step. The i-th agent step gets the usage of
-// the i-th answered request: agents resend their whole conversation, so each assistant message
-// in it is an earlier request's answer. That holds for one conversation run straight; a CLI
-// that compacts its history or talks to the model on the side (titles, sub-agents) has
-// requests no step matches, counted in extra.unmatched_requests. Safe to call at any time.
+// steps, then the answer to it as the last agent step, with that request's usage. The i-th
+// agent step of the conversation gets the usage of the i-th answered request before it:
+// agents resend their whole conversation, so each assistant message in it is an earlier
+// request's answer. That holds for one conversation run straight; a CLI that compacts its
+// history or talks to the model on the side (titles, sub-agents) has requests no step
+// matches, counted in extra.unmatched_requests. Safe to call at any time.
 func (s *Session) Trajectory() *atif.Trajectory {
 	s.mu.Lock()
 	st := s.traj
@@ -123,6 +124,7 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	} else {
 		b.chat(st.conv)
 	}
+	convSteps := len(b.t.Steps)
 	if st.answer != nil {
 		b.answer(st.answer)
 	}
@@ -130,17 +132,25 @@ func (s *Session) Trajectory() *atif.Trajectory {
 		b.t.Notes = "no model request reached the gateway"
 	}
 
+	metrics := func(u requestUsage) *atif.Metrics {
+		return &atif.Metrics{PromptTokens: u.prompt, CompletionTokens: u.completion, CostUSD: s.g.cfg.Price.Cost(u.prompt, u.completion)}
+	}
+	if st.answer != nil {
+		if k := slices.IndexFunc(st.usage, func(u requestUsage) bool { return u.seq == st.seq }); k >= 0 {
+			b.t.Steps[len(b.t.Steps)-1].Metrics = metrics(st.usage[k])
+			st.usage = slices.Delete(st.usage, k, k+1)
+		}
+	}
 	// Forwarded order, not answered order: requests in flight together settle in any order.
 	slices.SortStableFunc(st.usage, func(a, b requestUsage) int { return cmp.Compare(a.seq, b.seq) })
 	used := 0
-	for i := range b.t.Steps {
+	for i := range b.t.Steps[:convSteps] {
 		step := &b.t.Steps[i]
 		if step.Source != atif.SourceAgent || used == len(st.usage) {
 			continue
 		}
-		u := st.usage[used]
+		step.Metrics = metrics(st.usage[used])
 		used++
-		step.Metrics = &atif.Metrics{PromptTokens: u.prompt, CompletionTokens: u.completion, CostUSD: s.g.cfg.Price.Cost(u.prompt, u.completion)}
 	}
 	extra := map[string]any{}
 	if n := len(st.usage) - used + st.dropped; n > 0 {
