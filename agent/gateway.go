@@ -104,7 +104,8 @@ type Budget struct {
 // one configured upstream, meters the tokens into the job's session and enforces its budget.
 // A request is parsed and rebuilt from an allow-list of fields (see gatewayrequest.go), sent
 // to the configured model, and forwarded only when its token reservation fits the budget;
-// at most MaxInFlight requests of a job are forwarded at once.
+// at most MaxInFlight requests of a job are forwarded at once. A session also records what it
+// carried as an ATIF trajectory (Session.Trajectory, see gatewaytrajectory.go).
 //
 // It is an http.Handler (tokens of all open sessions are accepted), normally served on a Unix
 // socket with ListenUnix: a sandbox has no network, so the socket's directory is bind-mounted
