@@ -26,8 +26,8 @@ const (
 	// maxTrajectoryRequests bounds the per-request usage a session keeps; a session without a
 	// budget could otherwise grow it without end.
 	maxTrajectoryRequests = 10000
-	// maxAnswerText bounds the text kept of the last answer (its message and each call's
-	// arguments), streamed or not.
+	// maxAnswerText bounds the text kept of the last answer (its message and its calls'
+	// arguments together), streamed or not.
 	maxAnswerText = 1 << 20
 	// maxAnswerCalls bounds the tool calls kept of the last answer.
 	maxAnswerCalls = 256
@@ -508,31 +508,38 @@ func responsesTurn(model string, output []json.RawMessage) *agentTurn {
 	return t
 }
 
-// bound cuts a turn to maxAnswerText and maxAnswerCalls.
+// bound cuts a turn to maxAnswerText bytes of message and arguments, and maxAnswerCalls.
 func (t *agentTurn) bound() {
 	if len(t.message) > maxAnswerText {
-		t.message = clipText(t.message)
+		t.message = clipText(t.message, maxAnswerText)
 		t.incomplete = true
 	}
 	if len(t.calls) > maxAnswerCalls {
 		t.calls = t.calls[:maxAnswerCalls]
 		t.incomplete = true
 	}
+	left := maxAnswerText - len(t.message)
 	for i, c := range t.calls {
-		if len(c.args) > maxAnswerText {
-			// Cut arguments are not JSON any more: kept raw, as a string.
-			t.calls[i].args, _ = json.Marshal(clipText(string(c.args)))
+		if len(c.args) > left {
+			// Cut arguments are not JSON any more: kept as a string, which arguments wraps.
+			s := string(c.args)
+			var str string
+			if json.Unmarshal(c.args, &str) == nil {
+				s = str
+			}
+			t.calls[i].args, _ = json.Marshal(clipText(s, left))
 			t.incomplete = true
 		}
+		left = max(left-len(c.args), 0)
 	}
 }
 
-// clipText cuts s to maxAnswerText bytes on a rune boundary.
-func clipText(s string) string {
-	if len(s) <= maxAnswerText {
+// clipText cuts s to n bytes on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxAnswerText], "")
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // streamAnswer assembles a streamed answer from its events: a Chat Completions stream's
@@ -545,6 +552,8 @@ type streamAnswer struct {
 	calls        []rawCall
 	final        *agentTurn
 	incomplete   bool
+	// size is the bytes of text and arguments kept so far (maxAnswerText at most).
+	size int
 }
 
 // add reads one event's data; what it does not know it ignores.
@@ -608,20 +617,22 @@ func (a *streamAnswer) add(data []byte) {
 			call := &a.calls[tc.Index]
 			call.id = cmp.Or(call.id, tc.ID)
 			call.name = cmp.Or(call.name, tc.Function.Name)
-			if len(call.args)+len(tc.Function.Arguments) > maxAnswerText {
+			if a.size+len(tc.Function.Arguments) > maxAnswerText {
 				a.incomplete = true
 				continue
 			}
+			a.size += len(tc.Function.Arguments)
 			call.args = append(call.args, tc.Function.Arguments...)
 		}
 	}
 }
 
 func (a *streamAnswer) appendText(s string) {
-	if a.text.Len()+len(s) > maxAnswerText {
+	if a.size+len(s) > maxAnswerText {
 		a.incomplete = true
 		return
 	}
+	a.size += len(s)
 	a.text.WriteString(s)
 }
 

@@ -479,3 +479,43 @@ func FuzzTrajectoryBuilder(f *testing.F) {
 		}
 	})
 }
+
+// TestAnswerIsBounded: an answer keeps at most maxAnswerText bytes of message and arguments
+// together, and maxAnswerCalls calls; what is cut is marked incomplete.
+func TestAnswerIsBounded(t *testing.T) {
+	args := `{"command":"` + strings.Repeat("x", 100) + `"}`
+	manyCalls := make([]any, maxAnswerCalls+1)
+	for i := range manyCalls {
+		manyCalls[i] = map[string]any{"id": fmt.Sprint(i), "type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}
+	}
+	tests := []struct {
+		name           string
+		message        string
+		calls          []any
+		wantMessageLen int
+		wantArgs       string // the first call's arguments as kept (a JSON string)
+		wantCalls      int
+		wantIncomplete bool
+	}{
+		{"within the bounds", "short", []any{map[string]any{"id": "a", "type": "function", "function": map[string]any{"name": "f", "arguments": args}}},
+			5, string(mustJSON(args)), 1, false},
+		{"arguments past what the message left", strings.Repeat("m", maxAnswerText-10), []any{map[string]any{"id": "a", "type": "function", "function": map[string]any{"name": "f", "arguments": args}}},
+			maxAnswerText - 10, string(mustJSON(`{"command"`)), 1, true},
+		{"too many calls", "", manyCalls, 0, `"{}"`, maxAnswerCalls, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := jsonOf(t, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": tt.message, "tool_calls": tt.calls}}}})
+			a := parseAnswer([]byte(body), false)
+			if a == nil {
+				t.Fatal("no answer")
+			}
+			if len(a.message) != tt.wantMessageLen || len(a.calls) != tt.wantCalls || a.incomplete != tt.wantIncomplete {
+				t.Errorf("message of %d bytes, %d calls, incomplete %v; want %d, %d, %v", len(a.message), len(a.calls), a.incomplete, tt.wantMessageLen, tt.wantCalls, tt.wantIncomplete)
+			}
+			if len(a.calls) > 0 && string(a.calls[0].args) != tt.wantArgs {
+				t.Errorf("first call's arguments %s, want %s", a.calls[0].args, tt.wantArgs)
+			}
+		})
+	}
+}
