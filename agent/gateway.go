@@ -605,7 +605,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.StatusCode/100 == 2 {
-		s.recordAnswer(req, meter.Usage, parseAnswer(out, req.responsesAPI))
+		s.recordAnswer(req, meter.Usage, g.redactTurn(parseAnswer(out, req.responsesAPI)))
 	}
 	g.copyHeaders(w, resp)
 	w.WriteHeader(resp.StatusCode)

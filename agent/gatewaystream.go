@@ -116,7 +116,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 	}
 	metered := g.settle(s, resp.StatusCode, usage, res, start, log)
 	if metered {
-		s.recordAnswer(req, usage, ans.turn(cut))
+		s.recordAnswer(req, usage, g.redactTurn(ans.turn(cut)))
 	}
 	switch {
 	case cut:

@@ -166,6 +166,19 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	return b.t
 }
 
+// redactTurn removes the real key from an answer kept for the trajectory, as from everything
+// the gateway answers: the deltas of a stream, joined, could spell it where no event did.
+func (g *Gateway) redactTurn(t *agentTurn) *agentTurn {
+	if t == nil || g.cfg.APIKey == "" {
+		return t
+	}
+	t.message, t.model = g.redact(t.message), g.redact(t.model)
+	for i, c := range t.calls {
+		t.calls[i] = rawCall{id: g.redact(c.id), name: g.redact(c.name), args: g.redactBytes(c.args)}
+	}
+	return t
+}
+
 // trajectoryBuilder turns a conversation into steps.
 type trajectoryBuilder struct {
 	t *atif.Trajectory

@@ -313,6 +313,37 @@ func TestGatewayTrajectoryKeepsTheLastRequest(t *testing.T) {
 	}
 }
 
+// TestGatewayTrajectoryRedactsTheKey: the real key, should the upstream echo it, is no more in
+// the trajectory than in the answers the CLI gets, even spelled across a stream's deltas.
+func TestGatewayTrajectoryRedactsTheKey(t *testing.T) {
+	half := len(realKey) / 2
+	tests := []struct{ name, contentType, body, request string }{
+		{"answer", "application/json",
+			`{"choices":[{"message":{"role":"assistant","content":"the key is ` + realKey + `","tool_calls":[{"id":"k","type":"function","function":{"name":"f","arguments":"{\"key\":\"` + realKey + `\"}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`,
+			`{"messages":[{"role":"user","content":"q"}]}`},
+		{"stream", "text/event-stream",
+			`data: {"choices":[{"index":0,"delta":{"content":"the key is ` + realKey[:half] + `"}}]}` + "\n\n" +
+				`data: {"choices":[{"index":0,"delta":{"content":"` + realKey[half:] + `"}}]}` + "\n\n" +
+				`data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}` + "\n\ndata: [DONE]\n\n",
+			`{"stream":true,"messages":[{"role":"user","content":"q"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := scriptedUpstream(t, tt.contentType, tt.body)
+			f := serveGateway(t, up.URL+"/v1", nil)
+			s, err := f.g.Open("job", Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.send(t, s, "/v1/chat/completions", tt.request)
+			got := validTrajectory(t, s.Trajectory())
+			if strings.Contains(string(got), realKey) || !strings.Contains(string(got), "the key is [redacted]") {
+				t.Errorf("want the key redacted in the trajectory:\n%s", got)
+			}
+		})
+	}
+}
+
 // TestGatewayTrajectorySkipsMalformedMessages: whatever a CLI sends that the gateway forwards,
 // the trajectory validates: messages that are not messages are skipped and counted, a call
 // without a name is left out, one without an id gets one, and a result whose call is in no
