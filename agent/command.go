@@ -99,7 +99,8 @@ func WithJobID(ctx context.Context, id string) context.Context {
 // Run runs the CLI on req.Input in sb. The output is the CLI's stdout without trailing
 // newlines. A non-zero exit, a timeout, a truncated or empty stdout is an error with output ""
 // (never a partial answer that assertions could pass); the transcript's usage is what the
-// gateway metered, also on error. Errors: ErrTimeLimit (req.Limits.WallTime or ctx's
+// gateway metered, also on error, and so is the trajectory the gateway recorded (see
+// Session.Trajectory). Errors: ErrTimeLimit (req.Limits.WallTime or ctx's
 // deadline), ErrTokenLimit (the CLI failed after the gateway refused it for the budget),
 // ErrEmptyOutput, the sandbox's error.
 func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output string, tr Transcript, err error) {
@@ -132,6 +133,7 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		for _, a := range tr.Activations {
 			tr.Activated = append(tr.Activated, a.Skill)
 		}
+		tr.Trajectory = sess.Trajectory()
 	}
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop

@@ -181,6 +181,12 @@ func TestCommandThroughTheGateway(t *testing.T) {
 			if tr.Usage.PromptTokens != 12 || tr.Usage.CompletionTokens != 8 || tr.Turns != 1 || tr.Stop != "final" {
 				t.Errorf("transcript %+v, want the gateway's metered 12+8 tokens in 1 turn", tr)
 			}
+			// The gateway's record of the run: the CLI's question, the model's answer, its tokens.
+			traj := tr.Trajectory
+			if traj == nil || traj.Validate() != nil || len(traj.Steps) != 2 || traj.Steps[0].Message != "the question" ||
+				traj.Steps[1].Message != "answer to the question" || traj.Steps[1].Metrics == nil || traj.Steps[1].Metrics.PromptTokens != 12 {
+				t.Errorf("trajectory %+v", traj)
+			}
 		})
 	}
 	last := f.up.Requests()[len(f.up.Requests())-1]
@@ -202,6 +208,10 @@ func TestCommandBudgetExhaustedIsATokenLimit(t *testing.T) {
 	out, tr, err := c.Run(context.Background(), hostSandbox{}, Request{Input: "q", Limits: Limits{MaxTokens: 20}})
 	if !errors.Is(err, ErrTokenLimit) || out != "" || tr.Stop != "tokens" || tr.Usage.Total() != 30 {
 		t.Fatalf("Run = %q, %+v, %v; want ErrTokenLimit after 30 tokens", out, tr, err)
+	}
+	// A failed run keeps what the gateway saw: the one answered request.
+	if traj := tr.Trajectory; traj == nil || traj.Validate() != nil || len(traj.Steps) != 2 || traj.FinalMetrics.TotalPromptTokens != 30 {
+		t.Errorf("trajectory after the budget ran out: %+v", traj)
 	}
 	if !strings.Contains(err.Error(), "token budget is exhausted") {
 		t.Errorf("error %q does not quote the gateway's refusal", err)

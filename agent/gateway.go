@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -103,7 +104,8 @@ type Budget struct {
 // one configured upstream, meters the tokens into the job's session and enforces its budget.
 // A request is parsed and rebuilt from an allow-list of fields (see gatewayrequest.go), sent
 // to the configured model, and forwarded only when its token reservation fits the budget;
-// at most MaxInFlight requests of a job are forwarded at once.
+// at most MaxInFlight requests of a job are forwarded at once. A session also records what it
+// carried as an ATIF trajectory (Session.Trajectory, see gatewaytrajectory.go).
 //
 // It is an http.Handler (tokens of all open sessions are accepted), normally served on a Unix
 // socket with ListenUnix: a sandbox has no network, so the socket's directory is bind-mounted
@@ -124,6 +126,9 @@ type Gateway struct {
 
 	// onWait, when set (by tests), is called when a request starts waiting for a slot.
 	onWait func()
+
+	// agentName names the agent in the sessions' trajectories.
+	agentName string
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -177,6 +182,7 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	agentName := cmp.Or(cfg.Name, CommandAgentName)
 	if cfg.Name == "" {
 		cfg.Name = "gateway"
 	}
@@ -184,7 +190,7 @@ func NewGateway(cfg GatewayConfig, deps GatewayDeps) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: gateway metrics: %w", err)
 	}
-	return &Gateway{cfg: cfg, endpoints: endpoints, http: deps.HTTP, log: deps.Log, m: m, now: deps.Now, sessions: map[string]*Session{}}, nil
+	return &Gateway{cfg: cfg, endpoints: endpoints, http: deps.HTTP, log: deps.Log, m: m, now: deps.Now, agentName: agentName, sessions: map[string]*Session{}}, nil
 }
 
 // gatewayPaths are what the gateway serves (the client's path, with or without /v1) and where
@@ -283,6 +289,8 @@ type Session struct {
 	// the conversation were scanned already.
 	skills  *activation.Tracker
 	scanned int
+	// traj is what Trajectory is built from.
+	traj trajectoryState
 }
 
 // TrackActivations makes the session detect, in every request's messages, which skills' bodies
@@ -307,6 +315,7 @@ func (s *Session) Activations() []activation.Activation {
 func (s *Session) observe(req *preparedRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.remember(req)
 	if s.skills == nil {
 		return
 	}
@@ -594,6 +603,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusBadGateway, "upstream_no_usage",
 			"the model endpoint's answer reported no token usage, so it cannot be metered; it was refused and metered at the request's reservation")
 		return
+	}
+	if resp.StatusCode/100 == 2 {
+		s.recordAnswer(req, meter.Usage, g.redactTurn(parseAnswer(out, req.responsesAPI)))
 	}
 	g.copyHeaders(w, resp)
 	w.WriteHeader(resp.StatusCode)

@@ -96,6 +96,8 @@ type preparedRequest struct {
 	promptEstimate, maxOutput int64
 	maxOutputField            string
 	model                     string
+	// seq numbers the request among its session's forwarded ones (set by Session.observe).
+	seq int
 }
 
 // refusal is an answer the gateway gives instead of forwarding a request.

@@ -42,6 +42,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 		skip  bool // the blank line that ends a dropped event goes too
 		cut   bool // over the cap: nothing more reaches the client
 		done  bool // the upstream sent [DONE], held back
+		ans   = &streamAnswer{responsesAPI: req.responsesAPI}
 	)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -73,6 +74,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 			if isData && string(bytes.TrimSpace(data)) == "[DONE]" {
 				done, drop = true, true
 			} else if isData {
+				ans.add(bytes.TrimSpace(data))
 				var chunk struct {
 					Usage   *tokenUsage       `json:"usage"`
 					Choices []json.RawMessage `json:"choices"`
@@ -113,6 +115,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, s *Ses
 		}
 	}
 	metered := g.settle(s, resp.StatusCode, usage, res, start, log)
+	if metered {
+		s.recordAnswer(req, usage, g.redactTurn(ans.turn(cut)))
+	}
 	switch {
 	case cut:
 	case !metered:
