@@ -86,8 +86,8 @@ type Transcript struct {
 	// each; Activations says at which turn.
 	Activated   []string
 	Activations []activation.Activation
-	// ToolsSeen says ToolCalls is complete: the agent ran every tool call itself. A command
-	// agent's CLI runs its own tools, out of sight, and leaves it false.
+	// ToolsSeen says ToolCalls is complete: the built-in agent ran every call itself; for a
+	// command agent's CLI, the gateway saw one whole conversation holding every call.
 	ToolsSeen bool
 	// ActivationsSeen says Activated is complete: everything that entered the model's context
 	// was scanned for the catalog's bodies (Request.Skills set; for a command agent, through

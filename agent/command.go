@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/atif"
 	"github.com/skillfleet/skillfleet/internal/text"
 )
 
@@ -134,6 +135,12 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			tr.Activated = append(tr.Activated, a.Skill)
 		}
 		tr.Trajectory = sess.Trajectory()
+		// The calls the model asked for, as the gateway saw them: complete only when every
+		// request matched a step of one conversation and no message was skipped (a CLI that
+		// compacts its history or talks to the model on the side leaves calls out of sight,
+		// and an incomplete list could pass tool_not_called).
+		tr.ToolCalls = toolCallsOf(tr.Trajectory)
+		tr.ToolsSeen = len(tr.Trajectory.Extra) == 0
 	}
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop
@@ -202,4 +209,25 @@ func excerpt(b []byte) string {
 		return "(no stderr)"
 	}
 	return text.Tail(s, stderrExcerpt)
+}
+
+// toolCallsOf lists a trajectory's tool calls in order, with what each returned (a CLI runs
+// its own tools, so exit codes are unknown: -1).
+func toolCallsOf(t *atif.Trajectory) []ToolCall {
+	if t == nil {
+		return nil
+	}
+	var out []ToolCall
+	for _, st := range t.Steps {
+		results := map[string]string{}
+		if st.Observation != nil {
+			for _, r := range st.Observation.Results {
+				results[r.SourceCallID] = r.Content
+			}
+		}
+		for _, c := range st.ToolCalls {
+			out = append(out, ToolCall{Name: c.FunctionName, Arguments: string(c.Arguments), Output: results[c.ToolCallID], ExitCode: -1})
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/agent/agenttest"
+	"github.com/skillfleet/skillfleet/atif"
 )
 
 // recordingSandbox records each Exec and answers with a fixed result.
@@ -187,6 +188,10 @@ func TestCommandThroughTheGateway(t *testing.T) {
 				traj.Steps[1].Message != "answer to the question" || traj.Steps[1].Metrics == nil || traj.Steps[1].Metrics.PromptTokens != 12 {
 				t.Errorf("trajectory %+v", traj)
 			}
+			// One whole conversation, no call: the (empty) list of calls is complete.
+			if !tr.ToolsSeen || len(tr.ToolCalls) != 0 {
+				t.Errorf("tools seen %v, calls %v; want a complete empty list", tr.ToolsSeen, tr.ToolCalls)
+			}
 		})
 	}
 	last := f.up.Requests()[len(f.up.Requests())-1]
@@ -218,5 +223,27 @@ func TestCommandBudgetExhaustedIsATokenLimit(t *testing.T) {
 	}
 	if n := f.up.Count(); n != 1 {
 		t.Errorf("upstream got %d requests, want 1", n)
+	}
+}
+
+func TestToolCallsOfATrajectory(t *testing.T) {
+	tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "cli", Version: "unknown"}}
+	tr.Add(atif.SourceUser, "go")
+	s := tr.Add(atif.SourceAgent, "")
+	s.ToolCalls = []atif.ToolCall{{ToolCallID: "a", FunctionName: "shell", Arguments: atif.Arguments(`{"command":"cat /skills/x/SKILL.md"}`)}, {ToolCallID: "b", FunctionName: "read", Arguments: atif.Arguments(`{}`)}}
+	s.Observation = &atif.Observation{Results: []atif.Result{{SourceCallID: "b", Content: "B"}, {SourceCallID: "a", Content: "A"}}}
+	s = tr.Add(atif.SourceAgent, "")
+	s.ToolCalls = []atif.ToolCall{{ToolCallID: "c", FunctionName: "shell", Arguments: atif.Arguments(`{"command":"ls"}`)}}
+	got := toolCallsOf(tr)
+	want := []ToolCall{
+		{Name: "shell", Arguments: `{"command":"cat /skills/x/SKILL.md"}`, Output: "A", ExitCode: -1},
+		{Name: "read", Arguments: `{}`, Output: "B", ExitCode: -1},
+		{Name: "shell", Arguments: `{"command":"ls"}`, ExitCode: -1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("toolCallsOf = %+v, want %+v", got, want)
+	}
+	if toolCallsOf(nil) != nil {
+		t.Error("a run without trajectory has calls")
 	}
 }

@@ -68,10 +68,11 @@
 //     prompt+completion tokens (the agent's, not the judge's). Exceeding one fails the case; a
 //     limit of 0 turns or tokens can never pass and is a compile error.
 //
-// Every call counts, refused and failed ones too: the model chose to make it. When the agent
-// runs its tools out of sight ([Trajectory.ToolsSeen] false, a CLI agent), the assertions that
-// read calls or activations are errored rather than decided on an empty list: "no call was
-// seen" is not "no call was made". Messages name the counts and the calls per tool, e.g.
+// Every call counts, refused and failed ones too: the model chose to make it. When the calls
+// or activations are not known to be complete ([Trajectory.ToolsSeen] or
+// [Trajectory.ActivationsSeen] false: an agent CLI whose conversation the gateway could not
+// follow whole), the assertions that read them are errored rather than decided on a partial
+// list: "no call was seen" is not "no call was made". Messages name the counts and the calls per tool, e.g.
 // `tool "bash" was called 0 times whose arguments match /rm -rf/; want at least 1 time;
 // calls: read_file×3, bash×1`.
 //

@@ -18,10 +18,9 @@ type Trajectory struct {
 	Turns int
 	// Tokens is the agent's prompt plus completion tokens; the judge's are not included.
 	Tokens int64
-	// ToolsSeen says ToolCalls is complete because the agent ran every tool call itself. An
-	// agent that runs its tools out of sight (a CLI inside the sandbox) leaves it false, and
-	// then every tool assertion is errored: an empty list would pass tool_not_called without
-	// evidence.
+	// ToolsSeen says ToolCalls is complete: the agent ran every call itself, or the model
+	// gateway saw one whole conversation of an agent CLI. Without it every tool assertion is
+	// errored: a partial list would pass tool_not_called without evidence.
 	ToolsSeen bool
 	// ActivationsSeen says Activated is complete: everything that entered the model's context
 	// was scanned for the skills' bodies (the built-in agent's tool results, or an agent CLI's
