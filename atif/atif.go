@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // SchemaVersion is the version this package writes.
@@ -98,8 +99,8 @@ type FinalMetrics struct {
 // Arguments returns a tool call's arguments as ATIF wants them: a JSON object. Anything else
 // (malformed JSON, a bare string) is wrapped as {"_raw": args}.
 func Arguments(args string) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
+	// A valid document that starts with "{" is an object: no need to decode it.
+	if t := strings.TrimLeft(args, " \t\r\n"); strings.HasPrefix(t, "{") && json.Valid([]byte(args)) {
 		return json.RawMessage(args)
 	}
 	b, _ := json.Marshal(map[string]string{"_raw": args})

@@ -130,10 +130,12 @@ func (c *Coordinator) Document(ctx context.Context, d *pb.StoredDocument) ([]byt
 			return nil, err
 		}
 	}
-	if len(data) == 0 {
+	switch {
+	case len(data) == 0:
 		return nil, nil
-	}
-	if d.GetEncoding() != "gzip" {
+	case d.GetEncoding() == "json":
+		return data, nil
+	case d.GetEncoding() != "gzip":
 		return nil, fmt.Errorf("document: unknown encoding %q", d.GetEncoding())
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))

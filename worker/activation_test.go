@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,5 +40,31 @@ func TestActivationDetectorReadsTheBundle(t *testing.T) {
 	}
 	if got := d.Scan("---\nname: notes\ndescription: d\n---\n"); got != nil {
 		t.Errorf("the frontmatter alone activates %v", got)
+	}
+}
+
+// TestDetectorsAreSharedByARunsJobs: jobs naming the same bundle and catalog share one
+// detector; another catalog gets its own; the cache stays bounded.
+func TestDetectorsAreSharedByARunsJobs(t *testing.T) {
+	dir := t.TempDir()
+	var c detectors
+	job := func(bundle, catalog string) *pb.Job {
+		return &pb.Job{BundleDigest: bundle, CatalogDigest: catalog, Catalog: []*pb.CatalogEntry{{Name: "x", Path: "x/SKILL.md"}}}
+	}
+	a, b := c.get(job("b1", "c1"), dir), c.get(job("b1", "c1"), dir)
+	if a != b {
+		t.Error("two jobs of one run built two detectors")
+	}
+	if c.get(job("b1", "c2"), dir) == a {
+		t.Error("another catalog shared the detector")
+	}
+	if c.get(job("", ""), dir) == c.get(job("", ""), dir) {
+		t.Error("jobs naming no catalog shared a detector")
+	}
+	for i := range 3 * maxDetectors {
+		c.get(job("b", fmt.Sprint(i)), dir)
+	}
+	if len(c.byKey) != maxDetectors || len(c.order) != maxDetectors {
+		t.Errorf("cache holds %d (%d in order), want %d", len(c.byKey), len(c.order), maxDetectors)
 	}
 }

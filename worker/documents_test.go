@@ -53,8 +53,9 @@ func noisyTrajectory(t *testing.T, turns int) *atif.Trajectory {
 }
 
 func TestTrajectoryDocumentRoundTrip(t *testing.T) {
+	var enc TrajectoryEncoder
 	tr := noisyTrajectory(t, 1)
-	d := trajectoryDocument(tr, &pb.Job{Id: "job-7"})
+	d := enc.Encode(tr, &pb.Job{Id: "job-7"})
 	zr, err := gzip.NewReader(bytes.NewReader(d.GetData()))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,21 @@ func TestTrajectoryDocumentRoundTrip(t *testing.T) {
 	if back.SessionID != "job-7" || len(back.Steps) != 2 || back.Validate() != nil || d.GetEncoding() != "gzip" || d.GetSize() != int64(len(d.GetData())) {
 		t.Errorf("round trip: session %q, %d steps, validate %v, %+v", back.SessionID, len(back.Steps), back.Validate(), d)
 	}
-	if trajectoryDocument(nil, &pb.Job{}) != nil {
+	// The compressor is reused: a second document is as readable as the first.
+	if again := enc.Encode(noisyTrajectory(t, 2), &pb.Job{Id: "job-8"}); again.GetSize() <= d.GetSize() {
+		t.Errorf("second document %d bytes after %d", again.GetSize(), d.GetSize())
+	} else if zr, err := gzip.NewReader(bytes.NewReader(again.GetData())); err != nil {
+		t.Error(err)
+	} else if raw, err := io.ReadAll(zr); err != nil || !json.Valid(raw) {
+		t.Errorf("second document unreadable: %v", err)
+	}
+	// A small trajectory is stored as it is: compressing it costs more than it saves.
+	tiny := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "a", Version: "1"}}
+	tiny.Add(atif.SourceUser, "hi")
+	if d := enc.Encode(tiny, &pb.Job{Id: "job-9"}); d.GetEncoding() != "json" || !json.Valid(d.GetData()) || !bytes.Contains(d.GetData(), []byte(`"session_id":"job-9"`)) {
+		t.Errorf("small document: %s %q", d.GetEncoding(), d.GetData())
+	}
+	if enc.Encode(nil, &pb.Job{}) != nil {
 		t.Error("a run without a trajectory got a document")
 	}
 }
@@ -79,8 +94,9 @@ func TestTrajectoryDocumentRoundTrip(t *testing.T) {
 // result stays far under the message limit; a small one stays inline; when the store fails,
 // a document that would crowd the message is dropped with a note, never the result.
 func TestStoreDocuments(t *testing.T) {
-	big := trajectoryDocument(noisyTrajectory(t, 50), &pb.Job{Id: "j"})
-	small := trajectoryDocument(noisyTrajectory(t, 1), &pb.Job{Id: "j"})
+	var enc TrajectoryEncoder
+	big := enc.Encode(noisyTrajectory(t, 50), &pb.Job{Id: "j"})
+	small := enc.Encode(noisyTrajectory(t, 1), &pb.Job{Id: "j"})
 	if big.GetSize() <= inlineDocumentBytes || small.GetSize() > inlineDocumentBytes {
 		t.Fatalf("fixtures: big %d, small %d bytes", big.GetSize(), small.GetSize())
 	}

@@ -27,6 +27,10 @@ type SandboxExecutor struct {
 	agents    map[string]AgentSpec
 	judge     Judge
 	votes     int
+	// trajectories encodes the agents' trajectories for the results.
+	trajectories TrajectoryEncoder
+	// detectors are the activation detectors of recent runs' catalogs.
+	detectors detectors
 }
 
 // NewSandboxExecutor returns the executor the worker uses in production and in local mode: it

@@ -106,14 +106,14 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	defer cancel()
 	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
 		Input: job.GetInput(), Catalog: catalogOf(job), AllowedTools: job.GetAllowedTools(),
-		WorkDir: AgentWorkDir, Limits: limits, Skills: activationDetector(job, bundleDir),
+		WorkDir: AgentWorkDir, Limits: limits, Skills: e.detectors.get(job, bundleDir),
 	})
 	out := &pb.Result{
 		Kind:       job.GetKind(),
 		Output:     output,
 		Usage:      usageOf(tr.Usage),
 		Transcript: transcriptOf(tr),
-		Trajectory: trajectoryDocument(tr.Trajectory, job),
+		Trajectory: e.trajectories.Encode(tr.Trajectory, job),
 		Timings: &pb.Timings{
 			SandboxStartMs: sb.StartLatency().Milliseconds(),
 			ExecutionMs:    e.now().Sub(start).Milliseconds(),

@@ -57,7 +57,12 @@ func FromResult(r *pb.Result) (Job, error) {
 	if len(d.GetData()) == 0 {
 		return j, nil
 	}
-	if d.GetEncoding() != "gzip" {
+	switch d.GetEncoding() {
+	case "json":
+		j.Trajectory = d.GetData()
+		return j, nil
+	case "gzip":
+	default:
 		return j, fmt.Errorf("workspace: trajectory of %s/%s: unknown encoding %q", r.GetSkill(), r.GetCaseName(), d.GetEncoding())
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(d.GetData()))

@@ -10,8 +10,11 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/judge"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/worker"
 )
 
 // The agent benchmark: the built-in agent (a scripted 3-turn conversation: read SKILL.md, run
@@ -21,9 +24,13 @@ import (
 
 type instantTools struct{}
 
+// envSkillFile is the SKILL.md the scripted agent reads: a body of a few instruction lines, as
+// a real skill has, so that activation detection has a fingerprint to find.
+var envSkillFile = []byte("---\nname: env-selector\ndescription: Selects the environment.\n---\n# Environment selection\n\nRun scripts/select.py with the environment the user named.\nAnswer with the environment name in capitals, and nothing else.\nRefuse PROD unless the user confirmed it in the same message.\n")
+
 func (instantTools) Exec(_ context.Context, cmd []string, _ []byte, _ string, _ time.Duration) (agent.ExecResult, error) {
 	if cmd[0] == "cat" {
-		return agent.ExecResult{Stdout: []byte("---\nname: env-selector\ndescription: Selects the environment.\n---\nAnswer in capitals.\n")}, nil
+		return agent.ExecResult{Stdout: envSkillFile}, nil
 	}
 	return agent.ExecResult{Stdout: []byte("DEV\n")}, nil
 }
@@ -81,10 +88,18 @@ func (b *bencher) agentOverhead(ctx context.Context) ([]benchResult, error) {
 		return nil, err
 	}
 	catalog := []agent.SkillRef{{Name: "env-selector", Description: "Selects the environment.", Location: "/skills/env-selector/SKILL.md"}}
+	var trajectories worker.TrajectoryEncoder
 	job := func() error {
-		out, _, err := builtin.Run(ctx, instantTools{}, agent.Request{Input: "Select DEV", Catalog: catalog, WorkDir: "/work"})
+		// What a worker does around the agent: the catalog's bodies fingerprinted for activation
+		// (from files already read; the worker reads the catalog's SKILL.md files from the
+		// extracted bundle), and the trajectory encoded for the result.
+		skills := activation.New([]activation.Skill{{Name: "env-selector", Body: activation.BodyOf(string(envSkillFile))}})
+		out, tr, err := builtin.Run(ctx, instantTools{}, agent.Request{Input: "Select DEV", Catalog: catalog, WorkDir: "/work", Skills: skills})
 		if err != nil {
 			return err
+		}
+		if len(tr.Activated) != 1 || trajectories.Encode(tr.Trajectory, &pb.Job{Id: "bench"}).GetSize() == 0 {
+			return fmt.Errorf("no activation or no trajectory recorded: %+v", tr.Activated)
 		}
 		if r, _, err := j.Evaluate(ctx, "Selects DEV", "Select DEV", out, 1); err != nil || !r.Passed {
 			return fmt.Errorf("judge: %v %+v", err, r)

@@ -1410,7 +1410,8 @@ type StoredDocument struct {
 	Artifact string `protobuf:"bytes,2,opt,name=artifact,proto3" json:"artifact,omitempty"`
 	// The document's length in bytes, inline or not.
 	Size int64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
-	// How data (or the artifact) is encoded: "gzip" for the gzip of the document.
+	// How data (or the artifact) is encoded: "json" for the document as it is, "gzip" for its
+	// gzip.
 	Encoding string `protobuf:"bytes,4,opt,name=encoding,proto3" json:"encoding,omitempty"`
 	// Why the document is missing or shortened, when it is.
 	Note          string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
