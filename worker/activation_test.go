@@ -58,7 +58,8 @@ func TestDetectorsAreSharedByARunsJobs(t *testing.T) {
 	if c.get(job("b1", "c2"), dir) == a {
 		t.Error("another catalog shared the detector")
 	}
-	if c.get(job("", ""), dir) == c.get(job("", ""), dir) {
+	first := c.get(job("", ""), dir)
+	if second := c.get(job("", ""), dir); first == second {
 		t.Error("jobs naming no catalog shared a detector")
 	}
 	for i := range 3 * maxDetectors {
