@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -67,6 +69,13 @@ Save the notes as NOTES.md in the working directory, never elsewhere.
         - {name: bash, args_match: 'cat .*/changelog-lint/SKILL\.md'}
       tool_not_called: [write_file]
 
+  - name: notes-after-rate-limit
+    input: "NOTES-WRITE-429: draft the release notes for 2.2"
+    assertions:
+      skill_activated: [release-notes]
+      tool_order: [bash, write_file]
+      max_turns: 3
+
   - name: no-file-writes
     input: "NOTES-WRITE: draft the release notes for 2.1"
     assertions:
@@ -103,20 +112,26 @@ Never rewrite the changelog yourself; only report what is missing.
 
 // loopCLI stands in for an agent CLI with its own tools: a minimal agent loop against
 // OPENAI_BASE_URL offering bash and write_file, which it executes itself in the sandbox, in the
-// directory it was started in.
+// directory it was started in. Like real CLIs it retries a request the model rate-limited.
 const loopCLI = `
-import json, os, subprocess, sys, urllib.request
+import json, os, subprocess, sys, time, urllib.error, urllib.request
 def fn(name, desc, props):
     return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
         "type": "object", "properties": {p: {"type": "string"} for p in props}, "required": props}}}
 TOOLS = [fn("bash", "Run a command with bash -c.", ["command"]),
          fn("write_file", "Write a file.", ["path", "content"])]
-def ask(messages):
+def ask(messages, tries=3):
     body = json.dumps({"model": "cli-model", "messages": messages, "tools": TOOLS}).encode()
     req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
         headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)["choices"][0]["message"]
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.load(r)["choices"][0]["message"]
+    except urllib.error.HTTPError as e:
+        if e.code != 429 or tries == 1:
+            raise
+        time.sleep(0.05)
+        return ask(messages, tries - 1)
 def run(name, args):
     a = json.loads(args)
     if name == "bash":
@@ -147,9 +162,27 @@ const notesContent = "# Release notes 2.0\n\n## Added\n\n- Added the fleet view\
 // judgeReference is the eval's expected_output, which the judge must be shown.
 const judgeReference = "REFERENCE-7f3a: version 1.2.0 has no date"
 
-// sameModel is the scripted model both agents talk to. It picks a scenario from the case's
-// input and its step from the tool results so far, so either agent gets the same calls.
-func sameModel(_ int, r agenttest.Request) agenttest.Reply {
+// sameModel returns the scripted model both agents talk to. It picks a scenario from the case's
+// input and its step from the tool results so far, so either agent gets the same calls. A
+// NOTES-WRITE-429 conversation is rate-limited once, at its first request, for each agent.
+func sameModel() func(int, agenttest.Request) agenttest.Reply {
+	var mu sync.Mutex
+	limited := map[any]bool{}
+	return func(n int, r agenttest.Request) agenttest.Reply {
+		if strings.Contains(string(r.Body), "NOTES-WRITE-429") {
+			mu.Lock()
+			first := !limited[r.Params()["model"]]
+			limited[r.Params()["model"]] = true
+			mu.Unlock()
+			if first {
+				return agenttest.Fail(http.StatusTooManyRequests, "Retry-After-Ms", "20")
+			}
+		}
+		return sameAnswer(n, r)
+	}
+}
+
+func sameAnswer(_ int, r agenttest.Request) agenttest.Reply {
 	if r.Params()["model"] == "judge-model" {
 		return agenttest.Text(`{"passed": true, "evidence": "the answer names 1.2.0"}`, 50, 10)
 	}
@@ -230,7 +263,7 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 		t.Skip("real Docker test; skipped with -short")
 	}
 	t.Setenv("SAME_UPSTREAM_KEY", "sk-test-SAME-51e0")
-	srv := agenttest.NewFunc(t, sameModel)
+	srv := agenttest.NewFunc(t, sameModel())
 
 	cfgPath := filepath.Join(t.TempDir(), config.FileName)
 	doc, err := yaml.Marshal(map[string]any{
@@ -276,7 +309,10 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 		"release-notes/notes-written":       {report.StatusPassed, nil},
 		"release-notes/lint-skill-read-too": {report.StatusFailed, []string{"skill_not_activated"}},
 		"release-notes/no-file-writes":      {report.StatusFailed, []string{"tool_not_called", "max_turns"}},
-		"changelog-lint/eval-1":             {report.StatusPassed, nil},
+		// One rate-limited request, retried, is not a turn: the built-in agent's client retries
+		// within its turn, and an agent CLI's retry must not count as another.
+		"release-notes/notes-after-rate-limit": {report.StatusPassed, nil},
+		"changelog-lint/eval-1":                {report.StatusPassed, nil},
 	}
 	got := map[string]map[string]report.Case{} // case → agent → row
 	for _, c := range rep.Cases {
@@ -325,6 +361,17 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 					cl.Assertions[i].Type, cl.Assertions[i].Passed, cl.Assertions[i].Message)
 			}
 		}
+	}
+
+	// The rate limit happened: each agent's conversation was refused once and sent again.
+	limited := map[any]int{}
+	for _, r := range srv.Requests() {
+		if strings.Contains(string(r.Body), "NOTES-WRITE-429") {
+			limited[r.Params()["model"]]++
+		}
+	}
+	if limited["agent-model"] != 4 || limited["cli-model"] != 4 {
+		t.Errorf("requests of notes-after-rate-limit per model %v, want 4 each (one refused, three answered)", limited)
 	}
 
 	// The judge was asked once per agent, and shown the eval's expected_output.
@@ -462,6 +509,7 @@ func checkWorkspace(t *testing.T, c *coordinator.Coordinator, run string, agents
 		{"release-notes", "eval-notes-written", true, true},
 		{"release-notes", "eval-lint-skill-read-too", false, false},
 		{"release-notes", "eval-no-file-writes", false, true},
+		{"release-notes", "eval-notes-after-rate-limit", true, true},
 		{"changelog-lint", "eval-1", true, false},
 	}
 	for _, j := range jobs {
