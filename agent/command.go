@@ -128,7 +128,7 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	tr.Turns = 1
 	if sess != nil {
 		tr.Usage = sess.Usage()
-		tr.Turns = sess.Requests()
+		tr.Turns = sess.Turns()
 		tr.Activations = sess.Activations()
 		tr.ActivationsSeen = req.Skills != nil
 		for _, a := range tr.Activations {

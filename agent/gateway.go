@@ -281,6 +281,10 @@ type Session struct {
 	mu       sync.Mutex
 	usage    Usage
 	requests int
+	// answered counts the requests the CLI got a usable answer to: its turns. A request the
+	// upstream refused (429, 5xx) and the CLI sent again is one turn, as the built-in agent's
+	// client retries within a turn.
+	answered int
 	// reserved is what the requests in flight hold against the budget.
 	reserved int64
 	// refused: a request was turned away because the budget could not cover it.
@@ -301,8 +305,8 @@ func (s *Session) TrackActivations(d *activation.Detector) {
 	s.skills = activation.NewTracker(d)
 }
 
-// Activations returns the skills activated so far, with the 1-based request that first carried
-// each one's body.
+// Activations returns the skills activated so far, with the turn (see Turns, from 1) of the
+// request that first carried each one's body.
 func (s *Session) Activations() []activation.Activation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -323,7 +327,7 @@ func (s *Session) observe(req *preparedRequest) {
 	if len(msgs) < s.scanned {
 		s.scanned = 0
 	}
-	turn := s.requests + 1
+	turn := s.answered + 1
 	for _, m := range msgs[s.scanned:] {
 		s.skills.Observe(turn, jsonText(m))
 	}
@@ -360,6 +364,14 @@ func (s *Session) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests
+}
+
+// Turns is how many model calls the CLI got an answer to: the requests forwarded, less those
+// the upstream refused or failed (a CLI sends them again, and a retry is not another turn).
+func (s *Session) Turns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.answered
 }
 
 // BudgetExhausted says the session reached its token budget, or a request was refused because
@@ -666,6 +678,9 @@ func (g *Gateway) settle(s *Session, status int, u *tokenUsage, res reservation,
 	s.mu.Lock()
 	s.reserved -= res.total()
 	s.requests++
+	if ok && metered {
+		s.answered++
+	}
 	s.usage.PromptTokens += p
 	s.usage.CompletionTokens += c
 	s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/skillfleet/skillfleet/activation"
+	"github.com/skillfleet/skillfleet/agent/agenttest"
 )
 
 const fixtureBody = `# Release notes
@@ -99,3 +100,44 @@ func numberedLines(text string, first int) string {
 }
 
 func splitLines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+// TestGatewayRetriedRequestIsNotATurn: a request the upstream rate-limits, which the CLI sends
+// again, is forwarded twice but is one turn, as the built-in agent's client retries within a
+// turn; the activation's turn counts turns, not requests.
+func TestGatewayRetriedRequestIsNotATurn(t *testing.T) {
+	f := newGatewayFixture(t, func(n int, _ agenttest.Request) agenttest.Reply {
+		if n == 0 {
+			return agenttest.Fail(http.StatusTooManyRequests)
+		}
+		return agenttest.Text("ok", 1, 1)
+	}, nil)
+	s, err := f.g.Open("job", Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.TrackActivations(activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}}))
+	user := map[string]any{"role": "user", "content": "write the release notes"}
+	call := map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
+		"function": map[string]any{"name": "shell", "arguments": `{"command":"cat /skills/release-notes/SKILL.md"}`}}}}
+	result := map[string]any{"role": "tool", "tool_call_id": "c1", "content": fixtureBody}
+	steps := []struct {
+		body   string
+		status int
+	}{
+		{chatRequest(t, user), http.StatusTooManyRequests},
+		{chatRequest(t, user), http.StatusOK},
+		{chatRequest(t, user, call, result), http.StatusOK},
+	}
+	for i, st := range steps {
+		if r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), st.body); r.Status != st.status {
+			t.Fatalf("request %d: %d %s, want %d", i+1, r.Status, r.Body, st.status)
+		}
+	}
+	if s.Requests() != 3 || s.Turns() != 2 {
+		t.Errorf("%d requests, %d turns; want 3 requests, 2 turns", s.Requests(), s.Turns())
+	}
+	want := []activation.Activation{{Skill: "release-notes", Turn: 2}}
+	if got := s.Activations(); !slices.Equal(got, want) {
+		t.Errorf("activations %v, want %v", got, want)
+	}
+}
