@@ -192,7 +192,7 @@ func analyze(name, stream string, cases []CaseDiff, opt Options) SkillComparison
 	sc.A.PassRate, sc.B.PassRate, sc.Delta = sumA[0]/n, sumB[0]/n, mean[0]
 
 	rng := newStream(opt.Seed, stream)
-	sc.Resamples = opt.Resamples
+	sc.Resamples = min(opt.Resamples, max(minResamples, bootstrapBudget/sc.Cases))
 	ivs := bootstrap(rows, sc.Resamples, rng)
 	sc.Tokens = Delta{A: sumA[1] / n, B: sumB[1] / n, Mean: mean[1], Interval: ivs[1]}
 	sc.Cost = Delta{A: sumA[2] / n, B: sumB[2] / n, Mean: mean[2], Interval: ivs[2]}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -309,4 +310,28 @@ func draw(r *rand.Rand, n int, p, mean float64) []Epoch {
 		}
 	}
 	return out
+}
+
+// TestQuantile checks the selection against sorting, on data with ties.
+func TestQuantile(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		x := make([]float64, 1+r.IntN(300))
+		for i := range x {
+			x[i] = float64(r.IntN(40))
+		}
+		sorted := slices.Clone(x)
+		slices.Sort(sorted)
+		for _, q := range []float64{0, 0.025, 0.5, 0.975, 1} {
+			h := float64(len(x)-1) * q
+			lo := int(h)
+			want := sorted[lo]
+			if lo < len(x)-1 {
+				want += (h - float64(lo)) * (sorted[lo+1] - sorted[lo])
+			}
+			if got := quantile(slices.Clone(x), q); got != want {
+				t.Errorf("trial %d: quantile(%v) = %v, want %v", trial, q, got, want)
+			}
+		}
+	}
 }

@@ -36,9 +36,13 @@ type Case struct {
 type Options struct {
 	// Seed makes the bootstrap and the Monte Carlo sign flips reproducible.
 	Seed uint64
-	// Resamples is the number of bootstrap resamples of a group; 0 means DefaultResamples.
+	// Resamples is the number of bootstrap resamples of a group; 0 means DefaultResamples. A
+	// group of more than 100,000 cases gets fewer (at least 200), to bound the work; the
+	// number used is in SkillComparison.Resamples.
 	Resamples int
-	// Draws is the number of Monte Carlo sign-flip draws of a group; 0 means DefaultDraws.
+	// Draws is the number of Monte Carlo sign-flip draws of a group; 0 means DefaultDraws. A
+	// group of more than 5,000 differing cases gets fewer (at least 1,000), to bound the work;
+	// the number used is in SkillComparison.Draws.
 	Draws int
 }
 

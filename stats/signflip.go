@@ -10,7 +10,7 @@ const exactDistributionBudget = 20_000_000
 // a group too large for DefaultDraws within it gets fewer draws, never fewer than
 // minMonteCarloDraws.
 const (
-	monteCarloBudget   = 100_000_000
+	monteCarloBudget   = 50_000_000
 	minMonteCarloDraws = 1000
 )
 
