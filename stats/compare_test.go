@@ -335,3 +335,39 @@ func TestQuantile(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareHolmAcrossSkills: the skills of a comparison form one family; a skill that alone
+// would be significant can lose it after the adjustment.
+func TestCompareHolmAcrossSkills(t *testing.T) {
+	var a, b []Case
+	for _, s := range []struct {
+		name    string
+		flipped int // cases failing in A and passing in B; one case goes the other way
+	}{{"strong", 12}, {"medium", 8}, {"weak", 2}} {
+		pairs := append(repeat(s.flipped, [2]string{"F", "P"}), [2]string{"P", "F"})
+		sa, sb := arms(s.name, pairs)
+		a, b = append(a, sa...), append(b, sb...)
+	}
+	got, err := Compare(a, b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p []float64
+	for _, s := range got.PerSkill {
+		p = append(p, s.P)
+	}
+	want := Holm(p)
+	for i, s := range got.PerSkill {
+		if s.PAdjusted != want[i] || s.Significant != (want[i] <= Alpha) {
+			t.Errorf("%s: p %v adjusted %v significant %v, want adjusted %v", s.Skill, s.P, s.PAdjusted, s.Significant, want[i])
+		}
+	}
+	// strong: McNemar p for 1 vs 12 is 0.0034, times 3 is 0.0103: still significant. medium:
+	// 1 vs 8 is 0.0352, significant alone, times 2 is 0.0703: no longer. weak: 1 vs 2 is 1.
+	if s := got.PerSkill[1]; s.Skill != "strong" || !s.Significant {
+		t.Errorf("strong = %+v, want significant after Holm", s)
+	}
+	if s := got.PerSkill[0]; s.Skill != "medium" || s.P > Alpha || s.Significant {
+		t.Errorf("medium = %+v, want significant alone, not after Holm", s)
+	}
+}
