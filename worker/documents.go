@@ -43,10 +43,15 @@ func (e *TrajectoryEncoder) Encode(t *atif.Trajectory, job *pb.Job) *pb.StoredDo
 		return nil
 	}
 	t.SessionID = job.GetId()
-	raw, err := json.Marshal(t)
-	if err != nil {
+	var doc bytes.Buffer
+	enc := json.NewEncoder(&doc)
+	// Transcripts are full of <available_skills> and shell redirections: escaping them for
+	// HTML would make the document larger and slower to write, for no reader's benefit.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(t); err != nil {
 		return &pb.StoredDocument{Note: "the trajectory could not be encoded: " + err.Error()}
 	}
+	raw := bytes.TrimSuffix(doc.Bytes(), []byte("\n"))
 	if len(raw) <= plainDocumentBytes {
 		return &pb.StoredDocument{Data: raw, Size: int64(len(raw)), Encoding: "json"}
 	}
