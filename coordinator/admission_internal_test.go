@@ -17,7 +17,7 @@ import (
 // does not stop another, and a refused submission reserves nothing.
 func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
-	// The example suite: 20 jobs; the cap lets one run per caller in, not two.
+	// The example suite: 21 jobs; the cap lets one run per caller in, not two.
 	c, err := New(Config{DataDir: t.TempDir(), MaxJobsPerPrincipal: 30}, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if got := c.admitted; len(got) != 3 || got["alice"] != 20 || got["bob"] != 20 || got[""] != 20 {
-		t.Errorf("admitted = %v, want 20 jobs each for alice, bob and anonymous", got)
+	if got := c.admitted; len(got) != 3 || got["alice"] != 21 || got["bob"] != 21 || got[""] != 21 {
+		t.Errorf("admitted = %v, want 21 jobs each for alice, bob and anonymous", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -191,7 +192,7 @@ func TestSubmitJobsPerPrincipal(t *testing.T) {
 	if resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("second submission: %d, want 422: %s", resp.StatusCode, body)
 	}
-	if e := decodeError(t, body); !strings.Contains(e.Error, "over the limit of 25") {
+	if e := decodeError(t, body); !strings.Contains(e.Error, fmt.Sprintf("over the limit of %d", exampleJobs+5)) {
 		t.Errorf("message %q does not name the limit", e.Error)
 	}
 	if _, err := a.client().Cancel(context.Background(), first.GetId()); err != nil {

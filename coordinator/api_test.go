@@ -46,10 +46,10 @@ const (
 	failing = "usage-error"
 )
 
-// The example suite: 16 cases in 3 skills, 20 jobs (default_is_dev has 5 epochs).
+// The example suite: 17 cases in 3 skills, 21 jobs (default_is_dev has 5 epochs).
 const (
-	exampleCases  = 16
-	exampleJobs   = 20
+	exampleCases  = 17
+	exampleJobs   = 21
 	exampleSkills = 3
 )
 
@@ -524,7 +524,7 @@ func TestAPIRunLifecycle(t *testing.T) {
 	if c := got.GetCases(); got.GetId() != id || c.GetTotal() != exampleCases || c.GetFailed() != 1 || c.GetPassed() != exampleCases-1 {
 		t.Fatalf("status %v", got)
 	}
-	if !strings.Contains(string(body), `"state":"RUN_STATE_COMPLETED"`) || !strings.Contains(string(body), `"total_jobs":20`) {
+	if !strings.Contains(string(body), `"state":"RUN_STATE_COMPLETED"`) || !strings.Contains(string(body), `"total_jobs":21`) {
 		t.Errorf("status JSON does not use proto field names: %s", body)
 	}
 
@@ -618,7 +618,7 @@ func TestAPIRunLifecycle(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("text: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	if !strings.Contains(text, "16 cases: 15 passed, 1 failed, 0 errored") || !strings.Contains(text, "deploy-checklist/"+failing) || !strings.Contains(text, id) {
+	if !strings.Contains(text, "17 cases: 16 passed, 1 failed, 0 errored") || !strings.Contains(text, "deploy-checklist/"+failing) || !strings.Contains(text, id) {
 		t.Errorf("text report:\n%s", text)
 	}
 	resp, body = a.do(t, http.MethodGet, "/v1/runs/"+id+"/report?format=pdf", token, nil)

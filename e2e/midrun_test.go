@@ -10,7 +10,7 @@ import (
 )
 
 // exampleJobs is how many jobs the example suite plans.
-const exampleJobs = 20
+const exampleJobs = 21
 
 // submitted is the end of a `skillfleet submit --follow`.
 type submitted struct {
@@ -54,7 +54,7 @@ func midRun(t *testing.T, api, token string) int {
 }
 
 // checkExampleReport checks a finished submit of the example suite without an agent: exit 1,
-// 16 cases of which the 11 command cases passed and the 5 prompt cases errored.
+// 17 cases of which the 11 command cases passed and the 6 prompt cases errored.
 func checkExampleReport(t *testing.T, res submitted, after string) {
 	t.Helper()
 	if res.err != nil {
@@ -67,7 +67,7 @@ func checkExampleReport(t *testing.T, res submitted, after string) {
 	if err := json.Unmarshal([]byte(res.out), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.out)
 	}
-	if s := rep.Summary; s.Total != 16 || s.Passed != 11 || s.Errored != 5 || s.Failed+s.TimedOut+s.Skipped != 0 {
-		t.Errorf("summary after %s: %+v, want 16 cases: 11 passed, 5 errored", after, s)
+	if s := rep.Summary; s.Total != 17 || s.Passed != 11 || s.Errored != 6 || s.Failed+s.TimedOut+s.Skipped != 0 {
+		t.Errorf("summary after %s: %+v, want 17 cases: 11 passed, 6 errored", after, s)
 	}
 }

@@ -252,10 +252,10 @@ func TestPlanFilterAndAgents(t *testing.T) {
 		// env-selector: 4 prompt cases, one with runs: 5 → 8 prompt jobs per agent.
 		{name: "two agents", opts: PlanOptions{Filter: Filter{Skills: []string{"env-selector"}}, Agents: []string{"a", "b"}}, wantJobs: 2*8 + 6},
 		{name: "bad glob", opts: PlanOptions{Filter: Filter{Skills: []string{"["}}}, wantErr: true},
-		// 11 command cases and 5 prompt cases, one of them with runs: 5.
+		// 11 command cases and 6 prompt cases (one from evals.json), one of them with runs: 5.
 		{name: "command cases", opts: PlanOptions{Filter: Filter{Kinds: []Kind{KindCommand}}}, wantJobs: 11},
-		{name: "prompt cases", opts: PlanOptions{Filter: Filter{Kinds: []Kind{KindPrompt}}}, wantJobs: 9},
-		{name: "both kinds", opts: PlanOptions{Filter: Filter{Kinds: Kinds([]string{"prompt", "command"})}}, wantJobs: 20},
+		{name: "prompt cases", opts: PlanOptions{Filter: Filter{Kinds: []Kind{KindPrompt}}}, wantJobs: 10},
+		{name: "both kinds", opts: PlanOptions{Filter: Filter{Kinds: Kinds([]string{"prompt", "command"})}}, wantJobs: 21},
 		{name: "kind and skill", opts: PlanOptions{Filter: Filter{Skills: []string{"env-selector"}, Kinds: []Kind{KindPrompt}}}, wantJobs: 8},
 		{name: "unknown kind", opts: PlanOptions{Filter: Filter{Kinds: []Kind{"shell"}}}, wantErr: true},
 		// The cap is inclusive: a plan of exactly MaxJobs jobs is made, one more is refused.

@@ -40,10 +40,10 @@ const (
 	failingCase = "usage-error"
 )
 
-// The example suite has 16 cases in 3 skills and plans 20 jobs.
+// The example suite has 17 cases in 3 skills and plans 21 jobs.
 const (
-	exampleCases = 16
-	exampleJobs  = 20
+	exampleCases = 17
+	exampleJobs  = 21
 )
 
 // remote is a real coordinator (in an in-process fleet) behind an httptest server.
@@ -209,7 +209,7 @@ func TestPlanJSON(t *testing.T) {
 	// The same plan as text: one line per job, then the counts and the digest.
 	code, text, _ := run("plan", examples)
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	if code != ExitOK || len(lines) != exampleJobs+1 || lines[len(lines)-1] != "20 jobs, 0 errors, 0 warnings; suite "+plan.SuiteDigest {
+	if code != ExitOK || len(lines) != exampleJobs+1 || lines[len(lines)-1] != "21 jobs, 0 errors, 0 warnings; suite "+plan.SuiteDigest {
 		t.Errorf("text plan (exit %d):\n%s", code, text)
 	}
 	for i, j := range plan.Jobs {
@@ -275,7 +275,7 @@ func TestSubmitFollow(t *testing.T) {
 			t.Errorf("%s/%s: %s", c.Skill, c.Case, c.Status)
 		}
 	}
-	if !strings.Contains(errOut, "run "+rep.Run+": 20 jobs") {
+	if !strings.Contains(errOut, "run "+rep.Run+": 21 jobs") {
 		t.Errorf("stderr does not announce the run: %q", errOut)
 	}
 	data, err := os.ReadFile(junit)
@@ -485,7 +485,7 @@ func TestRuns(t *testing.T) {
 	if f := strings.Fields(lines[1]); f[0] != held.GetId() || f[1] != "running" || f[2] != "0/1" {
 		t.Errorf("list line for the running run: %q", lines[1])
 	}
-	if f := strings.Fields(lines[2]); f[0] != done || f[1] != "completed" || f[2] != "20/20" || f[3] != "15" || f[4] != "1" || f[5] != "0" {
+	if f := strings.Fields(lines[2]); f[0] != done || f[1] != "completed" || f[2] != "21/21" || f[3] != "16" || f[4] != "1" || f[5] != "0" {
 		t.Errorf("list line for the finished run: %q", lines[2])
 	}
 	code, out, _ = runs("list", "--format", "json")
@@ -502,7 +502,7 @@ func TestRuns(t *testing.T) {
 
 	// show
 	code, out, _ = runs("show", done)
-	for _, want := range []string{"run      " + done + " all", "state    completed", "jobs     20/20", "cases    16: 15 passed, 1 failed, 0 errored, 0 timed out, 0 skipped"} {
+	for _, want := range []string{"run      " + done + " all", "state    completed", "jobs     21/21", "cases    17: 16 passed, 1 failed, 0 errored, 0 timed out, 0 skipped"} {
 		if !strings.Contains(out, want) || code != ExitOK {
 			t.Errorf("runs show (exit %d) does not contain %q:\n%s", code, want, out)
 		}
@@ -515,7 +515,7 @@ func TestRuns(t *testing.T) {
 
 	// report, in each format
 	code, out, _ = runs("report", done)
-	if code != ExitOK || !strings.Contains(out, "16 cases: 15 passed, 1 failed") || !strings.Contains(out, "deploy-checklist/"+failingCase) {
+	if code != ExitOK || !strings.Contains(out, "17 cases: 16 passed, 1 failed") || !strings.Contains(out, "deploy-checklist/"+failingCase) {
 		t.Errorf("runs report text (exit %d):\n%s", code, out)
 	}
 	code, out, _ = runs("report", "--format", "json", done)
