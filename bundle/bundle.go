@@ -547,3 +547,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// BaselineDir is the reserved directory of a bundle that holds the previous versions of its
+// skills, for a run's old_skill arm ("<BaselineDir>/<skill name>/..."). It is hidden, like the
+// manifest: no skill name starts with a dot, skill discovery never enters it (so the old
+// versions are never skills of the suite), and only the jobs of the old_skill arm are shown
+// what it holds.
+const BaselineDir = ".skillfleet-baseline"

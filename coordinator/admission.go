@@ -32,6 +32,9 @@ func (c *Coordinator) checkSpec(spec *pb.RunSpec) error {
 		// In hours: a deadline of years overflows a Duration.
 		return &PlanError{Err: fmt.Errorf("the deadline of %dh exceeds this coordinator's maximum of %s (--max-deadline)", ms/int64(time.Hour/time.Millisecond), c.cfg.MaxDeadline)}
 	}
+	if _, err := suite.ParseArm(spec.GetBaseline()); err != nil {
+		return &PlanError{Err: err}
+	}
 	for i, a := range spec.GetAgents() {
 		// The same agent twice would plan every prompt job twice under one id.
 		if slices.Contains(spec.GetAgents()[:i], a) {
@@ -112,11 +115,13 @@ func (c *Coordinator) checkJobSizes(r *run) error {
 	}
 	var diags diag.Diagnostics
 	for _, pc := range r.plan.Cases {
-		agent := longest
+		agent, arm := longest, suite.ArmWithSkill
 		if pc.Kind == suite.KindCommand {
 			agent = ""
+		} else if r.plan.Baseline != "" {
+			arm = r.plan.Baseline // a baseline job carries its arm: a few bytes more
 		}
-		j := suite.Job{ID: suite.JobID(pc.Skill.Name, pc.Name, pc.Kind, pc.Runs, agent), Case: pc, Epoch: pc.Runs, Agent: agent}
+		j := suite.Job{ID: suite.ArmJobID(pc.Skill.Name, pc.Name, pc.Kind, pc.Runs, agent, arm), Case: pc, Epoch: pc.Runs, Agent: agent, Arm: arm}
 		msg, err := jobMessage(r.spec, r.plan, r.catalog, j, c.cfg.MaxAttempts, r.spec.GetCreatedAt())
 		if err != nil {
 			return &PlanError{Err: err}

@@ -149,6 +149,13 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 			*f.dst = n
 		}
 	}
+	if v := q.Get("baseline"); v != "" {
+		if _, err := suite.ParseArm(v); err != nil {
+			writeError(w, http.StatusBadRequest, err, nil)
+			return
+		}
+		spec.Baseline = v
+	}
 	if v := q.Get("max_tokens"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {

@@ -25,25 +25,36 @@ type jobCatalog struct {
 	data    []byte            // the pb.Catalog, deterministically marshalled
 	digest  string            // bundle.DigestPrefix + hex(sha256(data))
 	allowed map[string]string // skill name → its allowed-tools
+	// allowedOld is the allowed-tools of the old versions (old_skill jobs).
+	allowedOld map[string]string
 }
 
 // catalogOf makes a run's catalog from the skills of its bundle, in the order given (name
-// order: the bundle's). A skill's file lies at "<name>/SKILL.md" (or "<name>/skill.md") in
-// every bundle.
-func catalogOf(skills []*skill.Skill) (*jobCatalog, error) {
-	c := &jobCatalog{allowed: make(map[string]string, len(skills))}
-	entries := make([]*pb.CatalogEntry, 0, len(skills))
-	for _, s := range skills {
+// order: the bundle's), and the old versions an old_skill run's bundle holds (nil for other
+// runs). A skill's file lies at "<name>/SKILL.md" (or "<name>/skill.md") in every bundle, an
+// old version's under bundle.BaselineDir. The worker makes each job's catalog from this one
+// by the job's arm (worker/arms.go): a run stores one catalog, whatever its arms.
+func catalogOf(skills, old []*skill.Skill) (*jobCatalog, error) {
+	c := &jobCatalog{allowed: make(map[string]string, len(skills)), allowedOld: make(map[string]string, len(old))}
+	entry := func(s *skill.Skill, dir string) *pb.CatalogEntry {
 		// The file's own name: a lowercase skill.md is accepted too, and a bundle keeps it.
 		file := skill.FileName
 		if s.File != "" {
 			file = filepath.Base(s.File)
 		}
-		entries = append(entries, &pb.CatalogEntry{Name: s.Name, Description: s.Description, Path: path.Join(s.Name, file)})
+		return &pb.CatalogEntry{Name: s.Name, Description: s.Description, Path: path.Join(dir, file)}
+	}
+	cat := &pb.Catalog{Entries: make([]*pb.CatalogEntry, 0, len(skills))}
+	for _, s := range skills {
+		cat.Entries = append(cat.Entries, entry(s, s.Name))
 		c.allowed[s.Name] = s.AllowedTools
 	}
+	for _, s := range old {
+		cat.Baseline = append(cat.Baseline, entry(s, path.Join(bundle.BaselineDir, s.Name)))
+		c.allowedOld[s.Name] = s.AllowedTools
+	}
 	// Deterministic, so the same bundle gives the same digest when a resumed run plans again.
-	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.Catalog{Entries: entries})
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(cat)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}

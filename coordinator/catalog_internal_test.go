@@ -17,7 +17,7 @@ func TestCatalogOf(t *testing.T) {
 		{Name: "lower", Description: "l", File: "/x/lower/skill.md"},
 		{Name: "built", Description: "b"}, // made by hand: no file
 	}
-	c, err := catalogOf(skills)
+	c, err := catalogOf(skills, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestCatalogOf(t *testing.T) {
 	if c.allowed["upper"] != "bash" {
 		t.Errorf("allowed-tools of upper: %q", c.allowed["upper"])
 	}
-	again, err := catalogOf(skills)
+	again, err := catalogOf(skills, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

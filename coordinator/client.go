@@ -63,8 +63,11 @@ type SubmitOptions struct {
 	Deadline  time.Duration
 	// Limits are the sandbox limits the suite asks for (skillfleet.yaml).
 	Limits *pb.Limits
-	// MaxTokens is the run's token budget; 0 means none.
+	// MaxTokens is the run's token budget (both arms of a run with a baseline); 0 means none.
 	MaxTokens int64
+	// Baseline is the run's baseline arm ("without_skill", "old_skill"); "" runs with_skill
+	// only. An old_skill run's bundle must hold the old versions (suite.WriteBundleWith).
+	Baseline string
 }
 
 // Submit uploads a bundle and starts a run.
@@ -79,6 +82,9 @@ func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) 
 	}
 	if o.Deadline > 0 {
 		q.Set("deadline", o.Deadline.String())
+	}
+	if o.Baseline != "" {
+		q.Set("baseline", o.Baseline)
 	}
 	if o.MaxTokens > 0 {
 		q.Set("max_tokens", strconv.FormatInt(o.MaxTokens, 10))

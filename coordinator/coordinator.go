@@ -472,10 +472,16 @@ func (c *Coordinator) planIn(dir string, spec *pb.RunSpec, maxJobs int) (*run, e
 	if len(agents) == 0 {
 		agents = c.cfg.Agents
 	}
+	base := suite.Baseline{Arm: suite.Arm(spec.GetBaseline())}
+	if base.Arm == suite.ArmOldSkill {
+		// The submitter put the old versions in the bundle; what it lacks gets no old_skill jobs.
+		base.Old = suite.LoadOld([]string{filepath.Join(dir, bundle.BaselineDir)}, skill.Options{})
+	}
 	plan, err := s.Plan(suite.PlanOptions{
-		Filter:  suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs(), Kinds: suite.Kinds(spec.GetCaseKinds())},
-		Agents:  agents,
-		MaxJobs: maxJobs,
+		Filter:   suite.Filter{Skills: spec.GetSkillGlobs(), Cases: spec.GetCaseGlobs(), Kinds: suite.Kinds(spec.GetCaseKinds())},
+		Agents:   agents,
+		MaxJobs:  maxJobs,
+		Baseline: base,
 	})
 	if err := planError(dir, plan, err); err != nil {
 		return nil, err
@@ -484,7 +490,7 @@ func (c *Coordinator) planIn(dir string, spec *pb.RunSpec, maxJobs int) (*run, e
 		pc.File = relTo(dir, pc.File)
 	}
 	// The catalog is what the extracted bundle holds, which may be more than the plan selected.
-	cat, err := catalogOf(s.Catalog.Skills())
+	cat, err := catalogOf(s.Catalog.Skills(), plan.Old)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,13 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 		m.Kind = pb.CaseKind_CASE_KIND_PROMPT
 		m.Input = c.Input
 		m.AllowedTools = cat.allowed[c.Skill.Name]
+		if j.Arm != suite.ArmWithSkill && j.Arm != "" {
+			// Set only on baseline jobs, so a run without one sends the messages it always did.
+			m.Arm = string(j.Arm)
+		}
+		if j.Arm == suite.ArmOldSkill {
+			m.AllowedTools = cat.allowedOld[c.Skill.Name]
+		}
 		// By reference: the catalog is the same for every prompt job of the run.
 		m.CatalogDigest = cat.digest
 		m.Files = c.Files
@@ -62,11 +69,12 @@ func plannedCases(p *suite.Plan) []report.PlannedCase {
 	type key struct {
 		c     *suite.Case
 		agent string
+		arm   suite.Arm
 	}
 	seen := make(map[key]bool, len(p.Cases))
 	out := make([]report.PlannedCase, 0, len(p.Cases))
 	for _, j := range p.Jobs {
-		k := key{j.Case, j.Agent}
+		k := key{j.Case, j.Agent, j.Arm}
 		if seen[k] {
 			continue
 		}
@@ -77,7 +85,7 @@ func plannedCases(p *suite.Plan) []report.PlannedCase {
 			kind = pb.CaseKind_CASE_KIND_COMMAND
 		}
 		out = append(out, report.PlannedCase{
-			Skill: c.Skill.Name, Case: c.Name, Agent: j.Agent, Kind: kind, Epochs: c.Runs,
+			Skill: c.Skill.Name, Case: c.Name, Agent: j.Agent, Arm: string(j.Arm), Kind: kind, Epochs: c.Runs,
 			Confidence: c.Confidence, File: c.File, Line: c.Line,
 		})
 	}

@@ -22,7 +22,7 @@ func TestJobMessageOfAnEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalogOf(s.Catalog.Skills())
+	cat, err := catalogOf(s.Catalog.Skills(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

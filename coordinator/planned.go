@@ -60,6 +60,10 @@ func (c *Coordinator) SubmitPlanned(ctx context.Context, in Planned, spec *pb.Ru
 		// Written from another selection, it would give the workers other files than planned.
 		return nil, &PlanError{Err: fmt.Errorf("the bundle (%s) is not the plan's (%s)", digest, in.Plan.SuiteDigest)}
 	}
+	if spec.GetBaseline() != string(in.Plan.Baseline) {
+		// The bundle holds the old versions only when the plan was made with them.
+		return nil, fmt.Errorf("submit: the run's baseline %q is not the plan's %q", spec.GetBaseline(), in.Plan.Baseline)
+	}
 	spec = proto.Clone(spec).(*pb.RunSpec)
 	spec.Id = c.newID()
 	spec.BundleDigest = in.Plan.SuiteDigest
@@ -84,7 +88,7 @@ func (c *Coordinator) SubmitPlanned(ctx context.Context, in Planned, spec *pb.Ru
 		}
 		skills = append(skills, s)
 	}
-	cat, err := catalogOf(skills)
+	cat, err := catalogOf(skills, plan.Old)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,22 @@ import (
 	"github.com/skillfleet/skillfleet/verdict"
 )
 
-// CaseKey names a case of a run: its skill, its name and the agent it ran against (empty for
-// command cases). A prompt case run against two agents is two report rows.
-type CaseKey struct{ Skill, Case, Agent string }
+// CaseKey names a case of a run: its skill, its name, the agent it ran against (empty for
+// command cases) and its arm ("" for with_skill). A prompt case run against two agents, or in
+// two arms, is two report rows.
+type CaseKey struct{ Skill, Case, Agent, Arm string }
+
+// ArmWithSkill is the arm of every case of a run without a baseline. Reports, keys and
+// results name it "" so that such runs render as they always did.
+const ArmWithSkill = "with_skill"
+
+// armKey is the arm as reports and keys carry it: "" for with_skill.
+func armKey(arm string) string {
+	if arm == ArmWithSkill {
+		return ""
+	}
+	return arm
+}
 
 // PlannedCase is a case as the plan has it: the Builder expects Epochs results for it.
 type PlannedCase struct {
@@ -22,7 +35,10 @@ type PlannedCase struct {
 	Case  string
 	// Agent is the agent the case runs against; empty for command cases.
 	Agent string
-	Kind  skillfleetv1.CaseKind
+	// Arm is the case's arm of a compared run: "" (or "with_skill"), "without_skill" or
+	// "old_skill".
+	Arm  string
+	Kind skillfleetv1.CaseKind
 	// Epochs is the case's `runs`; 0 means 1.
 	Epochs int
 	// Confidence is the fraction of epochs that must pass; 0 means 1.0.
@@ -46,7 +62,10 @@ type Builder struct {
 	jobsDone  int
 	// counts of cases by verdict, VERDICT_UNSPECIFIED being pending; kept up to date on every
 	// change so Counts is cheap however often it is called.
+	// Only with_skill cases are counted: a baseline arm failing is what a comparison expects.
 	counts [6]int
+	// counted is how many cases counts covers.
+	counted int
 	// closed is set by Skip: the report is final and later results are ignored.
 	closed      bool
 	closeReason string
@@ -56,6 +75,7 @@ type Builder struct {
 type caseState struct {
 	skill, name string
 	agent       string
+	arm         string // "" for with_skill
 	usage       Usage
 	kind        skillfleetv1.CaseKind
 	file        string
@@ -85,12 +105,12 @@ type caseState struct {
 func NewBuilder(run string, cases []PlannedCase) *Builder {
 	b := &Builder{run: run, seed: maphash.MakeSeed(), byKey: make(map[CaseKey]*caseState, len(cases))}
 	for _, pc := range cases {
-		k := CaseKey{pc.Skill, pc.Case, pc.Agent}
+		k := CaseKey{pc.Skill, pc.Case, pc.Agent, armKey(pc.Arm)}
 		if _, dup := b.byKey[k]; dup {
 			continue
 		}
 		cs := &caseState{
-			skill: pc.Skill, name: pc.Case, agent: pc.Agent, kind: pc.Kind, file: pc.File, line: pc.Line,
+			skill: pc.Skill, name: pc.Case, agent: pc.Agent, arm: k.Arm, kind: pc.Kind, file: pc.File, line: pc.Line,
 			epochs:     NormalizeEpochs(pc.Epochs),
 			confidence: NormalizeConfidence(pc.Confidence),
 		}
@@ -103,9 +123,14 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 		cs.jobs, slots = slots[:cs.epochs:cs.epochs], slots[cs.epochs:]
 	}
 	slices.SortFunc(b.cases, func(x, y *caseState) int {
-		return cmp.Or(strings.Compare(x.skill, y.skill), strings.Compare(x.name, y.name), strings.Compare(x.agent, y.agent))
+		return cmp.Or(strings.Compare(x.skill, y.skill), strings.Compare(x.name, y.name), strings.Compare(x.agent, y.agent), strings.Compare(x.arm, y.arm))
 	})
-	b.counts[skillfleetv1.Verdict_VERDICT_UNSPECIFIED] = len(b.cases)
+	for _, cs := range b.cases {
+		if cs.arm == "" {
+			b.counted++
+		}
+	}
+	b.counts[skillfleetv1.Verdict_VERDICT_UNSPECIFIED] = b.counted
 	return b
 }
 
@@ -127,7 +152,7 @@ func (b *Builder) Add(r *skillfleetv1.Result) (accepted bool) {
 	if b.closed || (r.GetRunId() != "" && r.GetRunId() != b.run) {
 		return false
 	}
-	cs := b.byKey[CaseKey{r.GetSkill(), r.GetCaseName(), r.GetAgent()}]
+	cs := b.byKey[CaseKey{r.GetSkill(), r.GetCaseName(), r.GetAgent(), armKey(r.GetArm())}]
 	epoch := int(r.GetEpoch())
 	if cs == nil || epoch < 1 || epoch > cs.epochs {
 		return false
@@ -221,8 +246,10 @@ func (b *Builder) refresh(cs *caseState) {
 	if v == cs.status {
 		return
 	}
-	b.counts[cs.status]--
-	b.counts[v]++
+	if cs.arm == "" {
+		b.counts[cs.status]--
+		b.counts[v]++
+	}
 	cs.status = v
 	switch v {
 	case skillfleetv1.Verdict_VERDICT_PASSED:
@@ -273,13 +300,14 @@ func (b *Builder) JobsTotal() int {
 	return b.jobsTotal
 }
 
-// Counts tallies the cases by verdict as things stand; a case is counted under a verdict as
-// soon as that verdict is certain, and total includes the cases still pending.
+// Counts tallies the with_skill cases by verdict as things stand (a baseline arm's cases are in
+// the report, not in these counts); a case is counted under a verdict as soon as that verdict
+// is certain, and total includes the cases still pending.
 func (b *Builder) Counts() *skillfleetv1.Counts {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return &skillfleetv1.Counts{
-		Total:    int32(len(b.cases)),
+		Total:    int32(b.counted),
 		Passed:   int32(b.counts[skillfleetv1.Verdict_VERDICT_PASSED]),
 		Failed:   int32(b.counts[skillfleetv1.Verdict_VERDICT_FAILED]),
 		Errored:  int32(b.counts[skillfleetv1.Verdict_VERDICT_ERRORED]),
@@ -297,7 +325,7 @@ func (b *Builder) Report() Report {
 	for _, cs := range b.cases {
 		r.Cases = append(r.Cases, cs.report(b.closed, b.closeReason))
 	}
-	r.Summary = summarize(r.Cases)
+	r.Summary, r.Baseline = summarizeArms(r.Cases)
 	if total := b.usageLocked(); !total.zero() {
 		r.Usage = &total
 	}
@@ -336,7 +364,7 @@ func (b *Builder) Case(k CaseKey) (Case, bool) {
 func (cs *caseState) report(closed bool, closeReason string) Case {
 	missing := cs.epochs - cs.tally.Reported()
 	c := Case{
-		Skill: cs.skill, Case: cs.name, Agent: cs.agent, Kind: KindName(cs.kind), Status: StatusOf(cs.status),
+		Skill: cs.skill, Case: cs.name, Agent: cs.agent, Arm: cs.arm, Kind: KindName(cs.kind), Status: StatusOf(cs.status),
 		Epochs: cs.epochs, PassedEpochs: cs.tally.Passed, FailedEpochs: cs.tally.Failed,
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,

@@ -80,15 +80,21 @@ func WriteJUnit(w io.Writer, r Report) error {
 		var ms int64
 		for _, c := range cases {
 			jc := junitCase{
-				Classname: cleanXML(c.Skill), Name: cleanXML(c.Case), Time: seconds(c.DurationMS),
+				Classname: cleanXML(c.Skill), Name: cleanXML(junitName(c)), Time: seconds(c.DurationMS),
 				File: cleanXML(c.File), Line: c.Line,
 			}
-			switch c.Status {
-			case StatusPassed:
-			case StatusFailed:
+			baseline := c.Arm != "" && c.Arm != ArmWithSkill
+			switch {
+			case c.Status == StatusPassed:
+			case baseline:
+				// A baseline case that did not pass is what a comparison expects: CI must not
+				// fail on it, so it is reported skipped, its verdict and reason in the message.
+				jc.Skipped = &junitSkipped{Message: cleanXML(strings.TrimSuffix("baseline "+c.Arm+" "+c.Status+": "+c.Reason, ": "))}
+				s.Skipped++
+			case c.Status == StatusFailed:
 				jc.Failure = &junitProblem{Message: cleanXML(failureMessage(c)), Type: "assertion", Text: cleanXML(problemText(c))}
 				s.Failures++
-			case StatusErrored, StatusTimedOut:
+			case c.Status == StatusErrored || c.Status == StatusTimedOut:
 				jc.Error = &junitProblem{Message: cleanXML(failureMessage(c)), Type: c.Status, Text: cleanXML(problemText(c))}
 				s.Errors++
 			default: // skipped, pending, or a status from a newer version
@@ -199,4 +205,13 @@ func fileLine(c Case) string {
 		return c.File + ":" + strconv.Itoa(c.Line)
 	}
 	return c.File
+}
+
+// junitName is a case's name in JUnit: a baseline arm's case is named with its arm, as in the
+// text report, so CI shows the two arms of a case as two tests.
+func junitName(c Case) string {
+	if c.Arm != "" && c.Arm != ArmWithSkill {
+		return c.Case + " [" + c.Arm + "]"
+	}
+	return c.Case
 }

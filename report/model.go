@@ -21,8 +21,12 @@ const (
 
 // Report is the outcome of one run: its cases in skill, then case order.
 type Report struct {
-	Run     string  `json:"run"`
+	Run string `json:"run"`
+	// Summary counts the with_skill cases: the run's outcome and its exit code.
 	Summary Summary `json:"summary"`
+	// Baseline counts the cases of the baseline arm, when the run has one; a failing baseline
+	// is expected and never makes the run fail.
+	Baseline *Summary `json:"baseline,omitempty"`
 	// Usage is the model tokens and cost the run's counted results spent (agents and judge).
 	Usage *Usage `json:"usage,omitempty"`
 	Cases []Case `json:"cases"`
@@ -61,6 +65,9 @@ type Case struct {
 	Case  string `json:"case"`
 	// Agent is the agent a prompt case ran against, when the run named agents.
 	Agent string `json:"agent,omitempty"`
+	// Arm is the baseline arm the case ran in ("without_skill", "old_skill"); empty for
+	// with_skill, the arm of every case of a run without a baseline.
+	Arm string `json:"arm,omitempty"`
 	// Usage is what the case's epochs spent on models.
 	Usage *Usage `json:"usage,omitempty"`
 	// Kind is "prompt" or "command".
@@ -146,6 +153,30 @@ func KindName(k skillfleetv1.CaseKind) string {
 }
 
 // summarize counts cases by status.
+// summarizeArms counts the with_skill cases, and the baseline arm's apart (nil when there is
+// none).
+func summarizeArms(cases []Case) (Summary, *Summary) {
+	with, base := SplitArms(cases)
+	if len(base) == 0 {
+		return summarize(with), nil
+	}
+	b := summarize(base)
+	return summarize(with), &b
+}
+
+// SplitArms splits a run's cases into the with_skill cases and the baseline arm's (a run
+// has at most one baseline arm), keeping their order.
+func SplitArms(cases []Case) (with, baseline []Case) {
+	for _, c := range cases {
+		if c.Arm == "" || c.Arm == ArmWithSkill {
+			with = append(with, c)
+		} else {
+			baseline = append(baseline, c)
+		}
+	}
+	return with, baseline
+}
+
 func summarize(cases []Case) Summary {
 	s := Summary{Total: len(cases)}
 	for _, c := range cases {

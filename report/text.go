@@ -83,7 +83,7 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		t.printf("\n")
 	}
 
-	s := summarize(r.Cases)
+	s, base := summarizeArms(r.Cases)
 	pending := ""
 	if s.Pending > 0 {
 		pending = fmt.Sprintf(", %d pending", s.Pending)
@@ -92,6 +92,14 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		t.count(s.Passed, "passed", sgrGreen), t.count(s.Failed, "failed", sgrRed),
 		t.count(s.Errored, "errored", sgrRed), t.count(s.TimedOut, "timed out", sgrYellow),
 		t.count(s.Skipped, "skipped", sgrCyan), pending, oneLine(r.Run, maxValueRunes))
+	if base != nil {
+		arm := ""
+		if _, b := SplitArms(r.Cases); len(b) > 0 {
+			arm = b[0].Arm
+		}
+		t.printf("baseline %s: %d %s: %d passed, %d failed, %d errored, %d timed out, %d skipped (not in the exit code)\n",
+			oneLine(arm, maxValueRunes), base.Total, text.Plural(base.Total, "case", "cases"), base.Passed, base.Failed, base.Errored, base.TimedOut, base.Skipped)
+	}
 	if u := r.Usage; u != nil {
 		t.printf("models: %d prompt + %d completion tokens, cost %.4f\n", u.PromptTokens, u.CompletionTokens, u.Cost)
 	}
@@ -236,7 +244,11 @@ func knownStatus(s string) bool {
 }
 
 func caseName(c Case) string {
-	return oneLine(c.Skill, maxLineRunes) + "/" + oneLine(c.Case, maxLineRunes)
+	name := oneLine(c.Skill, maxLineRunes) + "/" + oneLine(c.Case, maxLineRunes)
+	if c.Arm != "" && c.Arm != ArmWithSkill {
+		name += " [" + oneLine(c.Arm, maxValueRunes) + "]"
+	}
+	return name
 }
 
 func epochsBrief(c Case) string {

@@ -30,6 +30,9 @@ var (
 		"node_modules", "bower_components", // JavaScript dependencies
 		".venv", "venv", "__pycache__", ".tox", ".nox", // Python environments and bytecode
 		".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", // tool caches
+		// A suite bundle's previous versions of its skills (bundle.BaselineDir): files of an
+		// old_skill arm, never skills of the suite.
+		".skillfleet-baseline",
 	}
 	// fileNames make a directory a skill, the first present winning: the reference
 	// validator accepts a lowercase skill.md too.

@@ -11,6 +11,14 @@ import (
 // bundle.WriteBundle): the graph decides what a skill needs, the bundle package how it is
 // written.
 func WriteBundle(w io.Writer, g *skill.Graph, skills []*skill.Skill) (*bundle.Bundle, error) {
+	return WriteBundleWith(w, g, skills, nil)
+}
+
+// WriteBundleWith is WriteBundle for a run with an old_skill baseline: the bundle also holds
+// the old versions of the skills old has (and of their closures in old) under
+// bundle.BaselineDir, so the run's workers find both versions in the one bundle. A nil old is
+// WriteBundle.
+func WriteBundleWith(w io.Writer, g *skill.Graph, skills []*skill.Skill, old *skill.Graph) (*bundle.Bundle, error) {
 	dirs := make(map[string]bundle.Dir)
 	for _, s := range skills {
 		for _, dep := range g.Closure(s.Name) {
@@ -28,5 +36,7 @@ func WriteBundle(w io.Writer, g *skill.Graph, skills []*skill.Skill) (*bundle.Bu
 	for _, d := range dirs {
 		out = append(out, d)
 	}
+	olds, _ := oldDirs(old, skills)
+	out = append(out, olds...)
 	return bundle.WriteBundle(w, out)
 }

@@ -8,8 +8,10 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/skillfleet/skillfleet/bundle"
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -81,6 +83,9 @@ type PlanOptions struct {
 	// Agents to run prompt cases against. Empty plans each prompt case once with no agent; the
 	// worker then reports it errored ("no agent configured") rather than guessing one.
 	Agents []string
+	// Baseline, when its Arm is set, plans a second arm of every prompt case, interleaved
+	// with the with_skill jobs.
+	Baseline Baseline
 	// MaxJobs, when positive, refuses a plan of more jobs with a *TooManyJobsError before
 	// any job is made: the count is cheap, the jobs of a hostile suite are not.
 	MaxJobs int
@@ -103,13 +108,16 @@ func (e *TooManyJobsError) Error() string {
 		e.File, e.Line, e.Max, e.Case, e.Jobs)
 }
 
-// Job is one execution of one case: case × epoch × agent.
+// Job is one execution of one case: case × epoch × agent × arm.
 type Job struct {
-	// ID is stable: the same suite planned twice gives the same ids.
+	// ID is stable: the same suite planned twice gives the same ids, and a with_skill job has
+	// the id it had before runs had arms.
 	ID    string
 	Case  *Case
 	Epoch int
 	Agent string
+	// Arm is ArmWithSkill, or the run's baseline arm.
+	Arm Arm
 }
 
 // Plan is the expansion of a suite into jobs, with content digests.
@@ -121,8 +129,16 @@ type Plan struct {
 	Cases       []*Case
 	Jobs        []Job
 	BundleBytes int64
+	// Baseline is the run's second arm ("" for none).
+	Baseline Arm
+	// Old is the old versions the bundle holds under bundle.BaselineDir (old_skill), in
+	// name order: the selected skills the old root has, and their closures there.
+	Old []*skill.Skill
+	// Diagnostics are the plan's warnings: a selected skill the old root lacks.
+	Diagnostics diag.Diagnostics
 
 	skillIndex map[string]int
+	hasOld     map[string]bool
 }
 
 // Plan expands the selected cases into jobs and computes the digests. It reads every file of
@@ -131,18 +147,41 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	if err := opts.Filter.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := WriteBundle(io.Discard, s.Graph, s.Select(opts.Filter))
+	base := opts.Baseline
+	if _, err := ParseArm(string(base.Arm)); err != nil {
+		return nil, err
+	}
+	if base.Arm != ArmOldSkill {
+		base.Old = nil
+	} else if base.Old == nil {
+		return nil, fmt.Errorf("an %s baseline needs the old skills", ArmOldSkill)
+	}
+	selected := s.Select(opts.Filter)
+	b, err := WriteBundleWith(io.Discard, s.Graph, selected, base.Old)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{SuiteDigest: b.Digest, Skills: b.Skills, BundleBytes: b.Bytes, skillIndex: make(map[string]int, len(b.Skills))}
-	for i, sd := range b.Skills {
-		p.skillIndex[sd.Name] = i
+	p := &Plan{SuiteDigest: b.Digest, BundleBytes: b.Bytes, Baseline: base.Arm, skillIndex: make(map[string]int, len(b.Skills))}
+	for _, sd := range b.Skills {
+		// The old versions are files of the bundle, not skills of the plan.
+		if strings.HasPrefix(sd.Name, bundle.BaselineDir+"/") {
+			continue
+		}
+		p.skillIndex[sd.Name] = len(p.Skills)
+		p.Skills = append(p.Skills, sd)
+	}
+	_, p.Old = oldDirs(base.Old, selected)
+	p.hasOld = make(map[string]bool, len(p.Old))
+	for _, o := range p.Old {
+		p.hasOld[o.Name] = true
 	}
 	for _, c := range s.Cases {
 		if opts.Filter.keeps(c) {
 			p.Cases = append(p.Cases, c)
 		}
+	}
+	if base.Arm == ArmOldSkill {
+		p.Diagnostics = missingOld(p.Cases, p.hasOld)
 	}
 	if err := p.expand(opts.Agents, opts.MaxJobs); err != nil {
 		return nil, err
@@ -156,7 +195,8 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 // completed by whoever knows them, without planning the suite again. Cases and skills are
 // shared with p.
 func (p *Plan) Expand(agents []string, maxJobs int) (*Plan, error) {
-	out := &Plan{SuiteDigest: p.SuiteDigest, Skills: p.Skills, Cases: p.Cases, BundleBytes: p.BundleBytes, skillIndex: p.skillIndex}
+	out := &Plan{SuiteDigest: p.SuiteDigest, Skills: p.Skills, Cases: p.Cases, BundleBytes: p.BundleBytes,
+		Baseline: p.Baseline, Old: p.Old, Diagnostics: p.Diagnostics, skillIndex: p.skillIndex, hasOld: p.hasOld}
 	if err := out.expand(agents, maxJobs); err != nil {
 		return nil, err
 	}
@@ -164,7 +204,8 @@ func (p *Plan) Expand(agents []string, maxJobs int) (*Plan, error) {
 }
 
 // expand sets p.Jobs from p.Cases: every epoch of every case, against every agent for a prompt
-// case.
+// case, in every arm of the case. The arms of one (case, agent, epoch) are adjacent, so both
+// meet the same time of day and the same rate limits, however far a run gets.
 func (p *Plan) expand(agents []string, maxJobs int) error {
 	if len(agents) == 0 {
 		agents = []string{""}
@@ -172,16 +213,19 @@ func (p *Plan) expand(agents []string, maxJobs int) error {
 	// Counted first, so the job list is allocated once: a plan can hold 100,000s of jobs.
 	jobs := 0
 	for _, c := range p.Cases {
-		jobs += c.Runs * len(caseAgents(c, agents))
+		jobs += c.Runs * len(caseAgents(c, agents)) * len(p.baselineArms(c))
 		if maxJobs > 0 && jobs > maxJobs {
 			return &TooManyJobsError{Max: maxJobs, Jobs: jobs, File: c.File, Line: c.Line, Case: c.Skill.Name + "/" + c.Name}
 		}
 	}
 	p.Jobs = make([]Job, 0, jobs)
 	for _, c := range p.Cases {
+		arms := p.baselineArms(c)
 		for _, agent := range caseAgents(c, agents) {
 			for epoch := 1; epoch <= c.Runs; epoch++ {
-				p.Jobs = append(p.Jobs, Job{ID: JobID(c.Skill.Name, c.Name, c.Kind, epoch, agent), Case: c, Epoch: epoch, Agent: agent})
+				for _, arm := range arms {
+					p.Jobs = append(p.Jobs, Job{ID: ArmJobID(c.Skill.Name, c.Name, c.Kind, epoch, agent, arm), Case: c, Epoch: epoch, Agent: agent, Arm: arm})
+				}
 			}
 		}
 	}
@@ -199,8 +243,18 @@ func caseAgents(c *Case, agents []string) []string {
 // JobID derives a job's stable id from what identifies it. Content is deliberately left out:
 // the id names the same test across edits, so history and dashboards can follow it.
 func JobID(skillName, caseName string, kind Kind, epoch int, agent string) string {
+	return ArmJobID(skillName, caseName, kind, epoch, agent, ArmWithSkill)
+}
+
+// ArmJobID is JobID for a job of an arm. The arm enters the hash only when it is not
+// with_skill, so the jobs of a run without a baseline keep the ids they always had.
+func ArmJobID(skillName, caseName string, kind Kind, epoch int, agent string, arm Arm) string {
+	parts := []string{skillName, caseName, string(kind), strconv.Itoa(epoch), agent}
+	if arm != ArmWithSkill && arm != "" {
+		parts = append(parts, string(arm))
+	}
 	h := sha256.New()
-	for _, part := range []string{skillName, caseName, string(kind), strconv.Itoa(epoch), agent} {
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

@@ -29,6 +29,10 @@ const maxDetectors = 16
 // get returns the detector of the job's catalog in bundleDir, building it on a miss.
 func (c *detectors) get(job *pb.Job, bundleDir string) *activation.Detector {
 	key := job.GetBundleDigest() + "\x00" + job.GetCatalogDigest()
+	if baselineJob(job) {
+		// A baseline job's catalog is the run's made by its arm (and, without_skill, its skill).
+		key += "\x00" + job.GetArm() + "\x00" + job.GetSkill()
+	}
 	if job.GetBundleDigest() == "" || job.GetCatalogDigest() == "" {
 		return activationDetector(job, bundleDir) // nothing names the catalog: no sharing
 	}

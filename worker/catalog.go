@@ -23,37 +23,42 @@ type catalogs struct {
 	keep int
 
 	mu    sync.Mutex
-	byKey map[string][]*pb.CatalogEntry
+	byKey map[string]*pb.Catalog
 	order []string // oldest first
 }
 
 func newCatalogs(src bundle.BundleSource, keep int) *catalogs {
-	return &catalogs{src: src, keep: max(keep, 1), byKey: map[string][]*pb.CatalogEntry{}}
+	return &catalogs{src: src, keep: max(keep, 1), byKey: map[string]*pb.Catalog{}}
 }
 
-// resolve puts into a prompt job the catalog it names by digest. An error (the store is
-// unreachable, or what it holds does not hash to the digest) is an infrastructure failure:
-// the job is tried again, never run with a catalog other than its own.
+// resolve puts into a prompt job the catalog it names by digest, as the job's arm shows it
+// (armCatalog). An error (the store is unreachable, or what it holds does not hash to the
+// digest) is an infrastructure failure: the job is tried again, never run with a catalog
+// other than its own.
 func (c *catalogs) resolve(ctx context.Context, job *pb.Job) error {
 	digest := job.GetCatalogDigest()
-	if job.GetKind() != pb.CaseKind_CASE_KIND_PROMPT || digest == "" || len(job.GetCatalog()) > 0 {
+	if job.GetKind() != pb.CaseKind_CASE_KIND_PROMPT {
+		return nil
+	}
+	if digest == "" || len(job.GetCatalog()) > 0 {
+		job.Catalog = armCatalog(&pb.Catalog{Entries: job.GetCatalog()}, job)
 		return nil
 	}
 	c.mu.Lock()
-	entries, ok := c.byKey[digest]
+	cat, ok := c.byKey[digest]
 	c.mu.Unlock()
 	if !ok {
 		var err error
-		if entries, err = c.fetch(ctx, digest); err != nil {
+		if cat, err = c.fetch(ctx, digest); err != nil {
 			return err
 		}
-		c.put(digest, entries)
+		c.put(digest, cat)
 	}
-	job.Catalog = entries
+	job.Catalog = armCatalog(cat, job)
 	return nil
 }
 
-func (c *catalogs) fetch(ctx context.Context, digest string) ([]*pb.CatalogEntry, error) {
+func (c *catalogs) fetch(ctx context.Context, digest string) (*pb.Catalog, error) {
 	var buf capped
 	if err := c.src.GetBundle(ctx, digest, &buf); err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", digest, err)
@@ -65,10 +70,10 @@ func (c *catalogs) fetch(ctx context.Context, digest string) ([]*pb.CatalogEntry
 	if len(cat.GetEntries()) == 0 {
 		return nil, fmt.Errorf("catalog %s: no skill in it", digest)
 	}
-	return cat.GetEntries(), nil
+	return cat, nil
 }
 
-func (c *catalogs) put(digest string, entries []*pb.CatalogEntry) {
+func (c *catalogs) put(digest string, entries *pb.Catalog) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byKey[digest]; ok {

@@ -50,12 +50,12 @@ func (e *SandboxExecutor) WithAgents(agents map[string]AgentSpec, judge Judge, v
 	return e
 }
 
-// catalogOf is what the job's agent is told about the suite's skills: the entries the
-// coordinator put in the job, located where the bundle is mounted.
+// catalogOf is what the job's agent is told about the suite's skills: the entries of the job's
+// catalog (armCatalog), located where they are mounted (skillMounts).
 func catalogOf(job *pb.Job) []agent.SkillRef {
 	refs := make([]agent.SkillRef, 0, len(job.GetCatalog()))
 	for _, c := range job.GetCatalog() {
-		refs = append(refs, agent.SkillRef{Name: c.GetName(), Description: c.GetDescription(), Location: path.Join(SkillsMount, c.GetPath())})
+		refs = append(refs, agent.SkillRef{Name: c.GetName(), Description: c.GetDescription(), Location: path.Join(SkillsMount, sandboxPath(c.GetPath()))})
 	}
 	return refs
 }
@@ -75,8 +75,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		// coordinator older than the field, and its agent would be shown no skill.
 		return erroredResult(job, "the job carries no skill catalog (a coordinator older than this worker planned it): upgrade the coordinator"), nil
 	}
+	if reason := oldVersionMissing(job); reason != "" {
+		return erroredResult(job, reason), nil
+	}
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
-	mounts := append([]sandbox.Mount{{Source: bundleDir, Target: SkillsMount}}, spec.Mounts...)
+	mounts := append(skillMounts(job, bundleDir), spec.Mounts...)
 	sb, err := e.sandboxes.Acquire(ctx, sandbox.Spec{
 		JobID: job.GetId(), Mounts: mounts,
 		Env: job.GetEnv(), Limits: limitsOf(job.GetLimits()), Timeout: timeout,
@@ -87,7 +90,13 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 	defer e.release(ctx, job, sb)
 
 	start := e.now()
-	if reason, err := copyInputFiles(ctx, sb, job, timeout); err != nil || reason != "" {
+	copyIn := copyInputFiles
+	if baselineJob(job) {
+		copyIn = func(ctx context.Context, sb Sandbox, job *pb.Job, timeout time.Duration) (string, error) {
+			return copyInputFilesIn(ctx, sb, job, bundleDir, timeout)
+		}
+	}
+	if reason, err := copyIn(ctx, sb, job, timeout); err != nil || reason != "" {
 		if err != nil {
 			return nil, err
 		}

@@ -404,6 +404,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	}
 	res.JobId, res.RunId, res.Skill, res.CaseName, res.Epoch, res.Kind = job.GetId(), job.GetRunId(), job.GetSkill(), job.GetCaseName(), job.GetEpoch(), job.GetKind()
 	res.Agent = job.GetAgent()
+	res.Arm = job.GetArm()
 	res.Secret = secret
 	res.Attempt = int32(attempt)
 	res.WorkerId = w.cfg.ID
@@ -500,7 +501,7 @@ func (w *Worker) encodeResult(res *pb.Result) ([]byte, error) {
 	}
 	small := &pb.Result{
 		JobId: res.JobId, RunId: res.RunId, Skill: res.Skill, CaseName: res.CaseName, Epoch: res.Epoch,
-		Kind: res.Kind, Agent: res.Agent, Secret: res.Secret, Attempt: res.Attempt, WorkerId: res.WorkerId,
+		Kind: res.Kind, Agent: res.Agent, Arm: res.Arm, Secret: res.Secret, Attempt: res.Attempt, WorkerId: res.WorkerId,
 		FinishedAt: res.FinishedAt, Timings: res.Timings, Usage: res.Usage,
 		Verdict: pb.Verdict_VERDICT_ERRORED,
 		Reason:  fmt.Sprintf("the result (%d bytes) exceeds the %d-byte message limit even with its output trimmed", len(data), w.cfg.MaxResultBytes),

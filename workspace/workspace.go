@@ -102,7 +102,12 @@ func (w *Writer) Add(j Job) error {
 		return err
 	}
 	key := r.GetSkill() + "/" + r.GetCaseName()
-	dir := filepath.Join(it, evalDir(r.GetCaseName()), WithSkill)
+	// A baseline job's directory is its arm's: the guide's without_skill and old_skill.
+	arm := WithSkill
+	if a := r.GetArm(); a == "without_skill" || a == "old_skill" {
+		arm = a
+	}
+	dir := filepath.Join(it, evalDir(r.GetCaseName()), arm)
 	if w.runs[key] > 1 {
 		run := "run-" + strconv.Itoa(int(r.GetEpoch()))
 		if r.GetAgent() != "" {

@@ -35,6 +35,8 @@ func TestLayout(t *testing.T) {
 			},
 			OutputsOmitted: []string{"3 files left out: more than 100 files"}}},
 		{Result: &pb.Result{Skill: "csv", CaseName: "sums", Epoch: 2, Verdict: pb.Verdict_VERDICT_ERRORED, Reason: "no agent"}},
+		// A baseline job goes to its arm's directory, beside with_skill.
+		{Result: &pb.Result{Skill: "csv", CaseName: "eval-1", Epoch: 1, Arm: "without_skill", Verdict: pb.Verdict_VERDICT_FAILED, Timings: &pb.Timings{TotalMs: 5}}},
 		{Result: &pb.Result{Skill: "../evil", CaseName: "../../etc/passwd", Epoch: 1, Verdict: pb.Verdict_VERDICT_PASSED}},
 	}
 	for range 2 {

@@ -29,6 +29,8 @@ type planJob struct {
 	TimeoutMS int64  `json:"timeout_ms"`
 	Parallel  bool   `json:"parallel"`
 	Agent     string `json:"agent,omitempty"`
+	// Arm is set on a baseline job only: with_skill jobs render as they did before arms.
+	Arm string `json:"arm,omitempty"`
 }
 
 // suiteFlags are the selection flags plan, test and submit share.
@@ -38,13 +40,19 @@ type suiteFlags struct {
 	force                 bool
 	config                string
 	maxTokens             int64
+	// baseline is the --baseline value; base what it resolved to, tmp the directory an old
+	// root at a git revision was written to.
+	baseline string
+	base     suite.Baseline
+	tmp      string
 }
 
 func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.skills, "skill", nil, "only skills whose name matches this glob (repeatable)")
 	cmd.Flags().StringArrayVar(&f.cases, "case", nil, "only cases whose name matches this glob (repeatable)")
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
-	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit); 0: no budget")
+	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit), both arms of a run with --baseline; 0: no budget")
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", baselineHelp)
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 	cmd.Flags().StringArrayVar(&f.kinds, "kind", nil, "only cases of this kind: prompt or command (repeatable)")
 }
@@ -99,13 +107,16 @@ func (f *suiteFlags) suiteConfig(e *env, roots []string) (*config.Settings, *pb.
 }
 
 func (f *suiteFlags) options() suite.PlanOptions {
-	return suite.PlanOptions{Filter: suite.Filter{Skills: f.skills, Cases: f.cases, Kinds: suite.Kinds(f.kinds)}, Agents: f.agents}
+	return suite.PlanOptions{Filter: suite.Filter{Skills: f.skills, Cases: f.cases, Kinds: suite.Kinds(f.kinds)}, Agents: f.agents, Baseline: f.base}
 }
 
 // loadAndPlan loads a suite and plans it; a bad glob is a usage error.
 func loadAndPlan(roots []string, f *suiteFlags) (*suite.Suite, *suite.Plan, error) {
 	if err := f.options().Filter.Validate(); err != nil {
 		return nil, nil, usageErrorf("%v", err)
+	}
+	if err := f.resolveBaseline(roots); err != nil {
+		return nil, nil, err
 	}
 	s := suite.Load(roots, skill.Options{Force: f.force})
 	if s.Diagnostics.HasErrors() {
@@ -115,6 +126,9 @@ func loadAndPlan(roots []string, f *suiteFlags) (*suite.Suite, *suite.Plan, erro
 	if err != nil {
 		return s, nil, failf("plan: %v", err)
 	}
+	// The plan's warnings (a skill the baseline lacks) are the suite's to show.
+	s.Diagnostics = append(s.Diagnostics, p.Diagnostics...)
+	s.Diagnostics.Sort()
 	return s, p, nil
 }
 
@@ -136,6 +150,7 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				return err
 			}
 			s, p, err := loadAndPlan(roots, &f)
+			defer f.close()
 			if err != nil {
 				return err
 			}
@@ -149,10 +164,14 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 			if p != nil {
 				doc.SuiteDigest = p.SuiteDigest
 				for _, j := range p.Jobs {
-					doc.Jobs = append(doc.Jobs, planJob{
+					pj := planJob{
 						ID: j.ID, Skill: j.Case.Skill.Name, Case: j.Case.Name, Kind: string(j.Case.Kind),
 						Epoch: j.Epoch, TimeoutMS: j.Case.Timeout.Milliseconds(), Parallel: j.Case.Parallel, Agent: j.Agent,
-					})
+					}
+					if j.Arm != suite.ArmWithSkill {
+						pj.Arm = string(j.Arm)
+					}
+					doc.Jobs = append(doc.Jobs, pj)
 				}
 			}
 			if format == "json" {
@@ -168,9 +187,17 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					if !j.Parallel {
 						par = "  serial"
 					}
-					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, j.Epoch, j.TimeoutMS/1000, par)
+					arm := ""
+					if j.Arm != "" {
+						arm = " [" + j.Arm + "]"
+					}
+					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, arm, j.Epoch, j.TimeoutMS/1000, par)
 				}
-				line := fmt.Sprintf("%s, %s, %s", text.Count(len(doc.Jobs), "job", "jobs"),
+				jobs := text.Count(len(doc.Jobs), "job", "jobs")
+				if p != nil && p.Baseline != "" {
+					jobs += fmt.Sprintf(" (%d %s, %d %s)", p.JobsOf(suite.ArmWithSkill), suite.ArmWithSkill, p.JobsOf(p.Baseline), p.Baseline)
+				}
+				line := fmt.Sprintf("%s, %s, %s", jobs,
 					text.Count(s.Diagnostics.Errors(), "error", "errors"), text.Count(s.Diagnostics.Warnings(), "warning", "warnings"))
 				if doc.SuiteDigest != "" {
 					line += "; suite " + doc.SuiteDigest

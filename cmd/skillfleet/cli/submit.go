@@ -90,7 +90,8 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err != nil {
 				return err
 			}
-			s, _, cfg, limits, err := f.prepare(e, roots, "submitted")
+			s, p, cfg, limits, err := f.prepare(e, roots, "submitted")
+			defer f.close()
 			if err != nil {
 				return err
 			}
@@ -101,14 +102,16 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 				}
 			}
 			var bundle bytes.Buffer
-			if _, err := suite.WriteBundle(&bundle, s.Graph, s.Select(f.options().Filter)); err != nil {
+			// An old_skill baseline's previous versions travel in the bundle: the coordinator
+			// plans the run again from the bundle alone.
+			if _, err := suite.WriteBundleWith(&bundle, s.Graph, s.Select(f.options().Filter), f.base.Old); err != nil {
 				return failf("bundle: %v", err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Kinds: f.kinds, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
-				Limits: limits, MaxTokens: f.maxTokens,
+				Limits: limits, MaxTokens: f.maxTokens, Baseline: string(p.Baseline),
 			})
 			if err != nil {
 				return apiFailure(e, err)

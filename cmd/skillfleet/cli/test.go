@@ -53,6 +53,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 				return usageErrorf("--workers must be at least 1")
 			}
 			s, p, cfg, limits, err := f.prepare(e, roots, "run")
+			defer f.close()
 			if err != nil {
 				return err
 			}
@@ -133,7 +134,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	}
 	defer os.Remove(bundle.Name())
 	defer bundle.Close()
-	if _, err := suite.WriteBundle(bundle, s.Graph, s.Select(o.flags.options().Filter)); err != nil {
+	if _, err := suite.WriteBundleWith(bundle, s.Graph, s.Select(o.flags.options().Filter), o.flags.base.Old); err != nil {
 		return failf("bundle: %v", err)
 	}
 	if err := bundle.Close(); err != nil {
@@ -142,7 +143,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	// Planned once, here: the in-process coordinator takes the plan and its bundle as they are.
 	st, err := f.Coordinator.SubmitPlanned(ctx, coordinator.Planned{Suite: s, Plan: p, Bundle: bundle.Name()}, &pb.RunSpec{
 		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
-		MaxTokens: o.flags.maxTokens,
+		MaxTokens: o.flags.maxTokens, Baseline: string(p.Baseline),
 	})
 	if err != nil {
 		return failf("%v", err)

@@ -553,7 +553,14 @@ type Job struct {
 	// Prompt cases: what a good answer looks like (an eval's `expected_output`). The judge is
 	// shown it beside each semantic_match criterion; empty when the case gives none, and the
 	// judge's request is then the same as before the field existed.
-	Reference     string `protobuf:"bytes,30,opt,name=reference,proto3" json:"reference,omitempty"`
+	Reference string `protobuf:"bytes,30,opt,name=reference,proto3" json:"reference,omitempty"`
+	// The arm of a compared run the job belongs to: "" or "with_skill" (the default; a
+	// coordinator older than the field sends none), "without_skill" (the worker shows the agent
+	// the catalog without the job's skill and mounts only the catalog's skill directories), or
+	// "old_skill" (the catalog's skills that have a previous version, in Catalog.baseline, are
+	// shown that version instead). Only prompt jobs have a baseline arm. A worker older than the
+	// field runs a baseline job as with_skill: upgrade workers before submitting baseline runs.
+	Arm           string `protobuf:"bytes,31,opt,name=arm,proto3" json:"arm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -798,10 +805,21 @@ func (x *Job) GetReference() string {
 	return ""
 }
 
+func (x *Job) GetArm() string {
+	if x != nil {
+		return x.Arm
+	}
+	return ""
+}
+
 // Catalog is the skills a run's agents are shown, stored as one object per run.
 type Catalog struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entries       []*CatalogEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*CatalogEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The previous versions of skills, for a run's old_skill jobs: their paths lie under the
+	// bundle's reserved baseline directory (".skillfleet-baseline/<name>/SKILL.md"). Empty for
+	// a run without an old_skill baseline, so such a catalog's digest is what it always was.
+	Baseline      []*CatalogEntry `protobuf:"bytes,2,rep,name=baseline,proto3" json:"baseline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -839,6 +857,13 @@ func (*Catalog) Descriptor() ([]byte, []int) {
 func (x *Catalog) GetEntries() []*CatalogEntry {
 	if x != nil {
 		return x.Entries
+	}
+	return nil
+}
+
+func (x *Catalog) GetBaseline() []*CatalogEntry {
+	if x != nil {
+		return x.Baseline
 	}
 	return nil
 }
@@ -1184,6 +1209,8 @@ type Result struct {
 	// The files of outputs, with their content, when they were too large to carry inline: then
 	// outputs lists them without content (see StoredDocument; the document is an OutputFiles).
 	OutputsStored *StoredDocument `protobuf:"bytes,26,opt,name=outputs_stored,json=outputsStored,proto3" json:"outputs_stored,omitempty"`
+	// The job's arm, copied from Job.arm ("" is with_skill).
+	Arm           string `protobuf:"bytes,27,opt,name=arm,proto3" json:"arm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1398,6 +1425,13 @@ func (x *Result) GetOutputsStored() *StoredDocument {
 		return x.OutputsStored
 	}
 	return nil
+}
+
+func (x *Result) GetArm() string {
+	if x != nil {
+		return x.Arm
+	}
+	return ""
 }
 
 // StoredDocument is a document kept with a result: inline when small, else in the artifacts
@@ -1839,6 +1873,10 @@ type RunSpec struct {
 	// The digest of the run's stored Catalog (Job.catalog_digest), set at admission; the
 	// retention sweep keeps it as long as the run. Empty for a run with no prompt job.
 	CatalogDigest string `protobuf:"bytes,13,opt,name=catalog_digest,json=catalogDigest,proto3" json:"catalog_digest,omitempty"`
+	// The run's baseline arm: "" (none), "without_skill" or "old_skill". Its prompt cases run
+	// in it too, interleaved with the with_skill jobs; an old_skill run's bundle holds the
+	// previous versions of its skills. A coordinator older than the field runs with_skill only.
+	Baseline      string `protobuf:"bytes,14,opt,name=baseline,proto3" json:"baseline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1960,6 +1998,13 @@ func (x *RunSpec) GetCaseKinds() []string {
 func (x *RunSpec) GetCatalogDigest() string {
 	if x != nil {
 		return x.CatalogDigest
+	}
+	return ""
+}
+
+func (x *RunSpec) GetBaseline() string {
+	if x != nil {
+		return x.Baseline
 	}
 	return ""
 }
@@ -2311,7 +2356,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\x8c\b\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\x9e\b\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2347,12 +2392,14 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\rallowed_tools\x18\x1b \x01(\tR\fallowedTools\x12%\n" +
 	"\x0ecatalog_digest\x18\x1c \x01(\tR\rcatalogDigest\x12\x14\n" +
 	"\x05files\x18\x1d \x03(\tR\x05files\x12\x1c\n" +
-	"\treference\x18\x1e \x01(\tR\treference\x1a6\n" +
+	"\treference\x18\x1e \x01(\tR\treference\x12\x10\n" +
+	"\x03arm\x18\x1f \x01(\tR\x03arm\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"y\n" +
 	"\aCatalog\x125\n" +
-	"\aentries\x18\x01 \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\aentries\"X\n" +
+	"\aentries\x18\x01 \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\aentries\x127\n" +
+	"\bbaseline\x18\x02 \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\bbaseline\"X\n" +
 	"\fCatalogEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
@@ -2373,7 +2420,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xe4\a\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xf6\a\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2408,7 +2455,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"trajectory\x123\n" +
 	"\aoutputs\x18\x18 \x03(\v2\x19.skillfleet.v1.OutputFileR\aoutputs\x12'\n" +
 	"\x0foutputs_omitted\x18\x19 \x03(\tR\x0eoutputsOmitted\x12D\n" +
-	"\x0eoutputs_stored\x18\x1a \x01(\v2\x1d.skillfleet.v1.StoredDocumentR\routputsStored\"\x84\x01\n" +
+	"\x0eoutputs_stored\x18\x1a \x01(\v2\x1d.skillfleet.v1.StoredDocumentR\routputsStored\x12\x10\n" +
+	"\x03arm\x18\x1b \x01(\tR\x03arm\"\x84\x01\n" +
 	"\x0eStoredDocument\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
@@ -2440,7 +2488,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xcf\x03\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xeb\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -2461,7 +2509,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"max_tokens\x18\v \x01(\x03R\tmaxTokens\x12\x1d\n" +
 	"\n" +
 	"case_kinds\x18\f \x03(\tR\tcaseKinds\x12%\n" +
-	"\x0ecatalog_digest\x18\r \x01(\tR\rcatalogDigest\"\x9f\x01\n" +
+	"\x0ecatalog_digest\x18\r \x01(\tR\rcatalogDigest\x12\x1a\n" +
+	"\bbaseline\x18\x0e \x01(\tR\bbaseline\"\x9f\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
@@ -2566,35 +2615,36 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
 	8,  // 7: skillfleet.v1.Catalog.entries:type_name -> skillfleet.v1.CatalogEntry
-	0,  // 8: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
-	9,  // 9: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
-	10, // 10: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
-	11, // 11: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	24, // 12: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 13: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	16, // 14: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
-	13, // 15: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
-	15, // 16: skillfleet.v1.Result.outputs:type_name -> skillfleet.v1.OutputFile
-	13, // 17: skillfleet.v1.Result.outputs_stored:type_name -> skillfleet.v1.StoredDocument
-	15, // 18: skillfleet.v1.OutputFiles.files:type_name -> skillfleet.v1.OutputFile
-	18, // 19: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	17, // 20: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
-	2,  // 21: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	24, // 22: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 23: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 24: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	19, // 25: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	20, // 26: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	24, // 27: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	24, // 28: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	24, // 29: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	21, // 30: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	12, // 31: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	8,  // 8: skillfleet.v1.Catalog.baseline:type_name -> skillfleet.v1.CatalogEntry
+	0,  // 9: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
+	9,  // 10: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
+	10, // 11: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
+	11, // 12: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
+	24, // 13: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 14: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
+	16, // 15: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	13, // 16: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
+	15, // 17: skillfleet.v1.Result.outputs:type_name -> skillfleet.v1.OutputFile
+	13, // 18: skillfleet.v1.Result.outputs_stored:type_name -> skillfleet.v1.StoredDocument
+	15, // 19: skillfleet.v1.OutputFiles.files:type_name -> skillfleet.v1.OutputFile
+	18, // 20: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	17, // 21: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
+	2,  // 22: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	24, // 23: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 24: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 25: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	19, // 26: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	20, // 27: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	24, // 28: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 29: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	24, // 30: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	21, // 31: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	12, // 32: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }

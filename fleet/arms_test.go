@@ -1,0 +1,90 @@
+package fleet
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/agent/agenttest"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+// TestBaselineArms: the scripted model knows the house greeting only from the skill's body,
+// which it reads when the system prompt lists the skill. With the skill the case passes;
+// without it (not listed, not mounted) it fails; against the old version (listed where the
+// skill is, with the old body) it fails too. The with_skill arm alone decides the run.
+func TestBaselineArms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker test; skipped with -short")
+	}
+	location := regexp.MustCompile(`<location>(/skills/greeter/SKILL\.md)</location>`)
+	srv := agenttest.NewFunc(t, func(_ int, r agenttest.Request) agenttest.Reply {
+		msgs := r.Messages()
+		system := fmt.Sprint(msgs[0]["content"])
+		var read string
+		for _, m := range msgs {
+			if m["role"] == "tool" {
+				read = fmt.Sprint(m["content"])
+			}
+		}
+		switch loc := location.FindStringSubmatch(system); {
+		case loc != nil && read == "":
+			return agenttest.ToolCalls(100, 10, agenttest.Call{ID: "c1", Name: "read_file", Arguments: `{"path": "` + loc[1] + `"}`})
+		case strings.Contains(read, `"Salutations, NAME!"`):
+			return agenttest.Text("Salutations, Bob!", 100, 5)
+		}
+		return agenttest.Text("Hello, Bob.", 100, 5)
+	})
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	runner := startRunner(t, "arms", log)
+	client, err := agent.NewClient(agent.Endpoint{Name: "agent", BaseURL: srv.BaseURL(), APIKey: apiKey, Model: "agent-model"}, agent.ClientDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := worker.NewSandboxExecutor(runner, log).WithAgents(
+		map[string]worker.AgentSpec{"": {Agent: agent.NewBuiltIn(client, log), Limits: agent.Limits{MaxTurns: 4}}}, nil, 1)
+	f := startFleet(t, exec, 2, nil)
+
+	arms := filepath.Join("..", "suite", "testdata", "arms")
+	s := suite.Load([]string{filepath.Join(arms, "current")}, skill.Options{})
+	old := suite.LoadOld([]string{filepath.Join(arms, "old")}, skill.Options{})
+	var buf bytes.Buffer
+	// One bundle for both runs: it holds the old versions, which only old_skill jobs see.
+	if _, err := suite.WriteBundleWith(&buf, s.Graph, s.Catalog.Skills(), old); err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range []string{"without_skill", "old_skill"} {
+		t.Run(arm, func(t *testing.T) {
+			// Submitted over the untrusted path: the coordinator plans the bundle again.
+			rep := runToEnd(t, f, buf.Bytes(), &pb.RunSpec{Name: arm, SkillGlobs: []string{"greeter"}, CaseGlobs: []string{"greet-bob"}, Baseline: arm})
+			got := map[string]string{}
+			for _, c := range rep.Cases {
+				got[c.Arm] = c.Status
+			}
+			if got[""] != report.StatusPassed || got[arm] != report.StatusFailed || len(rep.Cases) != 2 {
+				t.Fatalf("cases by arm %v, want with_skill passed and %s failed: %+v", got, arm, rep.Cases)
+			}
+			if rep.Summary != (report.Summary{Total: 1, Passed: 1}) || rep.Baseline == nil || rep.Baseline.Failed != 1 {
+				t.Errorf("summary %+v, baseline %+v", rep.Summary, rep.Baseline)
+			}
+			var text bytes.Buffer
+			if err := report.WriteText(&text, rep, report.TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text.String(), "greeter/greet-bob ["+arm+"]") {
+				t.Errorf("the text report does not name the arm:\n%s", text.String())
+			}
+		})
+	}
+}
