@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -25,6 +26,9 @@ type jobCatalog struct {
 	data    []byte            // the pb.Catalog, deterministically marshalled
 	digest  string            // bundle.DigestPrefix + hex(sha256(data))
 	allowed map[string]string // skill name → its allowed-tools
+	// cases caches each case's digest (*suite.Case → string): a case's fixtures are read
+	// once per run, not once per epoch and agent.
+	cases sync.Map
 }
 
 // catalogOf makes a run's catalog from the skills of its bundle, in the order given (name
