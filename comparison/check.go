@@ -2,6 +2,7 @@ package comparison
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,23 +59,18 @@ func check(a, b Side, ga, gb []group, axis Axis) error {
 	if axis == AxisSkill {
 		add("arm", a.Arm, b.Arm)
 	}
-	add("agents", list(values(a.Results, (*pb.Result).GetAgent, true)), list(values(b.Results, (*pb.Result).GetAgent, true)))
+	ca, cb := configOf(a.Results), configOf(b.Results)
+	add("agents", list(sorted(ca.agents)), list(sorted(cb.agents)))
 	// Per agent: the same agent name may stand for another model in another run.
-	for _, agent := range values(append(slices.Clip(a.Results), b.Results...), (*pb.Result).GetAgent, true) {
-		of := func(r *pb.Result) string {
-			if r.GetAgent() != agent {
-				return ""
-			}
-			return r.GetModel()
-		}
+	for _, agent := range sorted(union(ca.agents, cb.agents)) {
 		key := "agent model"
 		if agent != "" {
 			key += " (" + agent + ")"
 		}
-		known(add, key, values(a.Results, of, false), values(b.Results, of, false))
+		known(add, key, sorted(ca.models[agent]), sorted(cb.models[agent]))
 	}
-	known(add, "judge model", values(a.Results, (*pb.Result).GetJudgeModel, false), values(b.Results, (*pb.Result).GetJudgeModel, false))
-	known(add, "judge prompt", values(a.Results, (*pb.Result).GetJudgePrompt, false), values(b.Results, (*pb.Result).GetJudgePrompt, false))
+	known(add, "judge model", sorted(ca.judgeModels), sorted(cb.judgeModels))
+	known(add, "judge prompt", sorted(ca.judgePrompts), sorted(cb.judgePrompts))
 	if d := caseDigests(ga, gb); d != nil {
 		diffs = append(diffs, *d)
 	}
@@ -97,21 +93,44 @@ func known(add func(key, a, b string), key string, a, b []string) {
 	}
 }
 
-// values is the sorted distinct values of a field over results; empty ones only when
-// withEmpty.
-func values(results []*pb.Result, field func(*pb.Result) string, withEmpty bool) []string {
-	seen := map[string]bool{}
-	var out []string
+// sideConfig is what a side's results say about the configuration they ran in. Empty values
+// (a worker older than the field, a job without a judge) are left out, bar the default agent's
+// empty name.
+type sideConfig struct {
+	agents                    map[string]bool
+	models                    map[string]map[string]bool // agent → its models
+	judgeModels, judgePrompts map[string]bool
+}
+
+func configOf(results []*pb.Result) sideConfig {
+	c := sideConfig{agents: map[string]bool{}, models: map[string]map[string]bool{}, judgeModels: map[string]bool{}, judgePrompts: map[string]bool{}}
 	for _, r := range results {
-		v := field(r)
-		if (v == "" && !withEmpty) || seen[v] {
-			continue
+		agent := r.GetAgent()
+		c.agents[agent] = true
+		if m := r.GetModel(); m != "" {
+			if c.models[agent] == nil {
+				c.models[agent] = map[string]bool{}
+			}
+			c.models[agent][m] = true
 		}
-		seen[v] = true
-		out = append(out, v)
+		if v := r.GetJudgeModel(); v != "" {
+			c.judgeModels[v] = true
+		}
+		if v := r.GetJudgePrompt(); v != "" {
+			c.judgePrompts[v] = true
+		}
 	}
-	slices.Sort(out)
+	return c
+}
+
+func union(a, b map[string]bool) map[string]bool {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
 	return out
+}
+
+func sorted(set map[string]bool) []string {
+	return slices.Sorted(maps.Keys(set))
 }
 
 func list(vs []string) string {
@@ -147,7 +166,7 @@ func caseDigests(ga, gb []group) *Difference {
 		da, ok := inA[g.key]
 		db := digestOf(g)
 		if ok && da != "" && db != "" && da != db {
-			names = append(names, g.key.skill+"/"+g.key.caseName())
+			names = append(names, g.key.skill+"/"+g.name)
 		}
 	}
 	if names == nil {

@@ -78,29 +78,50 @@ func (k caseKey) caseName() string {
 	return k.name + " [" + k.agent + "]"
 }
 
-// group is one case's results in one side, indexed by epoch.
+// group is one case's results in one side, sorted by epoch.
 type group struct {
-	key    caseKey
+	key caseKey
+	// name is key.caseName(), made once: sorting and pairing compare it often.
+	name   string
 	epochs []*pb.Result
 }
 
-// groupResults gathers a side's results by case, sorted by case then epoch.
+// compareGroups orders groups by skill, then case name.
+func compareGroups(x, y *group) int {
+	return cmp.Or(cmp.Compare(x.key.skill, y.key.skill), cmp.Compare(x.name, y.name))
+}
+
+// groupResults gathers a side's results by case, sorted by case then epoch. The epochs of all
+// groups share one backing array: a run of 100,000 cases is not 100,000 small allocations.
 func groupResults(results []*pb.Result) []group {
-	index := make(map[caseKey]int, len(results))
-	var out []group
-	for _, r := range results {
+	index := make(map[caseKey]int32, len(results)/2)
+	of := make([]int32, len(results))
+	var counts []int32
+	for i, r := range results {
 		k := caseKey{r.GetSkill(), r.GetCaseName(), r.GetAgent()}
-		i, ok := index[k]
+		g, ok := index[k]
 		if !ok {
-			i = len(out)
-			index[k] = i
-			out = append(out, group{key: k})
+			g = int32(len(counts))
+			index[k] = g
+			counts = append(counts, 0)
 		}
-		out[i].epochs = append(out[i].epochs, r)
+		counts[g]++
+		of[i] = g
 	}
-	slices.SortFunc(out, func(x, y group) int {
-		return cmp.Or(cmp.Compare(x.key.skill, y.key.skill), cmp.Compare(x.key.caseName(), y.key.caseName()))
-	})
+	out := make([]group, len(counts))
+	for k, g := range index {
+		out[g].key, out[g].name = k, k.caseName()
+	}
+	slab := make([]*pb.Result, len(results))
+	start := 0
+	for g, n := range counts {
+		out[g].epochs = slab[start:start:start+int(n)]
+		start += int(n)
+	}
+	for i, r := range results {
+		out[of[i]].epochs = append(out[of[i]].epochs, r)
+	}
+	slices.SortFunc(out, func(x, y group) int { return compareGroups(&x, &y) })
 	for _, g := range out {
 		slices.SortFunc(g.epochs, func(x, y *pb.Result) int { return cmp.Compare(x.GetEpoch(), y.GetEpoch()) })
 	}
@@ -138,7 +159,7 @@ func casesOf(groups []group) []stats.Case {
 				Duration: time.Duration(r.GetTimings().GetTotalMs()) * time.Millisecond,
 			})
 		}
-		out[i] = stats.Case{Skill: g.key.skill, Case: g.key.caseName(), Epochs: epochs[start:len(epochs):len(epochs)]}
+		out[i] = stats.Case{Skill: g.key.skill, Case: g.name, Epochs: epochs[start:len(epochs):len(epochs)]}
 	}
 	return out
 }

@@ -1,8 +1,6 @@
 package comparison
 
 import (
-	"cmp"
-
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/stats"
 )
@@ -104,17 +102,14 @@ func flipped(a, b *group) []int {
 // diff compares two sides' grouped results (each sorted by skill and case) case by case.
 func diff(ga, gb []group) Changes {
 	var ch Changes
-	less := func(x, y caseKey) int {
-		return cmp.Or(cmp.Compare(x.skill, y.skill), cmp.Compare(x.caseName(), y.caseName()))
-	}
 	i, j := 0, 0
 	for i < len(ga) || j < len(gb) {
 		var a, b *group
 		switch {
-		case j == len(gb) || (i < len(ga) && less(ga[i].key, gb[j].key) < 0):
+		case j == len(gb) || (i < len(ga) && compareGroups(&ga[i], &gb[j]) < 0):
 			a = &ga[i]
 			i++
-		case i == len(ga) || less(ga[i].key, gb[j].key) > 0:
+		case i == len(ga) || compareGroups(&ga[i], &gb[j]) > 0:
 			b = &gb[j]
 			j++
 		default:
@@ -126,7 +121,7 @@ func diff(ga, gb []group) Changes {
 		if key == nil {
 			key = b
 		}
-		c := CaseChange{Skill: key.key.skill, Case: key.key.caseName(), A: outcome(a), B: outcome(b), FlippedEpochs: flipped(a, b)}
+		c := CaseChange{Skill: key.key.skill, Case: key.name, A: outcome(a), B: outcome(b), FlippedEpochs: flipped(a, b)}
 		switch {
 		case c.A == Absent:
 			ch.New = append(ch.New, c)
