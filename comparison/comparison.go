@@ -115,7 +115,7 @@ func groupResults(results []*pb.Result) []group {
 	slab := make([]*pb.Result, len(results))
 	start := 0
 	for g, n := range counts {
-		out[g].epochs = slab[start:start:start+int(n)]
+		out[g].epochs = slab[start : start : start+int(n)]
 		start += int(n)
 	}
 	for i, r := range results {
