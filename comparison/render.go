@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -80,7 +81,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if o.Tested {
 		fmt.Fprintf(&b, "tokens per case: A %.0f, B %.0f (%+.0f); seconds per case: A %.1f, B %.1f (%+.1f)\n",
-			o.Tokens.A, o.Tokens.B, o.Tokens.Mean, o.Seconds.A, o.Seconds.B, o.Seconds.Mean)
+			o.Tokens.A, o.Tokens.B, noNegativeZero(o.Tokens.Mean), o.Seconds.A, o.Seconds.B, noNegativeZero(o.Seconds.Mean))
 	}
 	ch := r.Changes
 	fmt.Fprintf(&b, "\nchanges: %d newly failing, %d fixed, %d still failing, %d new, %d removed, %d undecided, %d with flipped epochs\n",
@@ -89,7 +90,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		name  string
 		cases []CaseChange
 	}{
-		{"newly failing", ch.NewlyFailing}, {"fixed", ch.Fixed}, {"new", ch.New}, {"removed", ch.Removed},
+		{"newly failing", ch.NewlyFailing}, {"fixed", ch.Fixed}, {"still failing", ch.StillFailing}, {"new", ch.New}, {"removed", ch.Removed},
 		{"undecided", ch.Undecided}, {"flipped epochs", ch.Flipped},
 	} {
 		if len(cat.cases) == 0 {
@@ -120,6 +121,15 @@ func points(x float64) string {
 		return "0.0"
 	}
 	return fmt.Sprintf("%+.1f", 100*x)
+}
+
+// noNegativeZero keeps "-0.0" out of a rendering: a mean of differences that rounds to zero
+// is no change.
+func noNegativeZero(x float64) float64 {
+	if math.Abs(x) < 0.05 {
+		return 0
+	}
+	return x
 }
 
 // clean makes untrusted names (skill and case names come from a suite) safe for a terminal.
