@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,27 @@ func TestCompare(t *testing.T) {
 	code, out, _ = compare(append([]string{"--format", "junit"}, ids...)...)
 	if err := xml.Unmarshal([]byte(out), new(any)); err != nil || code != ExitOK || !strings.Contains(out, `<property name="compare.overall.significant" value="false">`) {
 		t.Errorf("junit: exit %d %v\n%s", code, err, out)
+	}
+
+	// The same run exported: each skill's iteration has a benchmark.json in skill-creator's
+	// schema beside its evals.
+	dir := t.TempDir()
+	if code, out, errOut := run(append([]string{"runs", "export", ids[0], "--workspace", dir}, remoteArgs...)...); code != ExitOK {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "deploy-checklist", "iteration-1", "benchmark.json"))
+	var bench struct {
+		Metadata struct {
+			SkillName string `json:"skill_name"`
+		}
+		Runs []struct {
+			EvalName      string `json:"eval_name"`
+			Configuration string
+		}
+		RunSummary map[string]json.RawMessage `json:"run_summary"`
+	}
+	if err != nil || json.Unmarshal(data, &bench) != nil || bench.Metadata.SkillName != "deploy-checklist" || len(bench.Runs) == 0 ||
+		bench.Runs[0].Configuration != "with_skill" || bench.RunSummary["with_skill"] == nil {
+		t.Errorf("benchmark.json (%v):\n%s", err, data)
 	}
 }
