@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -27,6 +28,9 @@ type jobCatalog struct {
 	allowed map[string]string // skill name → its allowed-tools
 	// allowedOld is the allowed-tools of the old versions (old_skill jobs).
 	allowedOld map[string]string
+	// cases caches each case's digest (*suite.Case → string): a case's fixtures are read
+	// once per run, not once per epoch and agent.
+	cases sync.Map
 }
 
 // catalogOf makes a run's catalog from the skills of its bundle, in the order given (name

@@ -1,11 +1,21 @@
 package coordinator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/skillfleet/skillfleet/assert/assertpb"
+	"github.com/skillfleet/skillfleet/bundle"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/suite"
@@ -60,7 +70,58 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 		}
 		m.Assertions = append(m.Assertions, pa)
 	}
+	if d, ok := cat.cases.Load(c); ok {
+		m.CaseDigest = d.(string)
+	} else {
+		m.CaseDigest = caseDigest(c, m)
+		cat.cases.Store(c, m.CaseDigest)
+	}
 	return m, nil
+}
+
+// maxFixtureDigestBytes bounds what caseDigest reads of one fixture; a larger file is digested
+// by its first bytes and its size.
+const maxFixtureDigestBytes = 64 << 20
+
+// caseDigest digests what defines a case, so that a comparison can tell the same case from
+// an edited one: its kind, input, command, stdin, env, reference, timeout, epochs, confidence,
+// the assertions (without the file and line they were written at: moving a case is not
+// changing it) and its fixture files by path and content. m is the job built from c.
+func caseDigest(c *suite.Case, m *pb.Job) string {
+	def := &pb.Job{
+		Kind: m.GetKind(), Input: m.GetInput(), Command: m.GetCommand(), Stdin: m.GetStdin(), HasStdin: m.GetHasStdin(),
+		Env: m.GetEnv(), Reference: m.GetReference(), TimeoutMs: m.GetTimeoutMs(), Files: m.GetFiles(),
+	}
+	for _, a := range m.GetAssertions() {
+		a := proto.CloneOf(a)
+		a.File, a.Line = "", 0
+		def.Assertions = append(def.Assertions, a)
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(def)
+	if err != nil {
+		// Only an invalid UTF-8 string fails to marshal; the suite refuses those when it is read.
+		data = fmt.Appendf(nil, "%v", def)
+	}
+	h := sha256.New()
+	h.Write(data)
+	// Epochs and confidence decide the case's verdict, so they are part of what it is.
+	fmt.Fprintf(h, "\x00runs %d confidence %s", c.Runs, strconv.FormatFloat(c.Confidence, 'g', -1, 64))
+	files := slices.Clone(c.Files)
+	slices.Sort(files)
+	for _, f := range files {
+		fmt.Fprintf(h, "\x00file %q\x00", f)
+		fh, err := os.Open(filepath.Join(c.Skill.Dir, filepath.FromSlash(f)))
+		if err != nil {
+			// The suite checked the file when it was planned; one that cannot be read now is
+			// said so in the digest rather than ignored.
+			fmt.Fprintf(h, "unreadable")
+			continue
+		}
+		n, _ := io.Copy(h, io.LimitReader(fh, maxFixtureDigestBytes))
+		fh.Close()
+		fmt.Fprintf(h, "\x00%d", n)
+	}
+	return bundle.DigestPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
 // plannedCases lists the cases of a plan for the report builder: one per case and agent, in

@@ -1,10 +1,14 @@
 package coordinator
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/assert/assertpb"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
@@ -57,6 +61,9 @@ func TestJobMessageOfAnEval(t *testing.T) {
 			if m.GetKind() != pb.CaseKind_CASE_KIND_PROMPT || m.GetInput() != tt.input || m.GetCaseName() != tt.caseName {
 				t.Errorf("job %s %v input %q, want a prompt job with input %q", m.GetCaseName(), m.GetKind(), m.GetInput(), tt.input)
 			}
+			if !strings.HasPrefix(m.GetCaseDigest(), "sha256:") {
+				t.Errorf("case digest %q, want a sha256 digest", m.GetCaseDigest())
+			}
 			if m.GetReference() != tt.reference || !slices.Equal(m.GetFiles(), tt.files) {
 				t.Errorf("reference %q files %v, want %q %v", m.GetReference(), m.GetFiles(), tt.reference, tt.files)
 			}
@@ -72,6 +79,62 @@ func TestJobMessageOfAnEval(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.criteria) {
 				t.Errorf("criteria %q, want %q", got, tt.criteria)
+			}
+		})
+	}
+}
+
+// TestCaseDigest: a case's digest changes with what defines the case (input, assertions,
+// epochs, a fixture's bytes) and not with where it was written.
+func TestCaseDigest(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := func() *suite.Case {
+		return &suite.Case{
+			Skill: &skill.Skill{Name: "s", Dir: dir}, Name: "c", Kind: suite.KindPrompt, Input: "hello",
+			Files: []string{"data.txt"}, Runs: 1, Confidence: 1, File: "cases.yaml", Line: 3,
+			Assertions: []suite.Assertion{{Assertion: assert.Assertion{Type: assert.OutputContains, Value: "hi"}, Line: 4}},
+		}
+	}
+	digest := func(c *suite.Case) string {
+		t.Helper()
+		m := &pb.Job{Kind: pb.CaseKind_CASE_KIND_PROMPT, Input: c.Input, Files: c.Files}
+		for _, a := range c.Assertions {
+			pa, err := assertpb.Encode(a.Assertion, c.File, a.Line, a.Votes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Assertions = append(m.Assertions, pa)
+		}
+		return caseDigest(c, m)
+	}
+	want := digest(base())
+	tests := []struct {
+		name   string
+		change func(c *suite.Case)
+		same   bool
+	}{
+		{"moved to another line", func(c *suite.Case) { c.Line, c.Assertions[0].Line = 30, 31 }, true},
+		{"another input", func(c *suite.Case) { c.Input = "hello!" }, false},
+		{"another assertion value", func(c *suite.Case) { c.Assertions[0].Value = "ho" }, false},
+		{"more epochs", func(c *suite.Case) { c.Runs = 3 }, false},
+		{"a lower confidence", func(c *suite.Case) { c.Confidence = 0.5 }, false},
+		{"another fixture", func(c *suite.Case) {
+			d := t.TempDir()
+			if err := os.WriteFile(filepath.Join(d, "data.txt"), []byte("two"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.Skill = &skill.Skill{Name: "s", Dir: d}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base()
+			tt.change(c)
+			if got := digest(c); (got == want) != tt.same {
+				t.Errorf("digest %s vs %s: same = %v, want %v", got, want, got == want, tt.same)
 			}
 		})
 	}

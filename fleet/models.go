@@ -132,7 +132,7 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 			if turns == 0 {
 				turns = m.MaxTurns
 			}
-			out.Agents[a.Name] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: turns, MaxTokens: a.MaxTokens}}
+			out.Agents[a.Name] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: turns, MaxTokens: a.MaxTokens}, Model: a.Model}
 			out.Names = append(out.Names, a.Name)
 		}
 	} else if m.Model != "" {
@@ -140,7 +140,7 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 		if err != nil {
 			return out, err
 		}
-		out.Agents[""] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: m.MaxTurns}}
+		out.Agents[""] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: m.MaxTurns}, Model: m.Model}
 	}
 	judgeModel, j := m.JudgeModel, (*config.Judge)(nil)
 	if cfg != nil && cfg.Judge != nil {
@@ -216,5 +216,6 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 		Agent:  cmd,
 		Limits: agent.Limits{MaxTokens: a.MaxTokens},
 		Mounts: []sandbox.Mount{{Source: dir, Target: GatewayMount}},
+		Model:  a.Model,
 	}, nil
 }

@@ -125,6 +125,12 @@ func systemPrompt(reference string) string {
 	return SystemPrompt
 }
 
+// Describe returns the judge's model and the version of the prompt it judges with, given the
+// job's reference (empty: none), as a result records them.
+func (j *Judge) Describe(reference string) (model, prompt string) {
+	return j.model, promptVersion(reference)
+}
+
 func promptVersion(reference string) string {
 	if reference != "" {
 		return ReferencePromptVersion

@@ -30,6 +30,12 @@ type Judge interface {
 	EvaluateWithReference(ctx context.Context, criterion, input, reference, output string, votes int) (assert.Result, agent.Usage, error)
 }
 
+// describedJudge is a Judge that can say which model and prompt version it judges a job with
+// (the reference picks the prompt); results then carry them.
+type describedJudge interface {
+	Describe(reference string) (model, prompt string)
+}
+
 // AgentWorkDir is where an agent works inside the sandbox (a writable tmpfs).
 const AgentWorkDir = "/work"
 
@@ -37,6 +43,9 @@ const AgentWorkDir = "/work"
 type AgentSpec struct {
 	Agent  Agent
 	Limits agent.Limits
+	// Model is the agent's model as configured, reported in each of its results so that a
+	// comparison can refuse runs made with different models.
+	Model string
 	// Mounts are added to the sandbox of each of the agent's jobs (read-only), e.g. a command
 	// agent's gateway socket directory.
 	Mounts []sandbox.Mount
@@ -127,6 +136,10 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 			SandboxStartMs: sb.StartLatency().Milliseconds(),
 			ExecutionMs:    e.now().Sub(start).Milliseconds(),
 		},
+	}
+	out.Model = spec.Model
+	if dj, ok := e.judge.(describedJudge); ok && hasSemantic(assertions) {
+		out.JudgeModel, out.JudgePrompt = dj.Describe(job.GetReference())
 	}
 	// Kept whatever the verdict: what the agent left is most wanted when it failed.
 	out.Outputs, out.OutputsOmitted = collectOutputs(ctx, sb, before, beforeWhy)
@@ -291,4 +304,14 @@ func (e *SandboxExecutor) release(ctx context.Context, job *pb.Job, sb Sandbox) 
 	if err := e.sandboxes.Release(rctx, sb); err != nil {
 		e.log.Warn("releasing the sandbox failed; the reaper will remove it", zap.String("job", job.GetId()), zap.Error(err))
 	}
+}
+
+// hasSemantic reports whether a job needs the judge.
+func hasSemantic(assertions []assert.Assertion) bool {
+	for _, a := range assertions {
+		if a.Type == assert.SemanticMatch {
+			return true
+		}
+	}
+	return false
 }

@@ -405,6 +405,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	res.JobId, res.RunId, res.Skill, res.CaseName, res.Epoch, res.Kind = job.GetId(), job.GetRunId(), job.GetSkill(), job.GetCaseName(), job.GetEpoch(), job.GetKind()
 	res.Agent = job.GetAgent()
 	res.Arm = job.GetArm()
+	res.CaseDigest = job.GetCaseDigest()
 	res.Secret = secret
 	res.Attempt = int32(attempt)
 	res.WorkerId = w.cfg.ID

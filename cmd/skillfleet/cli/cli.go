@@ -35,6 +35,7 @@ func commands() []func(*env) *cobra.Command {
 		newTestCommand,
 		newSubmitCommand,
 		newRunsCommand,
+		newCompareCommand,
 		newSandboxCommand,
 	}
 }

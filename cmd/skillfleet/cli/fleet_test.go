@@ -55,6 +55,8 @@ type remote struct {
 	// refuseReads answers every GET with 401, as a coordinator whose token was rotated does.
 	refuseReads atomic.Bool
 	refused     atomic.Int32
+	// exec is the fleet's executor: a test releases the agents it holds.
+	exec *fleettest.Executor
 }
 
 func (r *remote) uploads() int {
@@ -83,7 +85,7 @@ func startRemote(t *testing.T) *remote {
 	}
 	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	t.Cleanup(exec.ReleaseAll) // before the fleet drains
-	r := &remote{fleet: f}
+	r := &remote{fleet: f, exec: exec}
 	h := f.Coordinator.Handler(coordinator.APIConfig{Token: fleetToken, Gatherer: reg})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPost && req.URL.Path == "/v1/runs" {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -39,13 +40,30 @@ func exportWorkspace(ctx context.Context, src resultSource, id, dir string) (int
 		return 0, err
 	}
 	n := 0
+	// What each skill's benchmark.json needs, without the documents: every configuration is
+	// with_skill until runs have arms.
+	perSkill := map[string][]*pb.Result{}
 	err = src(ctx, id, func(r *pb.Result) error {
 		j, err := workspace.FromResult(r)
 		if err != nil {
 			return err
 		}
 		n++
+		perSkill[r.GetSkill()] = append(perSkill[r.GetSkill()], &pb.Result{
+			Skill: r.GetSkill(), CaseName: r.GetCaseName(), Epoch: r.GetEpoch(), Verdict: r.GetVerdict(), Reason: r.GetReason(),
+			Assertions: r.GetAssertions(), Timings: r.GetTimings(), Usage: r.GetUsage(), Model: r.GetModel(),
+			Transcript: &pb.Transcript{ToolCalls: make([]*pb.ToolCall, len(r.GetTranscript().GetToolCalls()))},
+		})
 		return w.Add(j)
 	})
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	now := time.Now()
+	for skill, results := range perSkill {
+		if err := w.WriteBenchmark(workspace.BenchmarkOf(skill, map[string][]*pb.Result{workspace.WithSkill: results}, now)); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

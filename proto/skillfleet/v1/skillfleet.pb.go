@@ -560,7 +560,12 @@ type Job struct {
 	// "old_skill" (the catalog's skills that have a previous version, in Catalog.baseline, are
 	// shown that version instead). Only prompt jobs have a baseline arm. A worker older than the
 	// field runs a baseline job as with_skill: upgrade workers before submitting baseline runs.
-	Arm           string `protobuf:"bytes,31,opt,name=arm,proto3" json:"arm,omitempty"`
+	Arm string `protobuf:"bytes,31,opt,name=arm,proto3" json:"arm,omitempty"`
+	// A digest of the case's definition: its kind, input or command, stdin, env, assertions,
+	// runs, confidence, timeout, files and reference, with the bytes of its input files. Two runs
+	// whose case has the same digest ran the same case; a comparison refuses to pair cases whose
+	// digests differ. Empty from a coordinator older than the field. (Numbers from 40 on.)
+	CaseDigest    string `protobuf:"bytes,40,opt,name=case_digest,json=caseDigest,proto3" json:"case_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -808,6 +813,13 @@ func (x *Job) GetReference() string {
 func (x *Job) GetArm() string {
 	if x != nil {
 		return x.Arm
+	}
+	return ""
+}
+
+func (x *Job) GetCaseDigest() string {
+	if x != nil {
+		return x.CaseDigest
 	}
 	return ""
 }
@@ -1210,7 +1222,16 @@ type Result struct {
 	// outputs lists them without content (see StoredDocument; the document is an OutputFiles).
 	OutputsStored *StoredDocument `protobuf:"bytes,26,opt,name=outputs_stored,json=outputsStored,proto3" json:"outputs_stored,omitempty"`
 	// The job's arm, copied from Job.arm ("" is with_skill).
-	Arm           string `protobuf:"bytes,27,opt,name=arm,proto3" json:"arm,omitempty"`
+	Arm string `protobuf:"bytes,27,opt,name=arm,proto3" json:"arm,omitempty"`
+	// The model of the agent that ran the job, as the worker configured it; empty for a command
+	// case run without a model, and from a worker older than the field. (Numbers from 40 on.)
+	Model string `protobuf:"bytes,40,opt,name=model,proto3" json:"model,omitempty"`
+	// The judge's model and prompt version (judge.PromptVersion, or ReferencePromptVersion for a
+	// job with a reference) when the job has a semantic_match assertion; empty otherwise.
+	JudgeModel  string `protobuf:"bytes,41,opt,name=judge_model,json=judgeModel,proto3" json:"judge_model,omitempty"`
+	JudgePrompt string `protobuf:"bytes,42,opt,name=judge_prompt,json=judgePrompt,proto3" json:"judge_prompt,omitempty"`
+	// The job's case_digest, copied by the worker so that a result says which case it decided.
+	CaseDigest    string `protobuf:"bytes,43,opt,name=case_digest,json=caseDigest,proto3" json:"case_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1430,6 +1451,34 @@ func (x *Result) GetOutputsStored() *StoredDocument {
 func (x *Result) GetArm() string {
 	if x != nil {
 		return x.Arm
+	}
+	return ""
+}
+
+func (x *Result) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Result) GetJudgeModel() string {
+	if x != nil {
+		return x.JudgeModel
+	}
+	return ""
+}
+
+func (x *Result) GetJudgePrompt() string {
+	if x != nil {
+		return x.JudgePrompt
+	}
+	return ""
+}
+
+func (x *Result) GetCaseDigest() string {
+	if x != nil {
+		return x.CaseDigest
 	}
 	return ""
 }
@@ -2356,7 +2405,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\x9e\b\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xbf\b\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2393,7 +2442,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x0ecatalog_digest\x18\x1c \x01(\tR\rcatalogDigest\x12\x14\n" +
 	"\x05files\x18\x1d \x03(\tR\x05files\x12\x1c\n" +
 	"\treference\x18\x1e \x01(\tR\treference\x12\x10\n" +
-	"\x03arm\x18\x1f \x01(\tR\x03arm\x1a6\n" +
+	"\x03arm\x18\x1f \x01(\tR\x03arm\x12\x1f\n" +
+	"\vcase_digest\x18( \x01(\tR\n" +
+	"caseDigest\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"y\n" +
@@ -2420,7 +2471,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xf6\a\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xf1\b\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2456,7 +2507,13 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aoutputs\x18\x18 \x03(\v2\x19.skillfleet.v1.OutputFileR\aoutputs\x12'\n" +
 	"\x0foutputs_omitted\x18\x19 \x03(\tR\x0eoutputsOmitted\x12D\n" +
 	"\x0eoutputs_stored\x18\x1a \x01(\v2\x1d.skillfleet.v1.StoredDocumentR\routputsStored\x12\x10\n" +
-	"\x03arm\x18\x1b \x01(\tR\x03arm\"\x84\x01\n" +
+	"\x03arm\x18\x1b \x01(\tR\x03arm\x12\x14\n" +
+	"\x05model\x18( \x01(\tR\x05model\x12\x1f\n" +
+	"\vjudge_model\x18) \x01(\tR\n" +
+	"judgeModel\x12!\n" +
+	"\fjudge_prompt\x18* \x01(\tR\vjudgePrompt\x12\x1f\n" +
+	"\vcase_digest\x18+ \x01(\tR\n" +
+	"caseDigest\"\x84\x01\n" +
 	"\x0eStoredDocument\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
