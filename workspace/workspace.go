@@ -85,8 +85,8 @@ type Writer struct {
 }
 
 // New prepares a writer into dir, creating it. caseRuns tells how many results each case will
-// have (skill/case -> epochs × agents), so that a case of several gets run-* directories from
-// its first result on.
+// have in each configuration (RunsKey -> epochs × agents), so that a case of several gets run-*
+// directories from its first result on.
 func New(dir string, caseRuns map[string]int) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
@@ -101,12 +101,9 @@ func (w *Writer) Add(j Job) error {
 	if err != nil {
 		return err
 	}
-	key := r.GetSkill() + "/" + r.GetCaseName()
 	// A baseline job's directory is its arm's: the guide's without_skill and old_skill.
-	arm := WithSkill
-	if a := r.GetArm(); a == "without_skill" || a == "old_skill" {
-		arm = a
-	}
+	arm := ArmOf(r)
+	key := RunsKey(r)
 	dir := filepath.Join(it, evalDir(r.GetCaseName()), arm)
 	if w.runs[key] > 1 {
 		run := "run-" + strconv.Itoa(int(r.GetEpoch()))
@@ -165,6 +162,20 @@ func (w *Writer) iterationDir(skill string) (string, error) {
 		w.iteration[skill] = d
 		return d, nil
 	}
+}
+
+// ArmOf is a result's configuration in the guide's words: with_skill, without_skill or
+// old_skill.
+func ArmOf(r *pb.Result) string {
+	if a := r.GetArm(); a == "without_skill" || a == "old_skill" {
+		return a
+	}
+	return WithSkill
+}
+
+// RunsKey is what New's caseRuns counts results by: a case in one configuration.
+func RunsKey(r *pb.Result) string {
+	return r.GetSkill() + "/" + r.GetCaseName() + "/" + ArmOf(r)
 }
 
 // evalDir names a case's directory as the guide does: eval-<name>.

@@ -40,7 +40,7 @@ func TestLayout(t *testing.T) {
 		{Result: &pb.Result{Skill: "../evil", CaseName: "../../etc/passwd", Epoch: 1, Verdict: pb.Verdict_VERDICT_PASSED}},
 	}
 	for range 2 {
-		w, err := New(dir, map[string]int{"csv/eval-1": 1, "csv/sums": 2})
+		w, err := New(dir, map[string]int{"csv/eval-1/with_skill": 1, "csv/sums/with_skill": 2, "csv/eval-1/without_skill": 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ func newCompareCommand(e *env) *cobra.Command {
 		format      = "text"
 		failIfWorse bool
 		seed        uint64
+		arm         = "with_skill"
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B [--format text|json|junit] [--fail-if-worse]",
@@ -50,11 +52,11 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 				if err != nil {
 					return apiFailure(e, err)
 				}
-				results, err := comparedResults(cmd.Context(), client.Results, id)
+				results, err := comparedResults(cmd.Context(), client.Results, id, arm)
 				if err != nil {
 					return apiFailure(e, err)
 				}
-				sides[i] = comparison.Side{Label: "run " + id, Run: id, Spec: st.GetSpec(), Results: results}
+				sides[i] = comparison.Side{Label: "run " + id, Run: id, Arm: arm, Spec: st.GetSpec(), Results: results}
 				if st.GetState() == pb.RunState_RUN_STATE_PENDING || st.GetState() == pb.RunState_RUN_STATE_RUNNING {
 					fmt.Fprintf(e.stderr, "skillfleet: run %s is still %s: comparing the results it has so far\n", id, stateName(st.GetState()))
 				}
@@ -87,18 +89,22 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 		},
 	}
 	r.register(cmd.Flags())
+	cmd.Flags().StringVar(&arm, "arm", arm, "the arm of each run to compare: with_skill, without_skill or old_skill")
 	cmd.Flags().StringVar(&format, "format", format, "output format: text, json or junit")
 	cmd.Flags().BoolVar(&failIfWorse, "fail-if-worse", false, "exit 1 when B is significantly worse than A on any skill")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the resampling methods (the same seed gives the same intervals)")
 	return cmd
 }
 
-// comparedResults reads a run's counted results, keeping only what a comparison reads: a run
-// of many cases would otherwise hold every output and trajectory in memory.
-func comparedResults(ctx context.Context, src resultSource, id string) ([]*pb.Result, error) {
+// comparedResults reads a run's counted results of one arm, keeping only what a comparison
+// reads: a run of many cases would otherwise hold every output and trajectory in memory.
+func comparedResults(ctx context.Context, src resultSource, id, arm string) ([]*pb.Result, error) {
 	var out []*pb.Result
 	err := src(ctx, id, func(r *pb.Result) error {
-		out = append(out, &pb.Result{
+		if armOf(r) != arm {
+			return nil
+		}
+		out = append(out, &pb.Result{Arm: r.GetArm(),
 			Skill: r.GetSkill(), CaseName: r.GetCaseName(), Agent: r.GetAgent(), Epoch: r.GetEpoch(), Verdict: r.GetVerdict(),
 			Usage: r.GetUsage(), Timings: r.GetTimings(), Model: r.GetModel(), JudgeModel: r.GetJudgeModel(),
 			JudgePrompt: r.GetJudgePrompt(), CaseDigest: r.GetCaseDigest(),
@@ -106,4 +112,77 @@ func comparedResults(ctx context.Context, src resultSource, id string) ([]*pb.Re
 		return nil
 	})
 	return out, err
+}
+
+// armOf is a result's arm, with_skill when it has none.
+func armOf(r *pb.Result) string {
+	if r.GetArm() == "" {
+		return "with_skill"
+	}
+	return r.GetArm()
+}
+
+// compareArms compares a finished baseline run's with_skill arm against its baseline arm
+// (the skill's effect: with_skill minus the baseline), writes the comparison to w, and applies
+// the gates the user asked for.
+func compareArms(ctx context.Context, src resultSource, id, baselineArm string, spec *pb.RunSpec, w io.Writer, g armGates) error {
+	var sides [2]comparison.Side
+	for i, a := range []string{baselineArm, "with_skill"} {
+		results, err := comparedResults(ctx, src, id, a)
+		if err != nil {
+			return failf("comparison: %v", err)
+		}
+		sides[i] = comparison.Side{Label: a, Run: id, Arm: a, Spec: spec, Results: results}
+	}
+	rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisArm})
+	if err != nil {
+		return failf("comparison: %v", err)
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+	if g.failIfWorse {
+		if err := comparison.FailIfWorse(rep); err != nil {
+			return failf("%v", err)
+		}
+	}
+	if g.failUnlessBetter {
+		if err := comparison.FailUnlessBetter(rep); err != nil {
+			return failf("%v", err)
+		}
+	}
+	return nil
+}
+
+// afterBaseline runs compareArms for a run with a baseline and merges its outcome with the
+// run's: a gate that fails makes the exit status 1 even when every case passed.
+func afterBaseline(ctx context.Context, e *env, src resultSource, id, baselineArm string, spec *pb.RunSpec, format string, g armGates, runErr error) error {
+	if baselineArm == "" || ctx.Err() != nil {
+		if g.failIfWorse || g.failUnlessBetter {
+			if baselineArm == "" {
+				return usageErrorf("--fail-if-worse and --fail-unless-better need --baseline")
+			}
+		}
+		return runErr
+	}
+	w := e.stdout
+	if format != "text" {
+		w = e.stderr // the report on stdout is one JSON document
+	}
+	if err := compareArms(ctx, src, id, baselineArm, spec, w, g); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// armGates are test's and submit's --fail-if-worse and --fail-unless-better.
+type armGates struct{ failIfWorse, failUnlessBetter bool }
+
+// register adds the gate flags to a command that runs a baseline.
+func (g *armGates) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&g.failIfWorse, "fail-if-worse", false, "with --baseline: exit 1 when the skill is significantly worse than its baseline on any skill")
+	cmd.Flags().BoolVar(&g.failUnlessBetter, "fail-unless-better", false, "with --baseline: exit 1 unless every skill is significantly better than its baseline")
 }

@@ -67,6 +67,7 @@ func newSubmitCommand(e *env) *cobra.Command {
 		name      string
 		scheduled bool
 		deadline  time.Duration
+		gates     armGates
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -124,9 +125,11 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 				return nil
 			}
 			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
-			return follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o)
+			err = follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o)
+			return afterBaseline(ctx, e, client.Results, st.GetId(), string(p.Baseline), st.GetSpec(), o.format, gates, err)
 		},
 	}
+	gates.register(cmd)
 	f.register(cmd)
 	cmd.Flags().StringVar(&f.config, "config", "", "suite configuration (default: skillfleet.yaml in the first ROOT)")
 	r.register(cmd.Flags())

@@ -34,6 +34,7 @@ func newTestCommand(e *env) *cobra.Command {
 		models   cmdutil.ModelFlags
 		// workspaceDir, when set, receives the run in the evaluation guide's layout.
 		workspaceDir string
+		gates        armGates
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -71,7 +72,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if len(f.agents) == 0 {
 				f.agents = ms.Names
 			}
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir})
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir, gates: gates})
 		},
 	}
 	f.register(cmd)
@@ -84,6 +85,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 	cmd.Flags().IntVar(&warm, "warm-pool", 2, "containers kept started ahead of jobs; 0 disables")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "log level of the embedded fleet (logs go to stderr)")
 	models.Register(cmd.Flags())
+	gates.register(cmd)
 	return cmd
 }
 
@@ -99,6 +101,8 @@ type localOptions struct {
 	models fleet.Models
 	// workspace, when set, receives the run in the evaluation guide's layout.
 	workspace string
+	// gates are --fail-if-worse and --fail-unless-better (with --baseline).
+	gates armGates
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -150,6 +154,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	}
 	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
 	err = follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out)
+	err = afterBaseline(ctx, e, localResults(f.Coordinator), st.GetId(), string(p.Baseline), st.GetSpec(), o.out.format, o.gates, err)
 	if o.workspace != "" && ctx.Err() == nil {
 		n, werr := exportWorkspace(ctx, localResults(f.Coordinator), st.GetId(), o.workspace)
 		if werr != nil {

@@ -30,7 +30,7 @@ func localResults(c *coordinator.Coordinator) resultSource {
 func exportWorkspace(ctx context.Context, src resultSource, id, dir string) (int, error) {
 	runs := map[string]int{}
 	if err := src(ctx, id, func(r *pb.Result) error {
-		runs[r.GetSkill()+"/"+r.GetCaseName()]++
+		runs[workspace.RunsKey(r)]++
 		return nil
 	}); err != nil {
 		return 0, fmt.Errorf("workspace: %w", err)
@@ -40,16 +40,19 @@ func exportWorkspace(ctx context.Context, src resultSource, id, dir string) (int
 		return 0, err
 	}
 	n := 0
-	// What each skill's benchmark.json needs, without the documents: every configuration is
-	// with_skill until runs have arms.
-	perSkill := map[string][]*pb.Result{}
+	// What each skill's benchmark.json needs, without the documents, per configuration (arm).
+	perSkill := map[string]map[string][]*pb.Result{}
 	err = src(ctx, id, func(r *pb.Result) error {
 		j, err := workspace.FromResult(r)
 		if err != nil {
 			return err
 		}
 		n++
-		perSkill[r.GetSkill()] = append(perSkill[r.GetSkill()], &pb.Result{
+		if perSkill[r.GetSkill()] == nil {
+			perSkill[r.GetSkill()] = map[string][]*pb.Result{}
+		}
+		conf := workspace.ArmOf(r)
+		perSkill[r.GetSkill()][conf] = append(perSkill[r.GetSkill()][conf], &pb.Result{
 			Skill: r.GetSkill(), CaseName: r.GetCaseName(), Epoch: r.GetEpoch(), Verdict: r.GetVerdict(), Reason: r.GetReason(),
 			Assertions: r.GetAssertions(), Timings: r.GetTimings(), Usage: r.GetUsage(), Model: r.GetModel(),
 			Transcript: &pb.Transcript{ToolCalls: make([]*pb.ToolCall, len(r.GetTranscript().GetToolCalls()))},
@@ -60,8 +63,8 @@ func exportWorkspace(ctx context.Context, src resultSource, id, dir string) (int
 		return n, err
 	}
 	now := time.Now()
-	for skill, results := range perSkill {
-		if err := w.WriteBenchmark(workspace.BenchmarkOf(skill, map[string][]*pb.Result{workspace.WithSkill: results}, now)); err != nil {
+	for skill, confs := range perSkill {
+		if err := w.WriteBenchmark(workspace.BenchmarkOf(skill, confs, now)); err != nil {
 			return n, err
 		}
 	}
