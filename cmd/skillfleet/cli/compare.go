@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillfleet/skillfleet/comparison"
+	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -185,4 +186,53 @@ type armGates struct{ failIfWorse, failUnlessBetter bool }
 func (g *armGates) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&g.failIfWorse, "fail-if-worse", false, "with --baseline: exit 1 when the skill is significantly worse than its baseline on any skill")
 	cmd.Flags().BoolVar(&g.failUnlessBetter, "fail-unless-better", false, "with --baseline: exit 1 unless every skill is significantly better than its baseline")
+}
+
+// afterBaselineRun compares a finished run's with_skill arm against an earlier run's
+// (--baseline-run): the earlier results stand for the baseline, so nothing is run twice. The
+// comparison refuses, listing the keys, when the runs differ in anything but the skills' own
+// files (agent, model, judge, case definitions, limits).
+func afterBaselineRun(ctx context.Context, e *env, client *coordinator.Client, baseID string, st *pb.RunStatus, format string, g armGates, runErr error) error {
+	if ctx.Err() != nil {
+		return runErr
+	}
+	base, err := client.Status(ctx, baseID)
+	if err != nil {
+		return apiFailure(e, err)
+	}
+	var sides [2]comparison.Side
+	for i, s := range []*pb.RunStatus{base, st} {
+		results, err := comparedResults(ctx, client.Results, s.GetId(), "with_skill")
+		if err != nil {
+			return apiFailure(e, err)
+		}
+		sides[i] = comparison.Side{Label: "run " + s.GetId(), Run: s.GetId(), Arm: "with_skill", Spec: s.GetSpec(), Results: results}
+	}
+	rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill})
+	var refused *comparison.RefusalError
+	if errors.As(err, &refused) {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--baseline-run %s: %w", baseID, err)}
+	}
+	if err != nil {
+		return failf("comparison: %v", err)
+	}
+	w := e.stdout
+	if format != "text" {
+		w = e.stderr
+	}
+	fmt.Fprintln(w)
+	if err := rep.WriteText(w); err != nil {
+		return err
+	}
+	if g.failIfWorse {
+		if err := comparison.FailIfWorse(rep); err != nil {
+			return failf("%v", err)
+		}
+	}
+	if g.failUnlessBetter {
+		if err := comparison.FailUnlessBetter(rep); err != nil {
+			return failf("%v", err)
+		}
+	}
+	return runErr
 }

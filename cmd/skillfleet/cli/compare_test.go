@@ -84,7 +84,18 @@ func TestCompare(t *testing.T) {
 		})
 	}
 
-	code, out, errOut := compare(append([]string{"--format", "json"}, ids...)...)
+	// A third run compared with the first as its baseline, without running the baseline
+	// again; against the other agent's run it is refused before any gate.
+	code, out, errOut := run(append([]string{"submit", "--follow", "--baseline-run", ids[0], "--fail-if-worse", examples}, remoteArgs...)...)
+	if code != ExitErrors || !strings.Contains(out, "against A (run "+ids[0]) || !strings.Contains(out, "1 still failing") {
+		t.Errorf("submit --baseline-run: exit %d (the example's failing case), want the comparison after the report\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = run(append([]string{"submit", "--follow", "--baseline-run", other.GetId(), examples}, remoteArgs...)...)
+	if code != ExitUsage || !strings.Contains(errOut, "--baseline-run "+other.GetId()) || !strings.Contains(errOut, "agents") {
+		t.Errorf("submit --baseline-run of another agent's run: exit %d, want %d and the differing keys\n%s%s", code, ExitUsage, out, errOut)
+	}
+
+	code, out, errOut = compare(append([]string{"--format", "json"}, ids...)...)
 	var doc struct {
 		A        struct{ Run string }
 		PerSkill []struct {

@@ -68,6 +68,8 @@ func newSubmitCommand(e *env) *cobra.Command {
 		scheduled bool
 		deadline  time.Duration
 		gates     armGates
+		// baselineRun is an earlier run whose results are the baseline (--baseline-run).
+		baselineRun string
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -126,10 +128,14 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			}
 			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
 			err = follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o)
+			if baselineRun != "" {
+				return afterBaselineRun(ctx, e, client, baselineRun, st, o.format, gates, err)
+			}
 			return afterBaseline(ctx, e, client.Results, st.GetId(), string(p.Baseline), st.GetSpec(), o.format, gates, err)
 		},
 	}
 	gates.register(cmd)
+	cmd.Flags().StringVar(&baselineRun, "baseline-run", "", "with --follow: compare this run against an earlier run of the same suite, whose results stand for the baseline arm instead of running it again (refused when anything but the skills' own files differs)")
 	f.register(cmd)
 	cmd.Flags().StringVar(&f.config, "config", "", "suite configuration (default: skillfleet.yaml in the first ROOT)")
 	r.register(cmd.Flags())
