@@ -109,8 +109,8 @@ func TestDistributedFleet(t *testing.T) {
 	if err := xml.Unmarshal(data, &suites); err != nil {
 		t.Fatalf("JUnit: %v\n%s", err, data)
 	}
-	if suites.Tests != 16 || suites.Failures != 0 || suites.Errors != 5 {
-		t.Errorf("JUnit: %d tests, %d failures, %d errors; want 16, 0, 5", suites.Tests, suites.Failures, suites.Errors)
+	if suites.Tests != 17 || suites.Failures != 0 || suites.Errors != 6 {
+		t.Errorf("JUnit: %d tests, %d failures, %d errors; want 17, 0, 6", suites.Tests, suites.Failures, suites.Errors)
 	}
 
 	code, out, errOut = runCLI(t, time.Minute, "runs", "list", "--coordinator", f.api, "--token-file", f.tokenFile)
@@ -127,11 +127,11 @@ func TestDistributedFleet(t *testing.T) {
 	if n := scrape(t, workerURL, "skillfleet_worker_jobs_total", `verdict="passed"`, `kind="command"`); n != 11 {
 		t.Errorf("worker: %v command jobs passed, want 11", n)
 	}
-	if n := scrape(t, workerURL, "skillfleet_worker_jobs_total"); n != 20 {
-		t.Errorf("worker: %v jobs, want the plan's 20", n)
+	if n := scrape(t, workerURL, "skillfleet_worker_jobs_total"); n != exampleJobs {
+		t.Errorf("worker: %v jobs, want the plan's %d", n, exampleJobs)
 	}
-	if n := scrape(t, f.api+"/metrics", "skillfleet_coordinator_cases_total", `verdict="errored"`); n != 5 {
-		t.Errorf("coordinator: %v errored cases, want 5", n)
+	if n := scrape(t, f.api+"/metrics", "skillfleet_coordinator_cases_total", `verdict="errored"`); n != 6 {
+		t.Errorf("coordinator: %v errored cases, want 6", n)
 	}
 
 	// SIGTERM drains and exits 0; the coordinator leaves no run behind to resume.

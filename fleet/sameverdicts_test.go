@@ -471,7 +471,7 @@ func checkWorkspace(t *testing.T, c *coordinator.Coordinator, run string, agents
 		})
 	}
 	runs := map[string]int{}
-	if err := results(func(r *pb.Result) error { runs[r.GetSkill()+"/"+r.GetCaseName()]++; return nil }); err != nil {
+	if err := results(func(r *pb.Result) error { runs[workspace.RunsKey(r)]++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -23,13 +23,19 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Errors     int              `xml:"errors,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+// junitProperties is a testsuite's <properties>, absent when nil.
+type junitProperties struct {
+	Property []Property `xml:"property"`
 }
 
 type junitCase struct {
@@ -118,6 +124,13 @@ func WriteJUnit(w io.Writer, r Report) error {
 		doc.Suites = append(doc.Suites, s)
 	}
 	doc.Time = seconds(total)
+	if len(r.ComparisonProperties) > 0 {
+		props := make([]Property, len(r.ComparisonProperties))
+		for i, p := range r.ComparisonProperties {
+			props[i] = Property{Name: cleanXML(p.Name), Value: cleanXML(p.Value)}
+		}
+		doc.Suites = append(doc.Suites, junitSuite{Name: "comparison", Time: "0", Properties: &junitProperties{props}})
+	}
 
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("report: writing JUnit: %w", err)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -30,6 +31,17 @@ type Report struct {
 	// Usage is the model tokens and cost the run's counted results spent (agents and judge).
 	Usage *Usage `json:"usage,omitempty"`
 	Cases []Case `json:"cases"`
+	// Comparison is, for a run with a baseline, the comparison of its arms as JSON (the
+	// comparison package's document); absent otherwise. ComparisonProperties are the same
+	// figures as JUnit properties, written on a testsuite of their own named "comparison".
+	Comparison           json.RawMessage `json:"comparison,omitempty"`
+	ComparisonProperties []Property      `json:"-"`
+}
+
+// Property is one JUnit <property>.
+type Property struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 // Usage counts model tokens and their cost (in the currency of the configured price table).

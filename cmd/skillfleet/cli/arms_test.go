@@ -3,11 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	runreport "github.com/skillfleet/skillfleet/report"
 )
 
 // armResults is a resultSource of one run of n cases in two arms: with_skill passes where
@@ -52,23 +56,48 @@ func TestBaselineGates(t *testing.T) {
 		{"worse, no gate", armResults(12, "without_skill", false, true), armGates{}, ExitOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			e := &env{stdout: &out, stderr: &errb}
+			var out bytes.Buffer
+			e := &env{stdout: &out, stderr: &bytes.Buffer{}}
 			arm := "without_skill"
 			if strings.Contains(tc.name, "same") {
 				arm = "old_skill"
 			}
-			err := afterBaseline(ctx, e, tc.src, "r1", arm, &pb.RunSpec{}, "text", tc.gates, nil)
+			var cmp runComparison
+			o := outputFlags{format: "text", compare: cmp.arms(ctx, tc.src, "r1", arm, &pb.RunSpec{})}
+			st := &pb.RunStatus{Id: "r1", State: pb.RunState_RUN_STATE_COMPLETED}
+			rep := runreport.Report{Run: "r1", Summary: runreport.Summary{Total: 1, Passed: 1}}
+			err := cmp.gate(tc.gates, finishRun(e, st, rep, o))
 			if code := exitCode(err); code != tc.wantCode {
 				t.Fatalf("exit %d (%v), want %d\n%s", code, err, tc.wantCode, out.String())
 			}
-			if !strings.Contains(out.String(), tc.wantOutput) || !strings.Contains(out.String(), "s") {
-				t.Errorf("comparison output lacks %q:\n%s", tc.wantOutput, out.String())
+			if !strings.Contains(out.String(), tc.wantOutput) || !strings.Contains(out.String(), "comparing B") {
+				t.Errorf("the text report lacks the comparison (%q):\n%s", tc.wantOutput, out.String())
 			}
 		})
 	}
-	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
-	if code := exitCode(afterBaseline(ctx, e, nil, "r1", "", nil, "text", armGates{failIfWorse: true}, nil)); code != ExitUsage {
-		t.Errorf("gates without a baseline: exit %d, want %d", code, ExitUsage)
+	// JSON and JUnit carry the comparison too.
+	var out bytes.Buffer
+	var cmp runComparison
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	o := outputFlags{format: "json", junit: junit, compare: cmp.arms(ctx, armResults(12, "without_skill", true, false), "r1", "without_skill", &pb.RunSpec{})}
+	if err := finishRun(&env{stdout: &out, stderr: &bytes.Buffer{}}, &pb.RunStatus{Id: "r1", State: pb.RunState_RUN_STATE_COMPLETED}, runreport.Report{Run: "r1", Summary: runreport.Summary{Total: 1, Passed: 1}}, o); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Comparison struct {
+			PerSkill []struct {
+				Skill       string
+				Significant bool
+			} `json:"per_skill"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Comparison.PerSkill) != 1 || !doc.Comparison.PerSkill[0].Significant {
+		t.Errorf("JSON report's comparison: %+v (%v)\n%s", doc.Comparison, err, out.String())
+	}
+	if data, err := os.ReadFile(junit); err != nil || !strings.Contains(string(data), `<testsuite name="comparison"`) || !strings.Contains(string(data), `name="compare.s.significant" value="true"`) {
+		t.Errorf("JUnit report's comparison:\n%s (%v)", data, err)
+	}
+	if err := (armGates{failIfWorse: true}).check(false); exitCode(err) != ExitUsage {
+		t.Errorf("gates without a baseline: %v, want a usage error", err)
 	}
 }

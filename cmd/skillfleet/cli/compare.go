@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	runreport "github.com/skillfleet/skillfleet/report"
 )
 
 func newCompareCommand(e *env) *cobra.Command {
@@ -123,60 +123,86 @@ func armOf(r *pb.Result) string {
 	return r.GetArm()
 }
 
-// compareArms compares a finished baseline run's with_skill arm against its baseline arm
-// (the skill's effect: with_skill minus the baseline), writes the comparison to w, and applies
-// the gates the user asked for.
-func compareArms(ctx context.Context, src resultSource, id, baselineArm string, spec *pb.RunSpec, w io.Writer, g armGates) error {
-	var sides [2]comparison.Side
-	for i, a := range []string{baselineArm, "with_skill"} {
-		results, err := comparedResults(ctx, src, id, a)
-		if err != nil {
-			return failf("comparison: %v", err)
+// runComparison is the comparison made when a run with a baseline finishes: finishRun puts
+// it in the reports, and the gates read it afterwards.
+type runComparison struct{ made *comparison.Report }
+
+// arms is outputFlags.compare for a run with a baseline arm: the with_skill arm against the
+// baseline arm (the skill's effect, with_skill minus the baseline).
+func (c *runComparison) arms(ctx context.Context, src resultSource, id, baselineArm string, spec *pb.RunSpec) func(runreport.Report) (*comparison.Report, error) {
+	return func(runreport.Report) (*comparison.Report, error) {
+		var sides [2]comparison.Side
+		for i, a := range []string{baselineArm, "with_skill"} {
+			results, err := comparedResults(ctx, src, id, a)
+			if err != nil {
+				return nil, failf("comparison: %v", err)
+			}
+			sides[i] = comparison.Side{Label: a, Run: id, Arm: a, Spec: spec, Results: results}
 		}
-		sides[i] = comparison.Side{Label: a, Run: id, Arm: a, Spec: spec, Results: results}
+		rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisArm})
+		if err != nil {
+			return nil, failf("comparison: %v", err)
+		}
+		c.made = rep
+		return rep, nil
 	}
-	rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisArm})
-	if err != nil {
-		return failf("comparison: %v", err)
+}
+
+// runs is outputFlags.compare for --baseline-run: the finished run's with_skill results
+// against an earlier run's, which stand for the baseline (axis: the skills' own files).
+// Runs that differ in anything else are refused with the keys that differ (exit 2).
+func (c *runComparison) runs(ctx context.Context, client *coordinator.Client, baseID string, st *pb.RunStatus) func(runreport.Report) (*comparison.Report, error) {
+	return func(runreport.Report) (*comparison.Report, error) {
+		base, err := client.Status(ctx, baseID)
+		if err != nil {
+			return nil, failf("--baseline-run %s: %v", baseID, err)
+		}
+		var sides [2]comparison.Side
+		for i, s := range []*pb.RunStatus{base, st} {
+			results, err := comparedResults(ctx, client.Results, s.GetId(), "with_skill")
+			if err != nil {
+				return nil, failf("--baseline-run %s: %v", baseID, err)
+			}
+			sides[i] = comparison.Side{Label: "run " + s.GetId(), Run: s.GetId(), Arm: "with_skill", Spec: s.GetSpec(), Results: results}
+		}
+		rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill})
+		var refused *comparison.RefusalError
+		if errors.As(err, &refused) {
+			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--baseline-run %s: %w", baseID, err)}
+		}
+		if err != nil {
+			return nil, failf("comparison: %v", err)
+		}
+		c.made = rep
+		return rep, nil
 	}
-	if _, err := fmt.Fprintln(w); err != nil {
-		return err
-	}
-	if err := rep.WriteText(w); err != nil {
-		return err
+}
+
+// gate applies --fail-if-worse and --fail-unless-better to the comparison made, after the
+// run's own outcome: a gate that fails makes the exit status 1 even when every case passed.
+func (c *runComparison) gate(g armGates, runErr error) error {
+	if c.made == nil {
+		return runErr
 	}
 	if g.failIfWorse {
-		if err := comparison.FailIfWorse(rep); err != nil {
+		if err := comparison.FailIfWorse(c.made); err != nil {
 			return failf("%v", err)
 		}
 	}
 	if g.failUnlessBetter {
-		if err := comparison.FailUnlessBetter(rep); err != nil {
+		if err := comparison.FailUnlessBetter(c.made); err != nil {
 			return failf("%v", err)
 		}
 	}
-	return nil
+	return runErr
 }
 
-// afterBaseline runs compareArms for a run with a baseline and merges its outcome with the
-// run's: a gate that fails makes the exit status 1 even when every case passed.
-func afterBaseline(ctx context.Context, e *env, src resultSource, id, baselineArm string, spec *pb.RunSpec, format string, g armGates, runErr error) error {
-	if baselineArm == "" || ctx.Err() != nil {
-		if g.failIfWorse || g.failUnlessBetter {
-			if baselineArm == "" {
-				return usageErrorf("--fail-if-worse and --fail-unless-better need --baseline")
-			}
-		}
-		return runErr
+// check refuses the gates without something to compare with.
+func (g armGates) check(hasBaseline bool) error {
+	if (g.failIfWorse || g.failUnlessBetter) && !hasBaseline {
+		return usageErrorf("--fail-if-worse and --fail-unless-better need --baseline (or, for submit, --baseline-run)")
 	}
-	w := e.stdout
-	if format != "text" {
-		w = e.stderr // the report on stdout is one JSON document
-	}
-	if err := compareArms(ctx, src, id, baselineArm, spec, w, g); err != nil {
-		return err
-	}
-	return runErr
+	return nil
 }
 
 // armGates are test's and submit's --fail-if-worse and --fail-unless-better.
@@ -186,53 +212,4 @@ type armGates struct{ failIfWorse, failUnlessBetter bool }
 func (g *armGates) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&g.failIfWorse, "fail-if-worse", false, "with --baseline: exit 1 when the skill is significantly worse than its baseline on any skill")
 	cmd.Flags().BoolVar(&g.failUnlessBetter, "fail-unless-better", false, "with --baseline: exit 1 unless every skill is significantly better than its baseline")
-}
-
-// afterBaselineRun compares a finished run's with_skill arm against an earlier run's
-// (--baseline-run): the earlier results stand for the baseline, so nothing is run twice. The
-// comparison refuses, listing the keys, when the runs differ in anything but the skills' own
-// files (agent, model, judge, case definitions, limits).
-func afterBaselineRun(ctx context.Context, e *env, client *coordinator.Client, baseID string, st *pb.RunStatus, format string, g armGates, runErr error) error {
-	if ctx.Err() != nil {
-		return runErr
-	}
-	base, err := client.Status(ctx, baseID)
-	if err != nil {
-		return apiFailure(e, err)
-	}
-	var sides [2]comparison.Side
-	for i, s := range []*pb.RunStatus{base, st} {
-		results, err := comparedResults(ctx, client.Results, s.GetId(), "with_skill")
-		if err != nil {
-			return apiFailure(e, err)
-		}
-		sides[i] = comparison.Side{Label: "run " + s.GetId(), Run: s.GetId(), Arm: "with_skill", Spec: s.GetSpec(), Results: results}
-	}
-	rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill})
-	var refused *comparison.RefusalError
-	if errors.As(err, &refused) {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("--baseline-run %s: %w", baseID, err)}
-	}
-	if err != nil {
-		return failf("comparison: %v", err)
-	}
-	w := e.stdout
-	if format != "text" {
-		w = e.stderr
-	}
-	fmt.Fprintln(w)
-	if err := rep.WriteText(w); err != nil {
-		return err
-	}
-	if g.failIfWorse {
-		if err := comparison.FailIfWorse(rep); err != nil {
-			return failf("%v", err)
-		}
-	}
-	if g.failUnlessBetter {
-		if err := comparison.FailUnlessBetter(rep); err != nil {
-			return failf("%v", err)
-		}
-	}
-	return runErr
 }

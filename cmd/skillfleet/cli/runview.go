@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/skillfleet/skillfleet/comparison"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
 )
@@ -78,17 +80,39 @@ func firstLine(s string) string {
 type outputFlags struct {
 	format string
 	junit  string
+	// compare, when set (a run with a baseline), compares the finished run's arms; its
+	// comparison goes into the JSON and JUnit reports and after the text one.
+	compare func(runreport.Report) (*comparison.Report, error)
 }
 
 // finishRun writes the report (text or JSON on stdout, JUnit to a file) and maps the run to
 // the exit code: 0 when every case passed, 1 otherwise.
 func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) error {
+	var cmp *comparison.Report
+	var cmpErr error // a comparison refused: the report is still written, then the refusal
+	if o.compare != nil {
+		var err error
+		if cmp, cmpErr = o.compare(rep); cmpErr != nil {
+			cmp = nil
+		} else if rep.Comparison, err = json.Marshal(cmp.JSON()); err != nil {
+			return failf("comparison: %v", err)
+		}
+		if cmp != nil {
+			for _, p := range cmp.Properties() {
+				rep.ComparisonProperties = append(rep.ComparisonProperties, runreport.Property{Name: p.Name, Value: p.Value})
+			}
+		}
+	}
 	var err error
 	switch o.format {
 	case "json":
 		err = runreport.WriteJSON(e.stdout, rep)
 	default:
 		err = runreport.WriteText(e.stdout, rep, runreport.TextOptions{Color: isTerminal(e.stdout)})
+		if err == nil && cmp != nil {
+			fmt.Fprintln(e.stdout)
+			err = cmp.WriteText(e.stdout)
+		}
 	}
 	if err != nil {
 		return err
@@ -105,6 +129,9 @@ func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) er
 		if werr != nil {
 			return failf("junit: %v", werr)
 		}
+	}
+	if cmpErr != nil {
+		return cmpErr
 	}
 	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED {
 		return failf("run %s ended %s: %s", st.GetId(), strings.ToLower(strings.TrimPrefix(st.GetState().String(), "RUN_STATE_")), st.GetReason())

@@ -83,6 +83,12 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 0 every case passed, 1 a case failed, errored or timed out, 2 invalid input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, roots []string) error {
+			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
+				return err
+			}
+			if baselineRun != "" && !followRun {
+				return usageErrorf("--baseline-run needs --follow: the comparison is made when the run ends")
+			}
 			if err := checkFormat(o.format); err != nil {
 				return err
 			}
@@ -127,11 +133,14 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 				return nil
 			}
 			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
-			err = follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o)
-			if baselineRun != "" {
-				return afterBaselineRun(ctx, e, client, baselineRun, st, o.format, gates, err)
+			var cmp runComparison
+			switch {
+			case baselineRun != "":
+				o.compare = cmp.runs(ctx, client, baselineRun, st)
+			case p.Baseline != "":
+				o.compare = cmp.arms(ctx, client.Results, st.GetId(), string(p.Baseline), st.GetSpec())
 			}
-			return afterBaseline(ctx, e, client.Results, st.GetId(), string(p.Baseline), st.GetSpec(), o.format, gates, err)
+			return cmp.gate(gates, follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o))
 		},
 	}
 	gates.register(cmd)

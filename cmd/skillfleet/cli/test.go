@@ -53,6 +53,9 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if workers < 1 {
 				return usageErrorf("--workers must be at least 1")
 			}
+			if err := gates.check(f.baseline != ""); err != nil {
+				return err
+			}
 			s, p, cfg, limits, err := f.prepare(e, roots, "run")
 			defer f.close()
 			if err != nil {
@@ -153,8 +156,11 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
-	err = follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out)
-	err = afterBaseline(ctx, e, localResults(f.Coordinator), st.GetId(), string(p.Baseline), st.GetSpec(), o.out.format, o.gates, err)
+	var cmp runComparison
+	if p.Baseline != "" {
+		o.out.compare = cmp.arms(ctx, localResults(f.Coordinator), st.GetId(), string(p.Baseline), st.GetSpec())
+	}
+	err = cmp.gate(o.gates, follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out))
 	if o.workspace != "" && ctx.Err() == nil {
 		n, werr := exportWorkspace(ctx, localResults(f.Coordinator), st.GetId(), o.workspace)
 		if werr != nil {
