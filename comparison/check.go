@@ -102,10 +102,11 @@ type sideConfig struct {
 	judgeModels, judgePrompts map[string]bool
 }
 
-func configOf(results []*pb.Result) sideConfig {
+func configOf(results []Record) sideConfig {
 	c := sideConfig{agents: map[string]bool{}, models: map[string]map[string]bool{}, judgeModels: map[string]bool{}, judgePrompts: map[string]bool{}}
-	for _, r := range results {
-		agent := r.GetAgent()
+	for i := range results {
+		r := &results[i]
+		agent := r.Agent
 		c.agents[agent] = true
 		if m := r.GetModel(); m != "" {
 			if c.models[agent] == nil {

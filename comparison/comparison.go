@@ -34,8 +34,8 @@ type Side struct {
 	// Spec is the run's spec (its limits), when known; nil skips the limits check.
 	Spec *pb.RunSpec
 	// Results are the results the run's report counts (coordinator.AcceptedResults), of
-	// this arm only.
-	Results []*pb.Result
+	// this arm only, as RecordsOf (or Records) keeps them.
+	Results []Record
 }
 
 // Axis is what a comparison is allowed to find different between its two sides.
@@ -83,7 +83,7 @@ type group struct {
 	key caseKey
 	// name is key.caseName(), made once: sorting and pairing compare it often.
 	name   string
-	epochs []*pb.Result
+	epochs []*Record
 }
 
 // compareGroups orders groups by skill, then case name.
@@ -93,12 +93,13 @@ func compareGroups(x, y *group) int {
 
 // groupResults gathers a side's results by case, sorted by case then epoch. The epochs of all
 // groups share one backing array: a run of 100,000 cases is not 100,000 small allocations.
-func groupResults(results []*pb.Result) []group {
+func groupResults(results []Record) []group {
 	index := make(map[caseKey]int32, len(results)/2)
 	of := make([]int32, len(results))
 	var counts []int32
-	for i, r := range results {
-		k := caseKey{r.GetSkill(), r.GetCaseName(), r.GetAgent()}
+	for i := range results {
+		r := &results[i]
+		k := caseKey{r.Skill, r.Case, r.Agent}
 		g, ok := index[k]
 		if !ok {
 			g = int32(len(counts))
@@ -112,18 +113,18 @@ func groupResults(results []*pb.Result) []group {
 	for k, g := range index {
 		out[g].key, out[g].name = k, k.caseName()
 	}
-	slab := make([]*pb.Result, len(results))
+	slab := make([]*Record, len(results))
 	start := 0
 	for g, n := range counts {
 		out[g].epochs = slab[start : start : start+int(n)]
 		start += int(n)
 	}
-	for i, r := range results {
-		out[of[i]].epochs = append(out[of[i]].epochs, r)
+	for i := range results {
+		out[of[i]].epochs = append(out[of[i]].epochs, &results[i])
 	}
 	slices.SortFunc(out, func(x, y group) int { return compareGroups(&x, &y) })
 	for _, g := range out {
-		slices.SortFunc(g.epochs, func(x, y *pb.Result) int { return cmp.Compare(x.GetEpoch(), y.GetEpoch()) })
+		slices.SortFunc(g.epochs, func(x, y *Record) int { return cmp.Compare(x.Epoch, y.Epoch) })
 	}
 	return out
 }
@@ -151,12 +152,11 @@ func casesOf(groups []group) []stats.Case {
 	for i, g := range groups {
 		start := len(epochs)
 		for _, r := range g.epochs {
-			u := r.GetUsage()
 			epochs = append(epochs, stats.Epoch{
-				Verdict:  verdictOf(r.GetVerdict()),
-				Tokens:   u.GetPromptTokens() + u.GetCompletionTokens(),
-				Cost:     u.GetCost(),
-				Duration: time.Duration(r.GetTimings().GetTotalMs()) * time.Millisecond,
+				Verdict:  verdictOf(r.Verdict),
+				Tokens:   r.Tokens,
+				Cost:     r.Cost,
+				Duration: time.Duration(r.DurationMS) * time.Millisecond,
 			})
 		}
 		out[i] = stats.Case{Skill: g.key.skill, Case: g.name, Epochs: epochs[start:len(epochs):len(epochs)]}

@@ -78,7 +78,7 @@ func fixture() (a, b []*pb.Result) {
 func compareFixture(t *testing.T) *Report {
 	t.Helper()
 	a, b := fixture()
-	r, err := Compare(Side{Label: "run r1", Run: "r1", Results: a}, Side{Label: "run r2", Run: "r2", Results: b}, Options{Seed: 7})
+	r, err := Compare(Side{Label: "run r1", Run: "r1", Results: RecordsOf(a)}, Side{Label: "run r2", Run: "r2", Results: RecordsOf(b)}, Options{Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,9 +191,9 @@ func TestChanges(t *testing.T) {
 }
 
 func TestRefusal(t *testing.T) {
-	set := func(rs []*pb.Result, f func(*pb.Result)) []*pb.Result {
-		for _, r := range rs {
-			f(r)
+	set := func(rs []Record, f func(*Record)) []Record {
+		for i := range rs {
+			f(&rs[i])
 		}
 		return rs
 	}
@@ -206,27 +206,27 @@ func TestRefusal(t *testing.T) {
 	}{
 		{name: "same configuration", change: func(a, b *Side) {}},
 		{name: "the skill's files may differ", change: func(a, b *Side) { a.Spec, b.Spec = limits(1), limits(1) }},
-		{name: "agent model", change: func(a, b *Side) { set(b.Results, func(r *pb.Result) { r.Model = "model-z" }) }, keys: []string{"agent model"}},
-		{name: "agent name", change: func(a, b *Side) { set(b.Results, func(r *pb.Result) { r.Agent = "other" }) }, keys: []string{"agents"}},
+		{name: "agent model", change: func(a, b *Side) { set(b.Results, func(r *Record) { r.Model = "model-z" }) }, keys: []string{"agent model"}},
+		{name: "agent name", change: func(a, b *Side) { set(b.Results, func(r *Record) { r.Agent = "other" }) }, keys: []string{"agents"}},
 		{name: "judge", change: func(a, b *Side) {
-			set(b.Results, func(r *pb.Result) { r.JudgeModel, r.JudgePrompt = "judge-z", "prompt/2" })
+			set(b.Results, func(r *Record) { r.JudgeModel, r.JudgePrompt = "judge-z", "prompt/2" })
 		}, keys: []string{"judge model", "judge prompt"}},
 		{name: "a case edited", change: func(a, b *Side) { b.Results[0].CaseDigest = "sha256:edited" }, keys: []string{"case digest"}},
 		{name: "limits", change: func(a, b *Side) { a.Spec, b.Spec = limits(1), limits(2) }, keys: []string{"limits"}},
 		{name: "arm on the skill axis", change: func(a, b *Side) { b.Arm = "without_skill" }, keys: []string{"arm"}},
 		{name: "arm on the arm axis", change: func(a, b *Side) { b.Arm = "without_skill" }, axis: AxisArm},
 		{name: "an older worker's results say nothing", change: func(a, b *Side) {
-			set(b.Results, func(r *pb.Result) { r.Model, r.JudgeModel, r.JudgePrompt, r.CaseDigest = "", "", "", "" })
+			set(b.Results, func(r *Record) { r.Model, r.JudgeModel, r.JudgePrompt, r.CaseDigest = "", "", "", "" })
 		}},
 		{name: "several at once", change: func(a, b *Side) {
-			set(b.Results, func(r *pb.Result) { r.Model = "model-z" })
+			set(b.Results, func(r *Record) { r.Model = "model-z" })
 			a.Spec, b.Spec = limits(1), limits(2)
 		}, keys: []string{"agent model", "limits"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ra, rb := fixture()
-			a, b := Side{Run: "r1", Results: ra}, Side{Run: "r2", Results: rb}
+			a, b := Side{Run: "r1", Results: RecordsOf(ra)}, Side{Run: "r2", Results: RecordsOf(rb)}
 			tt.change(&a, &b)
 			_, err := Compare(a, b, Options{Axis: tt.axis})
 			var refused *RefusalError
@@ -274,7 +274,7 @@ func TestGates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := steady("s", tt.n, tt.va, tt.vb)
-			r, err := Compare(Side{Arm: "without_skill", Results: a}, Side{Arm: "with_skill", Results: b}, Options{Axis: AxisArm})
+			r, err := Compare(Side{Arm: "without_skill", Results: RecordsOf(a)}, Side{Arm: "with_skill", Results: RecordsOf(b)}, Options{Axis: AxisArm})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,7 @@ func flipped(a, b *group) []int {
 	if a == nil || b == nil {
 		return nil
 	}
-	decided := func(r *pb.Result) bool {
+	decided := func(r *Record) bool {
 		v := r.GetVerdict()
 		return v == pb.Verdict_VERDICT_PASSED || v == pb.Verdict_VERDICT_FAILED
 	}

@@ -46,7 +46,7 @@ type bencher struct {
 	log        *zap.Logger
 }
 
-var benchNames = []string{"validate", "plan", "dispatch", "aggregate", "sandbox", "slots", "agent"}
+var benchNames = []string{"validate", "plan", "dispatch", "aggregate", "sandbox", "slots", "agent", "compare"}
 
 func newCommand() *cobra.Command {
 	var (
@@ -91,7 +91,7 @@ sandbox image.`,
 			b := &bencher{stderr: stderr, skillfleet: bin, work: work, log: zap.NewNop()}
 			runs := map[string]func(context.Context) ([]benchResult, error){
 				"validate": b.validate, "plan": b.plan, "dispatch": b.dispatch,
-				"aggregate": b.aggregate, "sandbox": b.sandbox, "slots": b.slots, "agent": b.agentOverhead,
+				"aggregate": b.aggregate, "sandbox": b.sandbox, "slots": b.slots, "agent": b.agentOverhead, "compare": b.compareRuns,
 			}
 			var results []benchResult
 			for _, name := range benchNames {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
 )
@@ -47,6 +48,7 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 			if err != nil {
 				return err
 			}
+			cmdutil.LimitMemoryForComparison()
 			var sides [2]comparison.Side
 			for i, id := range args {
 				st, err := client.Status(cmd.Context(), id)
@@ -98,21 +100,17 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 }
 
 // comparedResults reads a run's counted results of one arm, keeping only what a comparison
-// reads: a run of many cases would otherwise hold every output and trajectory in memory.
-func comparedResults(ctx context.Context, src resultSource, id, arm string) ([]*pb.Result, error) {
-	var out []*pb.Result
+// reads (comparison.Records): a run of many cases would otherwise hold every output and
+// trajectory in memory.
+func comparedResults(ctx context.Context, src resultSource, id, arm string) ([]comparison.Record, error) {
+	var rs comparison.Records
 	err := src(ctx, id, func(r *pb.Result) error {
-		if armOf(r) != arm {
-			return nil
+		if armOf(r) == arm {
+			rs.Add(r)
 		}
-		out = append(out, &pb.Result{Arm: r.GetArm(),
-			Skill: r.GetSkill(), CaseName: r.GetCaseName(), Agent: r.GetAgent(), Epoch: r.GetEpoch(), Verdict: r.GetVerdict(),
-			Usage: r.GetUsage(), Timings: r.GetTimings(), Model: r.GetModel(), JudgeModel: r.GetJudgeModel(),
-			JudgePrompt: r.GetJudgePrompt(), CaseDigest: r.GetCaseDigest(),
-		})
 		return nil
 	})
-	return out, err
+	return rs.List(), err
 }
 
 // armOf is a result's arm, with_skill when it has none.
