@@ -1,8 +1,8 @@
 package flaky
 
 import (
-	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/stats"
@@ -141,40 +141,81 @@ func Assess(h History, prev Label, cfg Config) Assessment {
 	return Assessment{Cell: h.Cell, Label: label, Evidence: ev}
 }
 
-// decide applies the labelling rules to the evidence.
+// decide applies the labelling rules to the evidence and says why in words. The words are
+// appended to one buffer rather than formatted: the flaky list assesses every cell of a suite,
+// and formatting the reason would cost several times the assessment itself.
 func decide(ev Evidence, prev Label, cfg Config) (Label, string) {
+	b := make([]byte, 0, 192)
 	calm := ev.RecentRuns >= cfg.ExitRuns && ev.RecentFlips <= cfg.ExitFlips
-	if prev == Flaky {
-		if calm {
-			return stable(ev), fmt.Sprintf("no longer flaky: %s in the last %d decided runs; %s%s",
-				changes(ev.RecentFlips), ev.RecentRuns, rates(ev), leftOut(ev))
-		}
-		if ev.RecentRuns < cfg.ExitRuns {
-			return Flaky, fmt.Sprintf("still flaky: leaving needs %d decided runs with at most %s; %s%s",
-				cfg.ExitRuns, changes(cfg.ExitFlips), rates(ev), leftOut(ev))
-		}
-		return Flaky, fmt.Sprintf("still flaky: %s in the last %d decided runs, more than the %d a calm cell has; %s%s",
-			changes(ev.RecentFlips), ev.RecentRuns, cfg.ExitFlips, rates(ev), leftOut(ev))
-	}
-	if ev.Decided < cfg.MinRuns {
-		return Insufficient, fmt.Sprintf("%d decided runs (%s), fewer than the %d a label needs%s",
-			ev.Decided, ev.Outcomes, cfg.MinRuns, leftOut(ev))
-	}
-	inBand := ev.Interval.Lo >= cfg.Band-eps && ev.Interval.Hi <= 1-cfg.Band+eps
+	var l Label
 	switch {
-	case ev.FlipRate >= cfg.EnterFlipRate-eps && inBand && ev.RecentFlips > cfg.ExitFlips:
-		return Flaky, fmt.Sprintf("flip rate %.2f ≥ %.2f and pass rate interval inside [%.2f, %.2f]; %s%s",
-			ev.FlipRate, cfg.EnterFlipRate, cfg.Band, 1-cfg.Band, rates(ev), leftOut(ev))
-	case ev.FlipRate < cfg.EnterFlipRate-eps:
-		return stable(ev), fmt.Sprintf("not flaky: flip rate %.2f < %.2f; %s%s",
-			ev.FlipRate, cfg.EnterFlipRate, rates(ev), leftOut(ev))
-	case !inBand:
-		return stable(ev), fmt.Sprintf("not flaky: pass rate interval [%.2f, %.2f] reaches outside [%.2f, %.2f]; %s%s",
-			ev.Interval.Lo, ev.Interval.Hi, cfg.Band, 1-cfg.Band, rates(ev), leftOut(ev))
+	case prev == Flaky && calm:
+		l = stable(ev)
+		b = append(b, "no longer flaky: "...)
+		b = appendRecent(b, ev)
+	case prev == Flaky && ev.RecentRuns < cfg.ExitRuns:
+		l = Flaky
+		b = append(b, "still flaky: leaving needs "...)
+		b = strconv.AppendInt(b, int64(cfg.ExitRuns), 10)
+		b = append(b, " decided runs with at most "...)
+		b = appendChanges(b, cfg.ExitFlips)
+	case prev == Flaky:
+		l = Flaky
+		b = append(b, "still flaky: "...)
+		b = appendRecent(b, ev)
+		b = append(b, ", more than the "...)
+		b = strconv.AppendInt(b, int64(cfg.ExitFlips), 10)
+		b = append(b, " a calm cell has"...)
+	case ev.Decided < cfg.MinRuns:
+		l = Insufficient
+		b = strconv.AppendInt(b, int64(ev.Decided), 10)
+		b = append(b, " decided runs ("...)
+		b = append(b, ev.Outcomes...)
+		b = append(b, "), fewer than the "...)
+		b = strconv.AppendInt(b, int64(cfg.MinRuns), 10)
+		b = append(b, " a label needs"...)
+		return l, string(appendLeftOut(b, ev))
 	default:
-		return stable(ev), fmt.Sprintf("not flaky: calm lately, %s in the last %d decided runs; %s%s",
-			changes(ev.RecentFlips), ev.RecentRuns, rates(ev), leftOut(ev))
+		inBand := ev.Interval.Lo >= cfg.Band-eps && ev.Interval.Hi <= 1-cfg.Band+eps
+		entering := ev.FlipRate >= cfg.EnterFlipRate-eps
+		switch {
+		case entering && inBand && ev.RecentFlips > cfg.ExitFlips:
+			l = Flaky
+			b = append(b, "flip rate "...)
+			b = appendRate(b, ev.FlipRate)
+			b = append(b, " ≥ "...)
+			b = appendRate(b, cfg.EnterFlipRate)
+			b = append(b, " and pass rate interval inside "...)
+			b = appendInterval(b, cfg.Band, 1-cfg.Band)
+		case !entering:
+			l = stable(ev)
+			b = append(b, "not flaky: flip rate "...)
+			b = appendRate(b, ev.FlipRate)
+			b = append(b, " < "...)
+			b = appendRate(b, cfg.EnterFlipRate)
+		case !inBand:
+			l = stable(ev)
+			b = append(b, "not flaky: pass rate interval "...)
+			b = appendInterval(b, ev.Interval.Lo, ev.Interval.Hi)
+			b = append(b, " reaches outside "...)
+			b = appendInterval(b, cfg.Band, 1-cfg.Band)
+		default:
+			l = stable(ev)
+			b = append(b, "not flaky: calm lately, "...)
+			b = appendRecent(b, ev)
+		}
 	}
+	b = append(b, "; "...)
+	b = appendChanges(b, ev.Flips)
+	b = append(b, " in "...)
+	b = strconv.AppendInt(b, int64(ev.Decided), 10)
+	b = append(b, " decided runs ("...)
+	b = append(b, ev.Outcomes...)
+	b = append(b, "), pass rate "...)
+	b = appendRate(b, ev.PassRate)
+	b = append(b, ' ')
+	b = appendInterval(b, ev.Interval.Lo, ev.Interval.Hi)
+	return l, string(appendLeftOut(b, ev))
 }
 
 // stable is the stable label of the latest decided outcome.
@@ -185,24 +226,39 @@ func stable(ev Evidence) Label {
 	return StableFail
 }
 
-func rates(ev Evidence) string {
-	return fmt.Sprintf("%s in %d decided runs (%s), pass rate %.2f [%.2f, %.2f]",
-		changes(ev.Flips), ev.Decided, ev.Outcomes, ev.PassRate, ev.Interval.Lo, ev.Interval.Hi)
+func appendRecent(b []byte, ev Evidence) []byte {
+	b = appendChanges(b, ev.RecentFlips)
+	b = append(b, " in the last "...)
+	b = strconv.AppendInt(b, int64(ev.RecentRuns), 10)
+	return append(b, " decided runs"...)
 }
 
-func changes(n int) string {
+func appendChanges(b []byte, n int) []byte {
+	b = strconv.AppendInt(b, int64(n), 10)
 	if n == 1 {
-		return "1 change"
+		return append(b, " change"...)
 	}
-	return fmt.Sprintf("%d changes", n)
+	return append(b, " changes"...)
 }
 
-func leftOut(ev Evidence) string {
-	if ev.InfraEpochs == 0 {
-		return ""
+func appendRate(b []byte, x float64) []byte { return strconv.AppendFloat(b, x, 'f', 2, 64) }
+
+func appendInterval(b []byte, lo, hi float64) []byte {
+	b = append(b, '[')
+	b = appendRate(b, lo)
+	b = append(b, ", "...)
+	b = appendRate(b, hi)
+	return append(b, ']')
+}
+
+func appendLeftOut(b []byte, ev Evidence) []byte {
+	switch ev.InfraEpochs {
+	case 0:
+		return b
+	case 1:
+		return append(b, "; 1 infrastructure failure left out"...)
 	}
-	if ev.InfraEpochs == 1 {
-		return "; 1 infrastructure failure left out"
-	}
-	return fmt.Sprintf("; %d infrastructure failures left out", ev.InfraEpochs)
+	b = append(b, "; "...)
+	b = strconv.AppendInt(b, int64(ev.InfraEpochs), 10)
+	return append(b, " infrastructure failures left out"...)
 }

@@ -31,7 +31,8 @@
 //     makes leaving final: a cell that just left cannot re-enter until it flips again.
 //   - A flaky cell STAYS flaky until its last ExitRuns decided runs changed at most ExitFlips
 //     times; then it is stable again. Too few decided runs keep it flaky: leaving needs
-//     evidence as much as entering does.
+//     evidence as much as entering does. A cell that left re-enters at its next change while
+//     the window still holds its old flips: six lucky runs in a row were not a fix.
 //   - A cell that is not flaky is "stable-pass" or "stable-fail" by the outcome of its latest
 //     decided run: a case that broke and stayed broken is stable-fail, not flaky.
 //
