@@ -77,7 +77,8 @@ type Config struct {
 	MinRuns int
 	// Window is how many of the latest runs are considered; the history may hold more.
 	Window int
-	// MaxAge, when positive, leaves out runs older than Now − MaxAge.
+	// MaxAge, when positive, leaves out runs older than Now − MaxAge; it needs Now. It trims
+	// from the front, relying on the history being oldest first.
 	MaxAge time.Duration
 	// Now is the time MaxAge counts back from; the package has no clock of its own.
 	Now time.Time
