@@ -2,7 +2,10 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,9 +16,11 @@ import (
 
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/agent/agenttest"
+	"github.com/skillfleet/skillfleet/comparison"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/stats"
 	"github.com/skillfleet/skillfleet/suite"
 	"github.com/skillfleet/skillfleet/worker"
 )
@@ -32,19 +37,22 @@ func TestBaselineArms(t *testing.T) {
 	srv := agenttest.NewFunc(t, func(_ int, r agenttest.Request) agenttest.Reply {
 		msgs := r.Messages()
 		system := fmt.Sprint(msgs[0]["content"])
-		var read string
+		var read, name string
 		for _, m := range msgs {
-			if m["role"] == "tool" {
+			switch m["role"] {
+			case "tool":
 				read = fmt.Sprint(m["content"])
+			case "user":
+				name = strings.TrimPrefix(fmt.Sprint(m["content"]), "Greet ")
 			}
 		}
 		switch loc := location.FindStringSubmatch(system); {
 		case loc != nil && read == "":
 			return agenttest.ToolCalls(100, 10, agenttest.Call{ID: "c1", Name: "read_file", Arguments: `{"path": "` + loc[1] + `"}`})
 		case strings.Contains(read, `"Salutations, NAME!"`):
-			return agenttest.Text("Salutations, Bob!", 100, 5)
+			return agenttest.Text("Salutations, "+name+"!", 100, 5)
 		}
-		return agenttest.Text("Hello, Bob.", 100, 5)
+		return agenttest.Text("Hello, "+name+".", 100, 5)
 	})
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	runner := startRunner(t, "arms", log)
@@ -85,6 +93,67 @@ func TestBaselineArms(t *testing.T) {
 			if !strings.Contains(text.String(), "greeter/greet-bob ["+arm+"]") {
 				t.Errorf("the text report does not name the arm:\n%s", text.String())
 			}
+			// One case cannot make a difference significant, however large.
+			if c := compareArms(t, f, rep.Run, arm); c.Overall.Significant || c.Overall.Delta != 1 {
+				t.Errorf("one case: overall %+v, want a delta of 1, not significant", c.Overall)
+			}
 		})
 	}
+
+	// Eight cases, the skill helping in each: significant (McNemar's exact test, 8 discordant
+	// pairs all one way: p = 2/256).
+	dir := t.TempDir()
+	for _, f := range []string{"greeter/SKILL.md", "helper/SKILL.md"} {
+		data, err := os.ReadFile(filepath.Join(arms, "current", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f), "test"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cases strings.Builder
+	cases.WriteString("cases:\n")
+	for i := range 8 {
+		fmt.Fprintf(&cases, "  - {name: greet-%d, input: \"Greet N%d\", assertions: {output_contains: [\"Salutations, N%d\"]}}\n", i, i, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "greeter", "test", "cases.yaml"), []byte(cases.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eight := suite.Load([]string{dir}, skill.Options{})
+	buf.Reset()
+	if _, err := suite.WriteBundle(&buf, eight.Graph, eight.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	rep := runToEnd(t, f, buf.Bytes(), &pb.RunSpec{Name: "eight", SkillGlobs: []string{"greeter"}, Baseline: "without_skill"})
+	c := compareArms(t, f, rep.Run, "without_skill")
+	if s := c.Overall; !s.Significant || s.Delta != 1 || s.Test != stats.TestMcNemarExact || math.Abs(s.P-2.0/256) > 1e-12 {
+		t.Errorf("eight cases: overall %+v, want a significant delta of 1 by McNemar, p = 2/256", s)
+	}
+}
+
+// compareArms compares a finished run's with_skill arm against its baseline arm, as
+// skillfleet test does when the run ends.
+func compareArms(t *testing.T, f *InProcess, run, arm string) stats.Comparison {
+	t.Helper()
+	sides := map[string]*comparison.Records{"with_skill": {}, arm: {}}
+	err := f.Coordinator.AcceptedResults(context.Background(), run, func(r *pb.Result) error {
+		a := r.GetArm()
+		if a == "" {
+			a = "with_skill"
+		}
+		sides[a].Add(r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := comparison.Compare(comparison.Side{Arm: arm, Results: sides[arm].List()}, comparison.Side{Arm: "with_skill", Results: sides["with_skill"].List()}, comparison.Options{Axis: comparison.AxisArm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.Comparison
 }
