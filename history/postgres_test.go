@@ -29,7 +29,6 @@ type pgServer struct {
 	port int
 	cred *syscall.Credential
 	cmd  *exec.Cmd
-	log  string
 	n    atomic.Int64
 }
 
