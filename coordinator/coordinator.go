@@ -147,7 +147,27 @@ type Deps struct {
 	Now func() time.Time
 	// NewRunID makes run ids; nil means a sortable time-and-random id.
 	NewRunID func() string
+	// History, when set, is told every counted result and every finished run, to keep them
+	// after the results stream has expired them.
+	History History
 }
+
+// History keeps results for months. Its methods are called on the run loop, so they must not
+// wait for a database: queue the work and return. They must not keep res or st, which the
+// coordinator goes on using.
+type History interface {
+	// Record is called once per accepted result, including results replayed after a restart,
+	// so the store must treat a (run, job) it already holds as the same row.
+	Record(res *pb.Result, st *pb.RunStatus)
+	// RunFinished is called with a run's final status.
+	RunFinished(st *pb.RunStatus)
+}
+
+// noHistory is the History of a coordinator given none.
+type noHistory struct{}
+
+func (noHistory) Record(*pb.Result, *pb.RunStatus) {}
+func (noHistory) RunFinished(*pb.RunStatus)        {}
 
 // ErrNotFound is returned for a run id the coordinator does not know.
 var ErrNotFound = errors.New("run not found")
@@ -187,6 +207,7 @@ type Coordinator struct {
 	metrics  *metrics
 	cache    *bundle.Cache
 	pub      *queue.JobPublisher
+	history  History
 
 	base context.Context
 	stop context.CancelFunc
@@ -224,6 +245,9 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if deps.NewRunID == nil {
 		deps.NewRunID = func() string { return newRunID(deps.Now()) }
 	}
+	if deps.History == nil {
+		deps.History = noHistory{}
+	}
 	cache, err := bundle.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Bundles, cfg.KeepBundles)
 	if err != nil {
 		return nil, err
@@ -239,7 +263,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	base, stop := context.WithCancel(context.Background())
 	return &Coordinator{
 		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
-		metrics: m, cache: cache, pub: pub, base: base, stop: stop,
+		metrics: m, cache: cache, pub: pub, history: deps.History, base: base, stop: stop,
 		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
 }

@@ -271,6 +271,9 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 	outcome("accepted")
 	r.done[idx] = true
 	r.events.result(res, c.now())
+	r.mu.Lock()
+	c.history.Record(res, r.status)
+	r.mu.Unlock()
 	return idx, true
 }
 
@@ -342,6 +345,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
 	c.finished.put(r.id, r.builder.Report())
+	c.history.RunFinished(st)
 	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))
 	r.events.status(st, c.now())
 	r.events.close()

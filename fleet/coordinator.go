@@ -40,6 +40,9 @@ type CoordinatorConfig struct {
 	Coordinator coordinator.Config
 	// API's Ready, Gatherer and WriteTimeout are set by the daemon.
 	API coordinator.APIConfig
+	// History keeps every result for months; an empty Target is a SQLite file under
+	// DataDir, HistoryOff none.
+	History HistoryConfig
 	// MaxConns and MaxConnsPerIP bound the API's connections (httpserve.Config: -1 per IP is
 	// no per-address cap).
 	MaxConns, MaxConnsPerIP int
@@ -108,7 +111,28 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 	cc.MaxAttempts = qcfg.MaxDeliver
 	// A run is kept as long as its results: without them its report cannot be rebuilt.
 	cc.Retention = qcfg.ResultsMaxAge
-	c, err := coordinator.New(cc, coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Log: log.Named("coordinator"), Registry: reg})
+	hcfg := cfg.History
+	if hcfg.Target == "" {
+		hcfg.Target = filepath.Join(cfg.DataDir, "history.db")
+	}
+	hist, err := OpenHistory(ctx, hcfg, log.Named("history"))
+	if err != nil {
+		return err
+	}
+	deps := coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Log: log.Named("coordinator"), Registry: reg}
+	if hist != nil {
+		deps.History = hist
+		// Closed after the coordinator (deferred first, run last): its last results and
+		// finished runs are queued by then.
+		defer func() {
+			hctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := hist.Close(hctx); err != nil {
+				log.Error("closing the history", zap.Error(err))
+			}
+		}()
+	}
+	c, err := coordinator.New(cc, deps)
 	if err != nil {
 		return err
 	}

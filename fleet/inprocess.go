@@ -32,7 +32,10 @@ type InProcessConfig struct {
 	// Coordinator and Worker override defaults where set.
 	Coordinator coordinator.Config
 	Worker      worker.Config
-	Log         *zap.Logger
+	// History keeps the fleet's results: a SQLite file or postgres:// URL; empty or HistoryOff
+	// keeps none.
+	History HistoryConfig
+	Log     *zap.Logger
 	// Registry receives the coordinator's and workers' metrics; nil keeps them private.
 	Registry prometheus.Registerer
 }
@@ -45,6 +48,8 @@ type InProcess struct {
 	Conn        *queue.Conn
 	Topology    *queue.Topology
 	Coordinator *coordinator.Coordinator
+	// History is the open history, nil when off.
+	History *History
 
 	cfg     InProcessConfig
 	reg     prometheus.Registerer
@@ -98,7 +103,14 @@ func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err
 	cc.DataDir = filepath.Join(dir, "coordinator")
 	cc.MaxAttempts = cfg.Queue.MaxDeliver
 	cc.Retention = cfg.Queue.ResultsMaxAge
-	if f.Coordinator, err = coordinator.New(cc, coordinator.Deps{Queue: f.Topology, Runs: f.Topology.Runs(), Bundles: f.Topology, Log: cfg.Log.Named("coordinator"), Registry: reg}); err != nil {
+	deps := coordinator.Deps{Queue: f.Topology, Runs: f.Topology.Runs(), Bundles: f.Topology, Log: cfg.Log.Named("coordinator"), Registry: reg}
+	if f.History, err = OpenHistory(ctx, cfg.History, cfg.Log.Named("history")); err != nil {
+		return nil, err
+	}
+	if f.History != nil {
+		deps.History = f.History
+	}
+	if f.Coordinator, err = coordinator.New(cc, deps); err != nil {
 		return nil, err
 	}
 	if err := f.Coordinator.Start(ctx); err != nil {
@@ -170,6 +182,11 @@ func (f *InProcess) Close(ctx context.Context) error {
 	if f.Coordinator != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		errs = append(errs, f.Coordinator.Close(cctx))
+		cancel()
+	}
+	if f.History != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		errs = append(errs, f.History.Close(hctx))
 		cancel()
 	}
 	if f.Conn != nil {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/fleet"
+	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 )
 
@@ -32,6 +34,9 @@ type options struct {
 	nats         cmdutil.NATSFlags
 	queue        cmdutil.QueueFlags
 	logLevel     string
+
+	// history is --history; historyPasswordFile --history-password-file.
+	history, historyPasswordFile string
 
 	metricsAddr                  string
 	maxConns, maxConnsPerIP      int
@@ -82,6 +87,8 @@ func newCommand(o *options) *cobra.Command {
 	f.DurationVar(&o.maxDeadline, "max-deadline", 24*time.Hour, "longest deadline a run may ask for")
 	f.IntVar(&o.maxJobsRun, "max-jobs-per-run", 100_000, "jobs a suite may expand into (cases × runs × agents); more is refused with 422")
 	f.IntVar(&o.maxJobsToken, "max-jobs-per-token", 400_000, "jobs of one token's unfinished runs; a submission beyond it is refused with 422")
+	f.StringVar(&o.history, "history", "", "results history: a postgres:// URL (password from --history-password-file or $SKILLFLEET_HISTORY_PASSWORD), a SQLite file path, or off (default: history.db under --data)")
+	f.StringVar(&o.historyPasswordFile, "history-password-file", "", "file whose first line is the PostgreSQL password of --history")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
 	o.queue.Register(f)
@@ -132,7 +139,16 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 	if minRate == 0 {
 		minRate = -1
 	}
+	hist := fleet.HistoryConfig{Target: o.history}
+	if history.IsPostgres(o.history) {
+		if hist.Password, err = fleet.HistoryPassword(o.historyPasswordFile, "SKILLFLEET_HISTORY_PASSWORD"); err != nil {
+			return fleet.CoordinatorConfig{}, cmdutil.Usage(err)
+		}
+	} else if o.historyPasswordFile != "" {
+		return fleet.CoordinatorConfig{}, cmdutil.Usage(errors.New("--history-password-file needs a postgres:// --history"))
+	}
 	return fleet.CoordinatorConfig{
+		History:  hist,
 		HTTPAddr: o.httpAddr, MetricsAddr: o.metricsAddr, DataDir: o.dataDir,
 		EmbeddedNATS: o.embeddedNATS, NATS: ncfg, Queue: qcfg,
 		Coordinator: coordinator.Config{

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,6 +47,51 @@ func TestConfig(t *testing.T) {
 			}
 			if cfg.HTTPAddr != "127.0.0.1:8080" || cfg.Queue.MaxDeliver != o.queue.MaxDeliver || cfg.Coordinator.MaxJobsPerRun != 100_000 {
 				t.Errorf("config %+v does not carry the flags", cfg)
+			}
+		})
+	}
+}
+
+func TestHistoryConfig(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const pg = "postgres://skillfleet@db:5432/history"
+	for _, tc := range []struct {
+		name             string
+		args             []string
+		env              string
+		target, password string
+		usage            string
+	}{
+		{name: "default", target: ""},
+		{name: "a file", args: []string{"--history", "/var/lib/h.db"}, env: "ignored", target: "/var/lib/h.db"},
+		{name: "off", args: []string{"--history", "off"}, target: "off"},
+		{name: "postgres, password from the environment", args: []string{"--history", pg}, env: "from-env", target: pg, password: "from-env"},
+		{name: "postgres, password from a file", args: []string{"--history", pg, "--history-password-file", pwFile}, env: "from-env", target: pg, password: "from-file"},
+		{name: "a missing password file", args: []string{"--history", pg, "--history-password-file", pwFile + ".missing"}, usage: "--history-password-file"},
+		{name: "a password file without postgres", args: []string{"--history-password-file", pwFile}, usage: "needs a postgres://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+			t.Setenv("SKILLFLEET_HISTORY_PASSWORD", tc.env)
+			var o options
+			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config()
+			if tc.usage != "" {
+				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.History.Target != tc.target || cfg.History.Password != tc.password {
+				t.Errorf("history %q with password %q; want %q, %q", cfg.History.Target, cfg.History.Password, tc.target, tc.password)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/fleet"
+	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -35,6 +37,10 @@ func newTestCommand(e *env) *cobra.Command {
 		// workspaceDir, when set, receives the run in the evaluation guide's layout.
 		workspaceDir string
 		gates        armGates
+		// historyTarget is --history: a SQLite file, a postgres:// URL, "off", or "" for the
+		// default file under the user's state directory.
+		historyTarget string
+		suiteName     string
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -75,7 +81,15 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if len(f.agents) == 0 {
 				f.agents = ms.Names
 			}
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir, gates: gates})
+			if suiteName == "" {
+				suiteName = defaultSuiteName(roots[0])
+			}
+			hist, err := localHistory(historyTarget, e)
+			if err != nil {
+				return err
+			}
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir, gates: gates,
+				suite: suiteName, history: hist})
 		},
 	}
 	f.register(cmd)
@@ -87,9 +101,41 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 	cmd.Flags().StringVar(&image, "image", sandbox.DefaultImage, "sandbox image")
 	cmd.Flags().IntVar(&warm, "warm-pool", 2, "containers kept started ahead of jobs; 0 disables")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "log level of the embedded fleet (logs go to stderr)")
+	cmd.Flags().StringVar(&historyTarget, "history", "", "keep every result in this history: a SQLite file, a postgres:// URL (password from $SKILLFLEET_HISTORY_PASSWORD), or off (default: skillfleet/history.db under $XDG_STATE_HOME or ~/.local/state)")
+	cmd.Flags().StringVar(&suiteName, "suite", "", "the suite name runs of this suite share in the history (default: the first ROOT's directory name)")
 	models.Register(cmd.Flags())
 	gates.register(cmd)
 	return cmd
+}
+
+// defaultSuiteName is the name of the root's directory, resolved so that "." names it too.
+func defaultSuiteName(root string) string {
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return filepath.Base(filepath.Clean(root))
+}
+
+// localHistory resolves --history for a local run. The default file is a convenience: when
+// its directory cannot be made (a read-only home) the run goes on without history, said on
+// stderr; a history asked for by name must open.
+func localHistory(target string, e *env) (fleet.HistoryConfig, error) {
+	if target != "" {
+		pw := ""
+		if history.IsPostgres(target) {
+			pw = os.Getenv("SKILLFLEET_HISTORY_PASSWORD")
+		}
+		return fleet.HistoryConfig{Target: target, Password: pw}, nil
+	}
+	path, err := fleet.DefaultLocalHistory()
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o700)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "history off: %v (set --history PATH, or --history off)\n", err)
+		return fleet.HistoryConfig{Target: fleet.HistoryOff}, nil
+	}
+	return fleet.HistoryConfig{Target: path}, nil
 }
 
 type localOptions struct {
@@ -106,6 +152,9 @@ type localOptions struct {
 	workspace string
 	// gates are --fail-if-worse and --fail-unless-better (with --baseline).
 	gates armGates
+	// suite is the run's suite name (RunSpec.name); history keeps the run under it.
+	suite   string
+	history fleet.HistoryConfig
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -127,7 +176,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	// misspelt --agent is refused before anything runs.
 	known := slices.Sorted(maps.Keys(o.models.Agents))
 	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{
-		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known},
+		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known}, History: o.history,
 		Executor: sandboxes.Executor(o.models, o.log),
 	})
 	if err != nil {
@@ -149,7 +198,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	}
 	// Planned once, here: the in-process coordinator takes the plan and its bundle as they are.
 	st, err := f.Coordinator.SubmitPlanned(ctx, coordinator.Planned{Suite: s, Plan: p, Bundle: bundle.Name()}, &pb.RunSpec{
-		Name: "local", SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
+		Name: o.suite, SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
 		MaxTokens: o.flags.maxTokens, Baseline: string(p.Baseline),
 	})
 	if err != nil {
