@@ -101,3 +101,8 @@ readOnlyRootFilesystem: true
 capabilities: {drop: [ALL]}
 seccompProfile: {type: RuntimeDefault}
 {{- end -}}
+
+{{/* The Secret holding the history database's password. */}}
+{{- define "skillfleet.historySecret" -}}
+{{- .Values.coordinator.history.existingSecret | default (printf "%s-history" (include "skillfleet.fullname" .)) -}}
+{{- end -}}
