@@ -126,7 +126,7 @@ scrape_configs:
 		"Case pass rate": true, "Cases by verdict": true, "Active runs": true, "Run duration": true,
 		"Jobs finished by verdict": true, "Slot utilisation": true, "Queue wait": true,
 		"Job duration p95 by kind": true, "Jobs published": true, "Sandbox start p95 by path": true,
-		"Containers": true, "Exec outcomes": true,
+		"Containers": true, "Exec outcomes": true, "Suites: last pass rate": true,
 	}
 	grafana := strings.NewReplacer("$__range", "10m", "$__rate_interval", "1m")
 	queried := 0
