@@ -97,6 +97,11 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}/report", a.auth(a.report))
 	mux.HandleFunc("GET /v1/runs/{id}/trajectory", a.auth(a.trajectory))
 	mux.HandleFunc("GET /v1/runs/{id}/results", a.auth(a.results))
+	mux.HandleFunc("PUT /v1/suites/{name}", a.auth(a.pushSuite))
+	mux.HandleFunc("GET /v1/suites", a.auth(a.listSuites))
+	mux.HandleFunc("GET /v1/schedules", a.auth(a.listSchedules))
+	mux.HandleFunc("PUT /v1/schedules/{name}", a.auth(a.addSchedule))
+	mux.HandleFunc("DELETE /v1/schedules/{name}", a.auth(a.removeSchedule))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {

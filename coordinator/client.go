@@ -289,3 +289,53 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	return resp, nil
 }
+
+// PushSuite uploads a bundle as the latest of the suite name.
+func (c *Client) PushSuite(ctx context.Context, name string, bundle io.Reader) (*PushedSuite, error) {
+	out := &PushedSuite{}
+	return out, c.doJSON(ctx, http.MethodPut, "/v1/suites/"+url.PathEscape(name), bundle, "application/x-tar", out)
+}
+
+// Suites returns the pushed suites.
+func (c *Client) Suites(ctx context.Context) ([]*PushedSuite, error) {
+	var out struct {
+		Suites []*PushedSuite `json:"suites"`
+	}
+	return out.Suites, c.doJSON(ctx, http.MethodGet, "/v1/suites", nil, "", &out)
+}
+
+// AddSchedule adds the schedule name; a name in use is refused (409).
+func (c *Client) AddSchedule(ctx context.Context, name string, req ScheduleRequest) (*Schedule, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	out := &Schedule{}
+	return out, c.doJSON(ctx, http.MethodPut, "/v1/schedules/"+url.PathEscape(name), bytes.NewReader(b), "application/json", out)
+}
+
+// Schedules returns the coordinator's schedules.
+func (c *Client) Schedules(ctx context.Context) ([]*Schedule, error) {
+	var out struct {
+		Schedules []*Schedule `json:"schedules"`
+	}
+	return out.Schedules, c.doJSON(ctx, http.MethodGet, "/v1/schedules", nil, "", &out)
+}
+
+// RemoveSchedule deletes the schedule name.
+func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/schedules/"+url.PathEscape(name), nil, "", nil)
+}
+
+// doJSON is do for the API's plain JSON answers; a nil out reads nothing.
+func (c *Client) doJSON(ctx context.Context, method, path string, body io.Reader, ctype string, out any) error {
+	resp, err := c.send(ctx, method, path, body, ctype)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out)
+}

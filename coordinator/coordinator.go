@@ -76,6 +76,9 @@ type Config struct {
 	// coordinator ran; the search is the backstop for an advisory the stream lost (it keeps
 	// 64 MiB of them) or one sent before the stream existed.
 	RecoverEvery time.Duration
+	// ScheduleEvery is how often schedules are checked for a due slot (0 = 30 s); a slot
+	// fires at most this long after its time.
+	ScheduleEvery time.Duration
 }
 
 func (c *Config) defaults() error {
@@ -129,6 +132,9 @@ func (c *Config) defaults() error {
 	if c.RecoverEvery <= 0 {
 		c.RecoverEvery = time.Minute
 	}
+	if c.ScheduleEvery <= 0 {
+		c.ScheduleEvery = 30 * time.Second
+	}
 	return nil
 }
 
@@ -150,6 +156,9 @@ type Deps struct {
 	// History, when set, is told every counted result and every finished run, to keep them
 	// after the results stream has expired them.
 	History History
+	// Schedules keeps pushed suites and schedules; nil means Runs when it can
+	// compare-and-swap (a queue.RunStore does), else the coordinator keeps none.
+	Schedules ScheduleStore
 }
 
 // History keeps results for months. Its methods are called on the run loop, so they must not
@@ -199,15 +208,17 @@ type Coordinator struct {
 	cfg      Config
 	queue    Queue
 	runStore RunStore
-	bundles  BundleStore
-	log      *zap.Logger
-	now      func() time.Time
-	clock    clock.Clock
-	newID    func() string
-	metrics  *metrics
-	cache    *bundle.Cache
-	pub      *queue.JobPublisher
-	history  History
+	// schedules is nil on a coordinator that keeps no suites or schedules.
+	schedules ScheduleStore
+	bundles   BundleStore
+	log       *zap.Logger
+	now       func() time.Time
+	clock     clock.Clock
+	newID     func() string
+	metrics   *metrics
+	cache     *bundle.Cache
+	pub       *queue.JobPublisher
+	history   History
 
 	base context.Context
 	stop context.CancelFunc
@@ -248,6 +259,9 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if deps.History == nil {
 		deps.History = noHistory{}
 	}
+	if deps.Schedules == nil {
+		deps.Schedules, _ = deps.Runs.(ScheduleStore)
+	}
 	cache, err := bundle.NewCache(filepath.Join(cfg.DataDir, "bundles"), deps.Bundles, cfg.KeepBundles)
 	if err != nil {
 		return nil, err
@@ -262,7 +276,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Coordinator{
-		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
+		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, schedules: deps.Schedules, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
 		metrics: m, cache: cache, pub: pub, history: deps.History, base: base, stop: stop,
 		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
@@ -316,10 +330,14 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		r.status = st
 		c.launch(r)
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() {
 		defer c.wg.Done()
 		c.sweepLoop(c.base)
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.scheduleLoop(c.base)
 	}()
 	go func() {
 		defer c.wg.Done()
@@ -416,7 +434,7 @@ func (c *Coordinator) Submit(ctx context.Context, bundle io.Reader, spec *pb.Run
 }
 
 // admit applies the admission limits a plan is checked against (job sizes, the principal's
-// jobs), and then stores the bundle at tarPath, keeps its extracted tree (if any) and starts
+// jobs), and then stores the bundle at tarPath (none: it is stored already), keeps its extracted tree (if any) and starts
 // the run. A refused run leaves nothing behind.
 func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (*pb.RunStatus, error) {
 	spec, digest := r.spec, r.spec.GetBundleDigest()
@@ -440,12 +458,14 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	// the run record refers to it.
 	c.sweepMu.RLock()
 	defer c.sweepMu.RUnlock()
-	stored, err := c.bundles.PutBundleFile(ctx, tarPath)
-	if err != nil {
-		return nil, fmt.Errorf("store bundle: %w", err)
-	}
-	if stored != digest {
-		return nil, fmt.Errorf("store bundle: the spooled upload changed: hashed %s, stored %s", digest, stored)
+	if tarPath != "" { // "": a pushed suite's bundle, stored already
+		stored, err := c.bundles.PutBundleFile(ctx, tarPath)
+		if err != nil {
+			return nil, fmt.Errorf("store bundle: %w", err)
+		}
+		if stored != digest {
+			return nil, fmt.Errorf("store bundle: the spooled upload changed: hashed %s, stored %s", digest, stored)
+		}
 	}
 	if err := c.storeCatalog(ctx, r); err != nil {
 		return nil, err
@@ -456,6 +476,7 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 			c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
 		}
 	}
+	var err error
 	if r.key, err = newJobKey(); err != nil {
 		return nil, err
 	}
@@ -759,7 +780,7 @@ func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
 	}
 	var out []*pb.RunStatus
 	for _, k := range keys {
-		if k == probeKey {
+		if k == probeKey || strings.HasPrefix(k, suiteKeyPrefix) || strings.HasPrefix(k, scheduleKeyPrefix) {
 			continue
 		}
 		st, err := c.load(ctx, k)

@@ -35,7 +35,8 @@ func (c *Coordinator) sweepLoop(ctx context.Context) {
 // stream's max age, and a run's report cannot be rebuilt without them, so the record of a run
 // that finished longer ago than that goes too (its id then answers 404, never a report of
 // missing results). A bundle goes when no remaining run refers to it and it was uploaded more
-// than an hour ago, so a run being submitted right now keeps its bundle.
+// than an hour ago, so a run being submitted right now keeps its bundle; a pushed suite's
+// latest bundle stays as long as the suite does.
 func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()
@@ -59,6 +60,16 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 		inUse[st.GetSpec().GetBundleDigest()] = true
 		if d := st.GetSpec().GetCatalogDigest(); d != "" {
 			inUse[d] = true
+		}
+	}
+	// A pushed suite's latest bundle is what its schedules fire: kept while the suite is.
+	if c.schedules != nil {
+		suites, err := c.Suites(ctx)
+		if err != nil {
+			return out, err
+		}
+		for _, ps := range suites {
+			inUse[ps.BundleDigest] = true
 		}
 	}
 	bundles, err := c.bundles.ListBundles(ctx)

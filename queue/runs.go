@@ -66,3 +66,33 @@ func (s *RunStore) Keys(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ErrConflict means a compare-and-swap lost: the key was written since the revision the caller
+// read (Update), or holds a value already (Create).
+var ErrConflict = errors.New("queue: written meanwhile")
+
+// Create stores value under key only if the key holds nothing; otherwise ErrConflict.
+func (s *RunStore) Create(ctx context.Context, key string, value []byte) (revision uint64, err error) {
+	rev, err := s.kv.Create(ctx, key, value)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("%w: %s in %s exists", ErrConflict, key, RunsBucket)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue: create %s in %s: %w", key, RunsBucket, err)
+	}
+	return rev, nil
+}
+
+// Update stores value under key only if the key's latest revision is still revision; a write
+// made since (by another process) is ErrConflict, so of two writers that read the same
+// revision exactly one wins.
+func (s *RunStore) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
+	rev, err := s.kv.Update(ctx, key, value, revision)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, fmt.Errorf("%w: %s in %s changed since revision %d", ErrConflict, key, RunsBucket, revision)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue: update %s in %s: %w", key, RunsBucket, err)
+	}
+	return rev, nil
+}

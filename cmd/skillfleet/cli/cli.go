@@ -35,6 +35,8 @@ func commands() []func(*env) *cobra.Command {
 		newTestCommand,
 		newSubmitCommand,
 		newRunsCommand,
+		newSuitesCommand,
+		newSchedulesCommand,
 		newCompareCommand,
 		newSandboxCommand,
 	}

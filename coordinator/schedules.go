@@ -1,0 +1,482 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+)
+
+// Pushed suites and schedules live in the run-state bucket under these prefixes: a run id
+// holds no dot, so they never meet a run's key, and the bucket is one the coordinator may
+// already write (no new bucket, no new permission).
+const (
+	suiteKeyPrefix    = "suite."
+	scheduleKeyPrefix = "schedule."
+)
+
+// ScheduleStore is the run-state store with compare-and-swap (queue.RunStore): a schedule's
+// slot is claimed by an update at the revision read, so of two coordinators exactly one fires.
+type ScheduleStore interface {
+	RunStore
+	// Create returns an error wrapping queue.ErrConflict when key holds a value.
+	Create(ctx context.Context, key string, value []byte) (revision uint64, err error)
+	// Update returns an error wrapping queue.ErrConflict when key changed since revision.
+	Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error)
+}
+
+// ErrNoSuite is returned for a suite name nothing was pushed under.
+var ErrNoSuite = errors.New("no suite pushed under that name")
+
+// ErrScheduleExists is returned when adding a schedule under a name in use.
+var ErrScheduleExists = errors.New("a schedule of that name exists: remove it first")
+
+// ErrNoSchedules is returned by a coordinator whose run store cannot compare-and-swap.
+var ErrNoSchedules = errors.New("this coordinator keeps no suites or schedules")
+
+// InvalidError is a request the coordinator refuses as malformed (a bad name or cron line).
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// PushedSuite is the latest bundle pushed under a suite name.
+type PushedSuite struct {
+	Name         string    `json:"name"`
+	BundleDigest string    `json:"bundle_digest"`
+	PushedAt     time.Time `json:"pushed_at"`
+	// By is the principal that pushed it ("" for an anonymous caller).
+	By string `json:"by"`
+	// Jobs is how many jobs the suite planned into with the coordinator's default agents.
+	Jobs int `json:"jobs"`
+}
+
+// Schedule fires a pushed suite's latest bundle on the scheduled lane at each slot of Cron.
+type Schedule struct {
+	Name  string `json:"name"`
+	Suite string `json:"suite"`
+	// Cron is a standard five-field line or a descriptor (@daily, @hourly, @every 1h), in UTC.
+	Cron string `json:"cron"`
+	// Agents run the prompt cases; empty means the coordinator's defaults.
+	Agents    []string  `json:"agents,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	By        string    `json:"by"`
+	// LastFired is the latest slot claimed (the creation time until the first fire).
+	LastFired time.Time `json:"last_fired"`
+	// LastRun and LastError say what the last fire submitted or why it could not.
+	LastRun   string `json:"last_run,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$`)
+
+func checkName(what, name string) error {
+	if !namePattern.MatchString(name) {
+		return &InvalidError{Err: fmt.Errorf("%s name %q: want 1-100 characters of [A-Za-z0-9_-], starting with a letter or digit", what, name)}
+	}
+	return nil
+}
+
+// ParseCron parses a schedule's cron line: five fields (minute hour day-of-month month
+// day-of-week) or a descriptor such as @daily.
+func ParseCron(line string) (cron.Schedule, error) {
+	s, err := cron.ParseStandard(line)
+	if err != nil {
+		return nil, &InvalidError{Err: fmt.Errorf("cron %q: %w", line, err)}
+	}
+	return s, nil
+}
+
+func (c *Coordinator) scheduleStore() (ScheduleStore, error) {
+	if c.schedules == nil {
+		return nil, ErrNoSchedules
+	}
+	return c.schedules, nil
+}
+
+// PushSuite stores body as the latest bundle of the suite name. It is checked, extracted and
+// planned (with the default agents) as a submission is, so a suite that could not run is
+// refused now rather than at 2 am; nothing is stored for a refused one.
+func (c *Coordinator) PushSuite(ctx context.Context, name string, body io.Reader) (*PushedSuite, error) {
+	store, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName("suite", name); err != nil {
+		return nil, err
+	}
+	stage, err := os.MkdirTemp(c.cache.Dir(), ".tmp-push-")
+	if err != nil {
+		return nil, fmt.Errorf("stage upload: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(stage) }()
+	tarPath := filepath.Join(stage, "bundle.tar")
+	digest, err := spool(ctx, body, tarPath, c.cfg.MaxBundleBytes)
+	if err != nil {
+		return nil, err
+	}
+	tree := filepath.Join(stage, "tree")
+	if err := extract(tarPath, tree); err != nil {
+		return nil, &PlanError{Err: err}
+	}
+	spec := &pb.RunSpec{Name: name, BundleDigest: digest, Priority: pb.Priority_PRIORITY_SCHEDULED, CreatedAt: timestamppb.New(c.now())}
+	r, err := c.planIn(tree, spec, c.cfg.MaxJobsPerRun)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkJobSizes(r); err != nil {
+		return nil, err
+	}
+	// As in admit: the sweep must not delete the bundle before the record refers to it.
+	c.sweepMu.RLock()
+	defer c.sweepMu.RUnlock()
+	stored, err := c.bundles.PutBundleFile(ctx, tarPath)
+	if err != nil {
+		return nil, fmt.Errorf("store bundle: %w", err)
+	}
+	if stored != digest {
+		return nil, fmt.Errorf("store bundle: the spooled upload changed: hashed %s, stored %s", digest, stored)
+	}
+	if err := c.cache.Adopt(digest, tree); err != nil {
+		c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
+	}
+	ps := &PushedSuite{Name: name, BundleDigest: digest, PushedAt: c.now().UTC(), By: principalFrom(ctx), Jobs: len(r.plan.Jobs)}
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Put(ctx, suiteKeyPrefix+name, b); err != nil {
+		return nil, fmt.Errorf("store suite %s: %w", name, err)
+	}
+	c.log.Info("suite pushed", zap.String("suite", name), zap.String("bundle", digest), zap.String("by", ps.By))
+	return ps, nil
+}
+
+// Suite returns the latest push of the suite name, or ErrNoSuite.
+func (c *Coordinator) Suite(ctx context.Context, name string) (*PushedSuite, error) {
+	store, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if checkName("suite", name) != nil {
+		return nil, fmt.Errorf("%w: %q", ErrNoSuite, name)
+	}
+	b, _, err := store.Get(ctx, suiteKeyPrefix+name)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrNoSuite, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ps := &PushedSuite{}
+	if err := json.Unmarshal(b, ps); err != nil {
+		return nil, fmt.Errorf("suite %s: stored record is unreadable: %w", name, err)
+	}
+	return ps, nil
+}
+
+// Suites returns every pushed suite, by name.
+func (c *Coordinator) Suites(ctx context.Context) ([]*PushedSuite, error) {
+	names, err := c.keysUnder(ctx, suiteKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*PushedSuite, 0, len(names))
+	for _, n := range names {
+		ps, err := c.Suite(ctx, n)
+		if errors.Is(err, ErrNoSuite) {
+			continue // removed since listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps)
+	}
+	return out, nil
+}
+
+// keysUnder returns the names stored under prefix, sorted.
+func (c *Coordinator) keysUnder(ctx context.Context, prefix string) ([]string, error) {
+	store, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range keys {
+		if name, ok := strings.CutPrefix(k, prefix); ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// AddSchedule stores a new schedule. Its first slot is the first one after now: adding a
+// schedule never fires a slot that passed before it existed.
+func (c *Coordinator) AddSchedule(ctx context.Context, s Schedule) (*Schedule, error) {
+	store, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName("schedule", s.Name); err != nil {
+		return nil, err
+	}
+	if _, err := ParseCron(s.Cron); err != nil {
+		return nil, err
+	}
+	if err := c.checkSpec(&pb.RunSpec{Agents: s.Agents}); err != nil {
+		return nil, err
+	}
+	if _, err := c.Suite(ctx, s.Suite); err != nil {
+		return nil, err
+	}
+	now := c.now().UTC()
+	s.CreatedAt, s.LastFired, s.By, s.LastRun, s.LastError = now, now, principalFrom(ctx), "", ""
+	b, err := json.Marshal(&s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Create(ctx, scheduleKeyPrefix+s.Name, b); err != nil {
+		if errors.Is(err, queue.ErrConflict) {
+			return nil, fmt.Errorf("%w: %q", ErrScheduleExists, s.Name)
+		}
+		return nil, err
+	}
+	c.log.Info("schedule added", zap.String("schedule", s.Name), zap.String("suite", s.Suite), zap.String("cron", s.Cron))
+	return &s, nil
+}
+
+// RemoveSchedule deletes a schedule; an unknown name is ErrNotFound.
+func (c *Coordinator) RemoveSchedule(ctx context.Context, name string) error {
+	store, err := c.scheduleStore()
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.loadSchedule(ctx, name); err != nil {
+		return err
+	}
+	return store.Delete(ctx, scheduleKeyPrefix+name)
+}
+
+// Schedules returns every schedule, by name.
+func (c *Coordinator) Schedules(ctx context.Context) ([]*Schedule, error) {
+	names, err := c.keysUnder(ctx, scheduleKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Schedule, 0, len(names))
+	for _, n := range names {
+		s, _, err := c.loadSchedule(ctx, n)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (c *Coordinator) loadSchedule(ctx context.Context, name string) (*Schedule, uint64, error) {
+	store, err := c.scheduleStore()
+	if err != nil {
+		return nil, 0, err
+	}
+	if checkName("schedule", name) != nil {
+		return nil, 0, fmt.Errorf("schedule %q: %w", name, ErrNotFound)
+	}
+	b, rev, err := store.Get(ctx, scheduleKeyPrefix+name)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil, 0, fmt.Errorf("schedule %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	s := &Schedule{}
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, 0, fmt.Errorf("schedule %s: stored record is unreadable: %w", name, err)
+	}
+	return s, rev, nil
+}
+
+// scheduleLoop fires due schedules at start and then every ScheduleEvery, on the injected
+// clock, until ctx is done.
+func (c *Coordinator) scheduleLoop(ctx context.Context) {
+	t := c.clock.NewTicker(c.cfg.ScheduleEvery)
+	defer t.Stop()
+	for {
+		if _, err := c.FireDue(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("firing schedules failed; the next tick tries again", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// FireDue submits a run for every schedule with a slot after its last fire and at or before
+// now, and returns the ids of the runs it submitted. Slots missed while no coordinator ran
+// fire once, as the latest of them. Each slot is claimed first, by an update at the revision
+// read: a coordinator that loses the claim to another submits nothing.
+func (c *Coordinator) FireDue(ctx context.Context) ([]string, error) {
+	if c.schedules == nil {
+		return nil, nil
+	}
+	names, err := c.keysUnder(ctx, scheduleKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var runs []string
+	for _, n := range names {
+		id, err := c.fire(ctx, n)
+		if err != nil {
+			c.log.Warn("schedule did not fire", zap.String("schedule", n), zap.Error(err))
+			continue
+		}
+		if id != "" {
+			runs = append(runs, id)
+		}
+	}
+	return runs, nil
+}
+
+// fire fires one schedule if a slot is due, returning the run it submitted ("" for none).
+func (c *Coordinator) fire(ctx context.Context, name string) (string, error) {
+	s, rev, err := c.loadSchedule(ctx, name)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	sched, err := ParseCron(s.Cron)
+	if err != nil {
+		return "", err
+	}
+	now := c.now().UTC()
+	slot := latestSlot(sched, s.LastFired, now)
+	if slot.IsZero() {
+		return "", nil
+	}
+	s.LastFired, s.LastRun, s.LastError = slot, "", ""
+	if rev, err = c.putSchedule(ctx, s, rev); err != nil {
+		if errors.Is(err, queue.ErrConflict) {
+			c.log.Debug("schedule slot claimed by another coordinator", zap.String("schedule", name), zap.Time("slot", slot))
+			return "", nil
+		}
+		return "", err
+	}
+	// Claimed: from here on this slot is ours alone, and a failure is recorded, not retried.
+	id, subErr := c.submitScheduled(ctx, s)
+	if subErr != nil {
+		s.LastError = subErr.Error()
+	} else {
+		s.LastRun = id
+	}
+	if _, err := c.putSchedule(ctx, s, rev); err != nil && !errors.Is(err, queue.ErrConflict) {
+		c.log.Warn("recording a schedule's fire failed", zap.String("schedule", name), zap.Error(err))
+	}
+	if subErr != nil {
+		return "", fmt.Errorf("slot %s: %w", slot.Format(time.RFC3339), subErr)
+	}
+	c.log.Info("schedule fired", zap.String("schedule", name), zap.String("run", id), zap.Time("slot", slot))
+	return id, nil
+}
+
+func (c *Coordinator) putSchedule(ctx context.Context, s *Schedule, rev uint64) (uint64, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 0, err
+	}
+	return c.schedules.Update(ctx, scheduleKeyPrefix+s.Name, b, rev)
+}
+
+// submitScheduled starts a run of the schedule's suite, from its latest pushed bundle, on the
+// scheduled lane, admitted as its creator's.
+func (c *Coordinator) submitScheduled(ctx context.Context, s *Schedule) (string, error) {
+	ps, err := c.Suite(ctx, s.Suite)
+	if err != nil {
+		return "", err
+	}
+	spec := &pb.RunSpec{Name: s.Suite, Agents: s.Agents, Priority: pb.Priority_PRIORITY_SCHEDULED}
+	st, err := c.submitStored(withPrincipal(ctx, s.By), ps.BundleDigest, spec)
+	if err != nil {
+		return "", err
+	}
+	return st.GetId(), nil
+}
+
+// submitStored admits a run of a bundle the store holds already, as Submit admits an upload.
+func (c *Coordinator) submitStored(ctx context.Context, digest string, spec *pb.RunSpec) (*pb.RunStatus, error) {
+	if err := c.checkSpec(spec); err != nil {
+		return nil, err
+	}
+	spec = proto.Clone(spec).(*pb.RunSpec)
+	spec.Id = c.newID()
+	spec.BundleDigest = digest
+	spec.CreatedAt = timestamppb.New(c.now())
+	dir, release, err := c.cache.Get(ctx, digest)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", digest, err)
+	}
+	defer release()
+	r, err := c.planIn(dir, spec, c.cfg.MaxJobsPerRun)
+	if err != nil {
+		return nil, err
+	}
+	return c.admit(ctx, r, "", "")
+}
+
+// slotWindows are the spans searched, smallest first, for a schedule's latest slot: the first
+// that holds one bounds the walk to the slots in it, so a schedule that fires every minute
+// and was last fired a year ago costs an hour's worth of steps, not a year's.
+var slotWindows = []time.Duration{time.Hour, 24 * time.Hour, 32 * 24 * time.Hour, 367 * 24 * time.Hour}
+
+// latestSlot is the latest slot of s after after and at or before now, or the zero time.
+func latestSlot(s cron.Schedule, after, now time.Time) time.Time {
+	first := s.Next(after)
+	if first.IsZero() || first.After(now) {
+		return time.Time{}
+	}
+	from := after
+	for _, w := range slotWindows {
+		if start := now.Add(-w); start.After(after) {
+			if n := s.Next(start); !n.IsZero() && !n.After(now) {
+				from = start
+				break
+			}
+			continue
+		}
+		break
+	}
+	slot := s.Next(from)
+	for {
+		n := s.Next(slot)
+		if n.IsZero() || n.After(now) {
+			return slot
+		}
+		slot = n
+	}
+}
