@@ -36,6 +36,7 @@ func commands() []func(*env) *cobra.Command {
 		newSubmitCommand,
 		newRunsCommand,
 		newCompareCommand,
+		newFlakyCommand,
 		newSandboxCommand,
 	}
 }
