@@ -16,7 +16,7 @@ import (
 //   - "newly_failing" (passing then, failing now), "fixed" (failing then, passing now),
 //     "still_failing", "new" (only in this run), "removed" (only in the previous one): cases,
 //     each {"skill", "case" (with its agent in brackets), "previous", "current" (the outcomes
-//     "passing", "failing", "undecided", "absent"), "flipped_epochs"};
+//     "passing", "failing", "undecided", "absent"), "flipped_epochs"}; an empty list is absent;
 //   - "flaky": the cells labelled flaky over the window of runs that ends with this one, each
 //     {"skill", "case", "agent", "model", "evidence", "quarantined"};
 //   - "stats": the paired comparison of the cases both runs decided, when at least one was
