@@ -102,6 +102,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /v1/schedules", a.auth(a.listSchedules))
 	mux.HandleFunc("PUT /v1/schedules/{name}", a.auth(a.addSchedule))
 	mux.HandleFunc("DELETE /v1/schedules/{name}", a.auth(a.removeSchedule))
+	mux.HandleFunc("GET /v1/flaky", a.auth(a.flakyCells))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {
@@ -278,6 +279,49 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		a.c.log.Warn("writing report failed", zap.Error(err))
+	}
+}
+
+// FlakyList is the answer of GET /v1/flaky: the flaky cells of a suite with their evidence.
+type FlakyList struct {
+	Suite string             `json:"suite"`
+	Lane  string             `json:"lane,omitempty"`
+	Cells []report.FlakyCell `json:"cells"`
+}
+
+// flakyCells serves GET /v1/flaky?suite=S&lane=L (lane "ondemand" or "scheduled", empty for
+// both) from the coordinator's history.
+func (a *api) flakyCells(w http.ResponseWriter, r *http.Request) {
+	if a.c.flaky == nil {
+		writeError(w, http.StatusNotFound, errors.New("this coordinator keeps no history (--history off)"), nil)
+		return
+	}
+	q := r.URL.Query()
+	suite, lane := q.Get("suite"), q.Get("lane")
+	if suite == "" {
+		writeError(w, http.StatusBadRequest, errors.New("suite is required"), nil)
+		return
+	}
+	switch lane {
+	case "", "ondemand", "scheduled":
+	case "on-demand":
+		lane = "ondemand"
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("lane must be ondemand or scheduled, got %q", lane), nil)
+		return
+	}
+	cells, err := a.c.flaky.FlakyCells(r.Context(), suite, lane)
+	if err != nil {
+		a.c.log.Warn("flaky list failed", zap.String("suite", suite), zap.Error(err))
+		writeError(w, http.StatusInternalServerError, errors.New("the history could not be read"), nil)
+		return
+	}
+	if cells == nil {
+		cells = []report.FlakyCell{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(FlakyList{Suite: suite, Lane: lane, Cells: cells}); err != nil {
+		a.c.log.Warn("writing the flaky list failed", zap.Error(err))
 	}
 }
 

@@ -147,6 +147,20 @@ func (c *Client) Report(ctx context.Context, id, format string, w io.Writer) err
 	return err
 }
 
+// Flaky lists a suite's flaky cells in a lane ("" for both) from the coordinator's history.
+func (c *Client) Flaky(ctx context.Context, suite, lane string) (FlakyList, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/flaky?suite="+url.QueryEscape(suite)+"&lane="+url.QueryEscape(lane), nil, "")
+	if err != nil {
+		return FlakyList{}, err
+	}
+	defer resp.Body.Close()
+	var out FlakyList
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&out); err != nil {
+		return FlakyList{}, fmt.Errorf("flaky list: %w", err)
+	}
+	return out, nil
+}
+
 // Trajectory copies one job's ATIF trajectory (JSON) to w.
 func (c *Client) Trajectory(ctx context.Context, id string, q TrajectoryQuery, w io.Writer) error {
 	v := url.Values{"skill": {q.Skill}, "case": {q.Case}}

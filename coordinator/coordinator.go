@@ -159,6 +159,24 @@ type Deps struct {
 	// Schedules keeps pushed suites and schedules; nil means Runs when it can
 	// compare-and-swap (a queue.RunStore does), else the coordinator keeps none.
 	Schedules ScheduleStore
+	// Changes, when set, adds to a finished run's report what changed since the previous run
+	// and the flaky labels; without it reports have no such section.
+	Changes Changes
+	// Flaky, when set, answers GET /v1/flaky; without it that route answers 404.
+	Flaky Flaky
+}
+
+// Changes reads the history a finished run's report is compared with. Annotate sets
+// rep.Changes and the cases' flaky (and quarantine) marks; st is the run's final status. It is
+// called once when the run finishes (its results may still be queued for the history: the
+// implementation writes them first) and when an evicted report is rebuilt.
+type Changes interface {
+	Annotate(ctx context.Context, st *pb.RunStatus, rep *report.Report) error
+}
+
+// Flaky lists the flaky cells of a suite in a lane ("" for every lane), with their evidence.
+type Flaky interface {
+	FlakyCells(ctx context.Context, suite, lane string) ([]report.FlakyCell, error)
 }
 
 // History keeps results for months. Its methods are called on the run loop, so they must not
@@ -219,6 +237,8 @@ type Coordinator struct {
 	cache     *bundle.Cache
 	pub       *queue.JobPublisher
 	history   History
+	changes   Changes
+	flaky     Flaky
 
 	base context.Context
 	stop context.CancelFunc
@@ -277,7 +297,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	base, stop := context.WithCancel(context.Background())
 	return &Coordinator{
 		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, schedules: deps.Schedules, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
-		metrics: m, cache: cache, pub: pub, history: deps.History, base: base, stop: stop,
+		metrics: m, cache: cache, pub: pub, history: deps.History, changes: deps.Changes, flaky: deps.Flaky, base: base, stop: stop,
 		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
 }
@@ -662,9 +682,28 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	}
 	rep := r.builder.Report()
 	if isFinal(st.GetState()) {
+		c.annotate(ctx, st, &rep)
 		c.finished.put(id, rep)
 	}
 	return rep, nil
+}
+
+// annotateTimeout bounds the history's part in a report: a slow database leaves the section
+// out rather than hold the report back.
+const annotateTimeout = 20 * time.Second
+
+// annotate adds what changed and the flaky labels to a finished run's report. A failure is
+// logged and said in the section's one line: the report itself stands without the history.
+func (c *Coordinator) annotate(ctx context.Context, st *pb.RunStatus, rep *report.Report) {
+	if c.changes == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), annotateTimeout)
+	defer cancel()
+	if err := c.changes.Annotate(ctx, st, rep); err != nil {
+		c.log.Warn("what changed: reading the history failed", zap.String("run", st.GetId()), zap.Error(err))
+		rep.Changes = &report.Changes{Note: "the history could not be read: " + err.Error()}
+	}
 }
 
 // replay feeds a run's stored results into its builder, ignoring results stored after cutoff

@@ -344,7 +344,9 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		}
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
-	c.finished.put(r.id, r.builder.Report())
+	rep := r.builder.Report()
+	c.annotate(ctx, st, &rep)
+	c.finished.put(r.id, rep)
 	c.history.RunFinished(st)
 	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))
 	r.events.status(st, c.now())

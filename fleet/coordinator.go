@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/queue"
 )
@@ -43,6 +44,9 @@ type CoordinatorConfig struct {
 	// History keeps every result for months; an empty Target is a SQLite file under
 	// DataDir, HistoryOff none.
 	History HistoryConfig
+	// Flaky tunes flaky labels; Quarantine is the quarantine policy of every run's report.
+	Flaky      flaky.Config
+	Quarantine flaky.Policy
 	// MaxConns and MaxConnsPerIP bound the API's connections (httpserve.Config: -1 per IP is
 	// no per-address cap).
 	MaxConns, MaxConnsPerIP int
@@ -132,6 +136,7 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	(&ReportPolicy{History: hist, Flaky: cfg.Flaky, Quarantine: cfg.Quarantine}).wire(&deps)
 	c, err := coordinator.New(cc, deps)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/worker"
 )
@@ -35,7 +36,10 @@ type InProcessConfig struct {
 	// History keeps the fleet's results: a SQLite file or postgres:// URL; empty or HistoryOff
 	// keeps none.
 	History HistoryConfig
-	Log     *zap.Logger
+	// Flaky tunes flaky labels; Quarantine is the quarantine policy of the fleet's reports.
+	Flaky      flaky.Config
+	Quarantine flaky.Policy
+	Log        *zap.Logger
 	// Registry receives the coordinator's and workers' metrics; nil keeps them private.
 	Registry prometheus.Registerer
 }
@@ -110,6 +114,7 @@ func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err
 	if f.History != nil {
 		deps.History = f.History
 	}
+	(&ReportPolicy{History: f.History, Flaky: cfg.Flaky, Quarantine: cfg.Quarantine}).wire(&deps)
 	if f.Coordinator, err = coordinator.New(cc, deps); err != nil {
 		return nil, err
 	}

@@ -1,10 +1,13 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -51,9 +54,16 @@ func (s *Store) PreviousRun(ctx context.Context, id string) (prev Run, ok bool, 
 	if err != nil {
 		return Run{}, false, err
 	}
+	return s.PreviousRunOf(ctx, cur.Suite, cur.Lane, cur.CreatedAt, cur.ID)
+}
+
+// PreviousRunOf is PreviousRun for a run that need not be stored yet (its rows may still be
+// queued in a Writer): the last completed run of suite and lane created before created (ties
+// broken by id).
+func (s *Store) PreviousRunOf(ctx context.Context, suite, lane string, created time.Time, id string) (prev Run, ok bool, err error) {
 	prev, err = scanRun(s.db.QueryRowContext(ctx, s.d.bind(`SELECT `+runColumns+` FROM runs
 WHERE suite = $1 AND lane = $2 AND state = 'completed' AND (created_ms < $3 OR (created_ms = $4 AND run_id < $5))
-ORDER BY created_ms DESC, run_id DESC LIMIT 1`), cur.Suite, cur.Lane, cur.CreatedAt.UnixMilli(), cur.CreatedAt.UnixMilli(), cur.ID))
+ORDER BY created_ms DESC, run_id DESC LIMIT 1`), suite, lane, created.UnixMilli(), created.UnixMilli(), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, false, nil
 	}
@@ -160,5 +170,80 @@ ORDER BY skill, case_name, agent, model, arm, k, epoch`), suite, lane, lane, n)
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("history: recent verdicts of %s: %w", suite, err)
 	}
+	return out, nil
+}
+
+// WindowVerdicts returns, for every cell of the suite's last n finished runs in the lane ("" for
+// every lane), leaving out the run exclude (the run being reported, which the caller adds
+// itself), its verdicts in those runs, newest run first. Unlike RecentVerdicts the window is
+// the suite's runs, not each cell's: a case added last week has fewer runs in it. That makes
+// it an index lookup of n runs rather than a ranking of every stored result, which is what
+// lets a report built at the end of each run read it.
+func (s *Store) WindowVerdicts(ctx context.Context, suite, lane string, n int, exclude string) ([]Cell, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.bind(`SELECT run_id, created_ms FROM runs
+WHERE suite = $1 AND ($2 = '' OR lane = $3) AND finished_ms IS NOT NULL AND run_id <> $4
+ORDER BY created_ms DESC, run_id DESC LIMIT $5`), suite, lane, lane, exclude, n)
+	if err != nil {
+		return nil, fmt.Errorf("history: the last runs of %s: %w", suite, err)
+	}
+	type runAt struct {
+		id      string
+		created time.Time
+	}
+	var runs []runAt
+	for rows.Next() {
+		var (
+			r  runAt
+			ms int64
+		)
+		if err := rows.Scan(&r.id, &ms); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("history: the last runs of %s: %w", suite, err)
+		}
+		r.created = time.UnixMilli(ms).UTC()
+		runs = append(runs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history: the last runs of %s: %w", suite, err)
+	}
+	byKey := map[CellKey]int{}
+	var out []Cell
+	// Run by run, newest first: each is a primary-key range of the results table.
+	for _, r := range runs {
+		rs, err := s.db.QueryContext(ctx, s.d.bind(`SELECT skill, case_name, agent, model, arm, epoch, verdict, reason_class
+FROM results WHERE run_id = $1 ORDER BY skill, case_name, agent, model, arm, epoch`), r.id)
+		if err != nil {
+			return nil, fmt.Errorf("history: verdicts of %s: %w", r.id, err)
+		}
+		for rs.Next() {
+			var (
+				k CellKey
+				v = CellVerdict{RunID: r.id, RunCreated: r.created}
+			)
+			if err := rs.Scan(&k.Skill, &k.Case, &k.Agent, &k.Model, &k.Arm, &v.Epoch, &v.Verdict, &v.ReasonClass); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("history: verdicts of %s: %w", r.id, err)
+			}
+			i, ok := byKey[k]
+			if !ok {
+				i = len(out)
+				byKey[k] = i
+				out = append(out, Cell{CellKey: k})
+			}
+			out[i].Verdicts = append(out[i].Verdicts, v)
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("history: verdicts of %s: %w", r.id, err)
+		}
+	}
+	slices.SortFunc(out, func(a, b Cell) int {
+		return cmp.Or(strings.Compare(a.Skill, b.Skill), strings.Compare(a.Case, b.Case), strings.Compare(a.Agent, b.Agent),
+			strings.Compare(a.Model, b.Model), strings.Compare(a.Arm, b.Arm))
+	})
 	return out, nil
 }

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,8 @@ func (c *WriterConfig) defaults() {
 type item struct {
 	res *Result
 	run Run
+	// flushed, when set, asks for what is queued to be written and is closed once it is.
+	flushed chan struct{}
 }
 
 // Writer writes results and runs to a Store in the background, in batches, off the caller's
@@ -130,6 +133,31 @@ func (w *Writer) send(it item) {
 	}
 }
 
+// Flush writes what was queued before it was called, and waits for that (or for ctx). A
+// report that reads the run it describes from the store flushes first: results are queued,
+// not written, as they arrive.
+func (w *Writer) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return errors.New("history: flush after the writer closed")
+	}
+	select {
+	case w.in <- item{flushed: done}:
+		w.mu.RUnlock()
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return fmt.Errorf("history: flush: %w", ctx.Err())
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("history: flush: %w", ctx.Err())
+	}
+}
+
 // Written returns how many results the writer has stored.
 func (w *Writer) Written() int64 { return w.written.Load() }
 
@@ -183,8 +211,12 @@ func (w *Writer) loop() {
 			w.written.Add(int64(len(results)))
 		} else {
 			w.unsaved += len(results)
-			for range w.in { // closed and given up: count the rest too
-				w.unsaved++
+			for it := range w.in { // closed and given up: count the rest too
+				if it.flushed != nil {
+					close(it.flushed)
+				} else if it.res != nil {
+					w.unsaved++
+				}
 			}
 		}
 		clear(runs)
@@ -196,6 +228,11 @@ func (w *Writer) loop() {
 			if !ok {
 				flush()
 				return
+			}
+			if it.flushed != nil {
+				flush()
+				close(it.flushed)
+				continue
 			}
 			if cur, seen := runs[it.run.ID]; !seen || cur.FinishedAt.IsZero() {
 				// A finished row wins over a progress row of the same run in the batch.

@@ -92,16 +92,28 @@ func WriteJUnit(w io.Writer, r Report) error {
 			baseline := c.Arm != "" && c.Arm != ArmWithSkill
 			switch {
 			case c.Status == StatusPassed:
+			case c.Quarantined != "" && !baseline:
+				// A quarantined case must not fail CI either: skipped, with its verdict, why it
+				// is quarantined and the flaky evidence in the message.
+				msg := "quarantined (" + c.Quarantined + ") " + c.Status
+				if c.Reason != "" {
+					msg += ": " + c.Reason
+				}
+				if c.Flaky != nil {
+					msg += "; flaky: " + c.Flaky.Evidence
+				}
+				jc.Skipped = &junitSkipped{Message: cleanXML(msg)}
+				s.Skipped++
 			case baseline:
 				// A baseline case that did not pass is what a comparison expects: CI must not
 				// fail on it, so it is reported skipped, its verdict and reason in the message.
 				jc.Skipped = &junitSkipped{Message: cleanXML(strings.TrimSuffix("baseline "+c.Arm+" "+c.Status+": "+c.Reason, ": "))}
 				s.Skipped++
 			case c.Status == StatusFailed:
-				jc.Failure = &junitProblem{Message: cleanXML(failureMessage(c)), Type: "assertion", Text: cleanXML(problemText(c))}
+				jc.Failure = &junitProblem{Message: cleanXML(flakyPrefix(c) + failureMessage(c)), Type: "assertion", Text: cleanXML(problemText(c))}
 				s.Failures++
 			case c.Status == StatusErrored || c.Status == StatusTimedOut:
-				jc.Error = &junitProblem{Message: cleanXML(failureMessage(c)), Type: c.Status, Text: cleanXML(problemText(c))}
+				jc.Error = &junitProblem{Message: cleanXML(flakyPrefix(c) + failureMessage(c)), Type: c.Status, Text: cleanXML(problemText(c))}
 				s.Errors++
 			default: // skipped, pending, or a status from a newer version
 				msg := c.Reason
@@ -124,6 +136,13 @@ func WriteJUnit(w io.Writer, r Report) error {
 		doc.Suites = append(doc.Suites, s)
 	}
 	doc.Time = seconds(total)
+	if props := ChangesProperties(r.Changes); len(props) > 0 {
+		for i := range props {
+			props[i] = Property{Name: cleanXML(props[i].Name), Value: cleanXML(props[i].Value)}
+		}
+		// First, as the text report starts with the changes.
+		doc.Suites = append([]junitSuite{{Name: "changes", Time: "0", Properties: &junitProperties{props}}}, doc.Suites...)
+	}
 	if len(r.ComparisonProperties) > 0 {
 		props := make([]Property, len(r.ComparisonProperties))
 		for i, p := range r.ComparisonProperties {
@@ -162,6 +181,14 @@ func failureMessage(c Case) string {
 	return c.Status
 }
 
+// flakyPrefix marks the message of a flaky case's failure, so CI shows it at a glance.
+func flakyPrefix(c Case) string {
+	if c.Flaky == nil {
+		return ""
+	}
+	return "[flaky] "
+}
+
 // problemText is the body of a failure or error: tally, reason, assertions not passing,
 // where the case is written, output excerpts.
 func problemText(c Case) string {
@@ -171,6 +198,9 @@ func problemText(c Case) string {
 	}
 	if c.Reason != "" && c.Reason != epochTally(c) {
 		fmt.Fprintf(&b, "reason: %s\n", c.Reason)
+	}
+	if c.Flaky != nil {
+		fmt.Fprintf(&b, "flaky: %s\n", c.Flaky.Evidence)
 	}
 	for _, a := range c.Assertions {
 		if a.Passed {

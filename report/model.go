@@ -30,7 +30,11 @@ type Report struct {
 	Baseline *Summary `json:"baseline,omitempty"`
 	// Usage is the model tokens and cost the run's counted results spent (agents and judge).
 	Usage *Usage `json:"usage,omitempty"`
-	Cases []Case `json:"cases"`
+	// Changes is what changed since the previous run of the suite and lane, and the flaky
+	// cells (see Changes); absent when the report was built without history. It comes first
+	// in the text report.
+	Changes *Changes `json:"changes,omitempty"`
+	Cases   []Case   `json:"cases"`
 	// Comparison is, for a run with a baseline, the comparison of its arms as JSON (the
 	// comparison package's document); absent otherwise. ComparisonProperties are the same
 	// figures as JUnit properties, written on a testsuite of their own named "comparison".
@@ -69,6 +73,9 @@ type Summary struct {
 	Skipped  int `json:"skipped"`
 	// Pending is only non-zero in a report taken before the run finished.
 	Pending int `json:"pending,omitempty"`
+	// Quarantined counts the cases that did not pass but are quarantined (they are counted
+	// in Failed, Errored, … as well): they do not make the run fail.
+	Quarantined int `json:"quarantined,omitempty"`
 }
 
 // Case is the verdict on one test case over all its epochs, with the evidence behind it.
@@ -120,6 +127,13 @@ type Case struct {
 	Stdout          string `json:"stdout,omitempty"`
 	Stderr          string `json:"stderr,omitempty"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
+
+	// Flaky is set when the case's cell is labelled flaky over the window of runs ending with
+	// this one.
+	Flaky *CaseFlaky `json:"flaky,omitempty"`
+	// Quarantined is "flaky" or "listed" when the run's quarantine policy covers the case: it
+	// ran and is reported, but does not make the run fail.
+	Quarantined string `json:"quarantined,omitempty"`
 }
 
 // Assertion is the outcome of one assertion in one epoch.
@@ -205,6 +219,9 @@ func summarize(cases []Case) Summary {
 			s.Skipped++
 		default:
 			s.Pending++
+		}
+		if c.Quarantined != "" && c.Status != StatusPassed {
+			s.Quarantined++
 		}
 	}
 	return s

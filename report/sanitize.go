@@ -137,3 +137,7 @@ func oneLine(s string, limit int) string {
 	r := []rune(s)
 	return string(r[:limit-1]) + "…"
 }
+
+// CleanLine is untrusted text (a case name, evidence) fit for one terminal line: escape
+// sequences and control characters removed, newlines folded, clipped at 500 runes.
+func CleanLine(s string) string { return oneLine(s, 500) }

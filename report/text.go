@@ -57,6 +57,9 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		opts.MaxOutputLines = defaultMaxOutputLines
 	}
 	t := textWriter{w: bufio.NewWriter(w), opts: opts}
+	if r.Changes != nil {
+		t.writeChanges(r.Changes)
+	}
 
 	for _, status := range []string{StatusFailed, StatusErrored, StatusTimedOut, StatusSkipped, StatusPending, ""} {
 		for _, c := range r.Cases {
@@ -78,7 +81,10 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 	default:
 		t.printf("%s\n", t.paint(sgrGreen, fmt.Sprintf("passed (%d):", len(passed))))
 		for _, c := range passed {
-			t.printf("  %s  %s  %s%s\n", t.paint(sgrGreen, "PASS"), caseName(c), t.paint(sgrDim, duration(c.DurationMS)), t.paint(sgrDim, epochsBrief(c)))
+			t.printf("  %s  %s%s  %s%s\n", t.paint(sgrGreen, "PASS"), caseName(c), t.marks(c), t.paint(sgrDim, duration(c.DurationMS)), t.paint(sgrDim, epochsBrief(c)))
+			if c.Flaky != nil {
+				t.printf("        %s\n", t.paint(sgrDim, "flaky: "+oneLine(c.Flaky.Evidence, 500)))
+			}
 		}
 		t.printf("\n")
 	}
@@ -87,6 +93,9 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 	pending := ""
 	if s.Pending > 0 {
 		pending = fmt.Sprintf(", %d pending", s.Pending)
+	}
+	if s.Quarantined > 0 {
+		pending += fmt.Sprintf(", %d quarantined (not in the exit code)", s.Quarantined)
 	}
 	t.printf("%d %s: %s, %s, %s, %s, %s%s (run %s)\n", s.Total, text.Plural(s.Total, "case", "cases"),
 		t.count(s.Passed, "passed", sgrGreen), t.count(s.Failed, "failed", sgrRed),
@@ -159,7 +168,10 @@ func (t *textWriter) problem(c Case) {
 	if c.File != "" {
 		where = "  " + t.paint(sgrDim, oneLine(fileLine(c), maxLineRunes))
 	}
-	t.printf("%s  %s%s\n", t.paint(sgrBold+sgr, label), t.paint(sgrBold, caseName(c)), where)
+	t.printf("%s  %s%s%s\n", t.paint(sgrBold+sgr, label), t.paint(sgrBold, caseName(c)), t.marks(c), where)
+	if c.Flaky != nil {
+		t.printf("    %s\n", t.paint(sgrYellow, "flaky: "+oneLine(c.Flaky.Evidence, 500)))
+	}
 	if c.Status == StatusSkipped || c.Status == StatusPending {
 		if c.Reason != "" {
 			t.printf("    %s\n", oneLine(c.Reason, 500))
@@ -233,6 +245,18 @@ func (t *textWriter) excerpt(name, out string, tail bool) {
 	if more > 0 && !tail {
 		t.printf("      %s\n", t.paint(sgrDim, fmt.Sprintf("… %d more %s", more, text.Plural(more, "line", "lines"))))
 	}
+}
+
+// marks are a case's flaky and quarantine markers after its name.
+func (t *textWriter) marks(c Case) string {
+	var m string
+	if c.Flaky != nil {
+		m += " " + t.paint(sgrYellow, "[flaky]")
+	}
+	if c.Quarantined != "" {
+		m += " " + t.paint(sgrYellow, "[quarantined: "+oneLine(c.Quarantined, 20)+"]")
+	}
+	return m
 }
 
 func knownStatus(s string) bool {

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillfleet/skillfleet/changes"
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
@@ -37,6 +40,8 @@ type options struct {
 
 	// history is --history; historyPasswordFile --history-password-file.
 	history, historyPasswordFile string
+	// quarantine is --quarantine (flaky or empty); quarantineFile --quarantine-file.
+	quarantine, quarantineFile string
 
 	metricsAddr                  string
 	maxConns, maxConnsPerIP      int
@@ -89,6 +94,8 @@ func newCommand(o *options) *cobra.Command {
 	f.IntVar(&o.maxJobsToken, "max-jobs-per-token", 400_000, "jobs of one token's unfinished runs; a submission beyond it is refused with 422")
 	f.StringVar(&o.history, "history", "", "results history: a postgres:// URL (password from --history-password-file or $SKILLFLEET_HISTORY_PASSWORD), a SQLite file path, or off (default: history.db under --data)")
 	f.StringVar(&o.historyPasswordFile, "history-password-file", "", "file whose first line is the PostgreSQL password of --history")
+	f.StringVar(&o.quarantine, "quarantine", "", "quarantine policy of every run's report: flaky (cases the history labels flaky do not fail a run), or empty for none")
+	f.StringVar(&o.quarantineFile, "quarantine-file", "", "file listing quarantined cases, one skill/case or skill/case@agent per line (# comments)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
 	o.queue.Register(f)
@@ -147,9 +154,29 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 	} else if o.historyPasswordFile != "" {
 		return fleet.CoordinatorConfig{}, cmdutil.Usage(errors.New("--history-password-file needs a postgres:// --history"))
 	}
+	var quarantine flaky.Policy
+	switch o.quarantine {
+	case "", "off":
+	case "flaky":
+		quarantine.Flaky = true
+	default:
+		return fleet.CoordinatorConfig{}, cmdutil.Usage(fmt.Errorf("--quarantine must be flaky (or empty), got %q", o.quarantine))
+	}
+	if o.quarantineFile != "" {
+		f, err := os.Open(o.quarantineFile)
+		if err != nil {
+			return fleet.CoordinatorConfig{}, cmdutil.Usage(fmt.Errorf("--quarantine-file: %w", err))
+		}
+		quarantine.Cells, err = changes.ParseQuarantineFile(f)
+		f.Close()
+		if err != nil {
+			return fleet.CoordinatorConfig{}, cmdutil.Usage(fmt.Errorf("--quarantine-file %s: %w", o.quarantineFile, err))
+		}
+	}
 	return fleet.CoordinatorConfig{
-		History:  hist,
-		HTTPAddr: o.httpAddr, MetricsAddr: o.metricsAddr, DataDir: o.dataDir,
+		History:    hist,
+		Quarantine: quarantine,
+		HTTPAddr:   o.httpAddr, MetricsAddr: o.metricsAddr, DataDir: o.dataDir,
 		EmbeddedNATS: o.embeddedNATS, NATS: ncfg, Queue: qcfg,
 		Coordinator: coordinator.Config{
 			DefaultDeadline: o.deadline, Agents: o.agents, KnownAgents: o.knownAgents,

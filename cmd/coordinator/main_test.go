@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 )
 
@@ -92,6 +94,51 @@ func TestHistoryConfig(t *testing.T) {
 			}
 			if cfg.History.Target != tc.target || cfg.History.Password != tc.password {
 				t.Errorf("history %q with password %q; want %q, %q", cfg.History.Target, cfg.History.Password, tc.target, tc.password)
+			}
+		})
+	}
+}
+
+func TestQuarantineConfig(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "quarantine")
+	if err := os.WriteFile(list, []byte("# flaky upstream\npdf/fills form@claude\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(bad, []byte("no-slash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  flaky.Policy
+		usage string
+	}{
+		{name: "none"},
+		{name: "flaky", args: []string{"--quarantine", "flaky"}, want: flaky.Policy{Flaky: true}},
+		{name: "a list", args: []string{"--quarantine-file", list}, want: flaky.Policy{Cells: []flaky.Cell{{Skill: "pdf", Case: "fills form", Agent: "claude"}}}},
+		{name: "an unknown policy", args: []string{"--quarantine", "all"}, usage: "--quarantine must be"},
+		{name: "a missing list", args: []string{"--quarantine-file", list + ".missing"}, usage: "--quarantine-file"},
+		{name: "a malformed list", args: []string{"--quarantine-file", bad}, usage: "line 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+			var o options
+			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config()
+			if tc.usage != "" {
+				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Quarantine.Flaky != tc.want.Flaky || !slices.Equal(cfg.Quarantine.Cells, tc.want.Cells) {
+				t.Errorf("quarantine %+v, want %+v", cfg.Quarantine, tc.want)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ func commands() []func(*env) *cobra.Command {
 		newSuitesCommand,
 		newSchedulesCommand,
 		newCompareCommand,
+		newFlakyCommand,
 		newSandboxCommand,
 	}
 }

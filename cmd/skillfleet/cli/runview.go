@@ -83,11 +83,16 @@ type outputFlags struct {
 	// compare, when set (a run with a baseline), compares the finished run's arms; its
 	// comparison goes into the JSON and JUnit reports and after the text one.
 	compare func(runreport.Report) (*comparison.Report, error)
+	// quarantine, when set, marks the quarantined cases before the report is written.
+	quarantine func(*runreport.Report)
 }
 
 // finishRun writes the report (text or JSON on stdout, JUnit to a file) and maps the run to
-// the exit code: 0 when every case passed, 1 otherwise.
+// the exit code: 0 when every case passed or is quarantined, 1 otherwise.
 func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) error {
+	if o.quarantine != nil {
+		o.quarantine(&rep)
+	}
 	var cmp *comparison.Report
 	var cmpErr error // a comparison refused: the report is still written, then the refusal
 	if o.compare != nil {
@@ -136,8 +141,8 @@ func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) er
 	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED {
 		return failf("run %s ended %s: %s", st.GetId(), strings.ToLower(strings.TrimPrefix(st.GetState().String(), "RUN_STATE_")), st.GetReason())
 	}
-	s := rep.Summary
-	if s.Total == 0 || s.Passed != s.Total {
+	// Quarantined cases ran and are reported, but do not fail the run.
+	if rep.Summary.Failing() {
 		return errorsFound()
 	}
 	return nil

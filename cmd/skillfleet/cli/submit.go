@@ -70,6 +70,7 @@ func newSubmitCommand(e *env) *cobra.Command {
 		gates     armGates
 		// baselineRun is an earlier run whose results are the baseline (--baseline-run).
 		baselineRun string
+		quarantine  quarantineFlags
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -98,6 +99,13 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			client, err := r.client(cmd)
 			if err != nil {
 				return err
+			}
+			qp, err := quarantine.policy()
+			if err != nil {
+				return err
+			}
+			if (qp.Flaky || len(qp.Cells) > 0) && !followRun {
+				return usageErrorf("--quarantine and --quarantine-file need --follow: they decide the exit status of the finished run")
 			}
 			s, p, cfg, limits, err := f.prepare(e, roots, "submitted")
 			defer f.close()
@@ -133,6 +141,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 				return nil
 			}
 			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
+			o.quarantine = quarantineReport(qp, st.GetSpec().GetName())
 			var cmp runComparison
 			switch {
 			case baselineRun != "":
@@ -144,6 +153,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 		},
 	}
 	gates.register(cmd)
+	quarantine.register(cmd)
 	cmd.Flags().StringVar(&baselineRun, "baseline-run", "", "with --follow: compare this run against an earlier run of the same suite, whose results stand for the baseline arm instead of running it again (refused when anything but the skills' own files differs)")
 	f.register(cmd)
 	cmd.Flags().StringVar(&f.config, "config", "", "suite configuration (default: skillfleet.yaml in the first ROOT)")

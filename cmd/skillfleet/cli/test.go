@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
@@ -41,6 +42,7 @@ func newTestCommand(e *env) *cobra.Command {
 		// default file under the user's state directory.
 		historyTarget string
 		suiteName     string
+		quarantine    quarantineFlags
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -50,7 +52,13 @@ func newTestCommand(e *env) *cobra.Command {
 throw-away Docker container through the same coordinator and workers a fleet uses, all in
 this process. Progress goes to stderr; the report goes to stdout (and JUnit XML to --junit).
 
-Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 invalid input.`,
+The report starts with what changed since the previous completed run of the same suite
+(--suite) in the history, and marks the cases the history labels flaky. With --quarantine
+flaky those cases, and with --quarantine-file the cases listed, still run and are reported,
+but do not set the exit status.
+
+Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored or timed out,
+2 invalid input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, roots []string) error {
 			if err := checkFormat(o.format); err != nil {
@@ -88,8 +96,12 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 			if err != nil {
 				return err
 			}
+			qp, err := quarantine.policy()
+			if err != nil {
+				return err
+			}
 			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir, gates: gates,
-				suite: suiteName, history: hist})
+				suite: suiteName, history: hist, quarantine: qp})
 		},
 	}
 	f.register(cmd)
@@ -105,6 +117,7 @@ Exit status: 0 every case passed, 1 a case failed, errored or timed out, 2 inval
 	cmd.Flags().StringVar(&suiteName, "suite", "", "the suite name runs of this suite share in the history (default: the first ROOT's directory name)")
 	models.Register(cmd.Flags())
 	gates.register(cmd)
+	quarantine.register(cmd)
 	return cmd
 }
 
@@ -155,6 +168,8 @@ type localOptions struct {
 	// suite is the run's suite name (RunSpec.name); history keeps the run under it.
 	suite   string
 	history fleet.HistoryConfig
+	// quarantine is applied by the in-process coordinator to the run's report.
+	quarantine flaky.Policy
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -177,7 +192,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	known := slices.Sorted(maps.Keys(o.models.Agents))
 	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{
 		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known}, History: o.history,
-		Executor: sandboxes.Executor(o.models, o.log),
+		Quarantine: o.quarantine, Executor: sandboxes.Executor(o.models, o.log),
 	})
 	if err != nil {
 		return failf("%v", err)
