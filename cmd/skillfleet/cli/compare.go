@@ -12,6 +12,7 @@ import (
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/workspace"
 )
 
 func newCompareCommand(e *env) *cobra.Command {
@@ -51,15 +52,11 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 			cmdutil.LimitMemoryForComparison()
 			var sides [2]comparison.Side
 			for i, id := range args {
-				st, err := client.Status(cmd.Context(), id)
+				side, st, err := runSide(cmd.Context(), client, id, arm)
 				if err != nil {
 					return apiFailure(e, err)
 				}
-				results, err := comparedResults(cmd.Context(), client.Results, id, arm)
-				if err != nil {
-					return apiFailure(e, err)
-				}
-				sides[i] = comparison.Side{Label: "run " + id, Run: id, Arm: arm, Spec: st.GetSpec(), Results: results}
+				sides[i] = side
 				if st.GetState() == pb.RunState_RUN_STATE_PENDING || st.GetState() == pb.RunState_RUN_STATE_RUNNING {
 					fmt.Fprintf(e.stderr, "skillfleet: run %s is still %s: comparing the results it has so far\n", id, stateName(st.GetState()))
 				}
@@ -99,26 +96,39 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 	return cmd
 }
 
-// comparedResults reads a run's counted results of one arm, keeping only what a comparison
-// reads (comparison.Records): a run of many cases would otherwise hold every output and
-// trajectory in memory.
-func comparedResults(ctx context.Context, src resultSource, id, arm string) ([]comparison.Record, error) {
-	var rs comparison.Records
+// comparedResults reads a run's counted results once, keeping of each arm asked for only what
+// a comparison reads (comparison.Records): a run of many cases would otherwise hold every
+// output and trajectory in memory.
+func comparedResults(ctx context.Context, src resultSource, id string, arms ...string) (map[string][]comparison.Record, error) {
+	kept := make(map[string]*comparison.Records, len(arms))
+	for _, a := range arms {
+		kept[a] = &comparison.Records{}
+	}
 	err := src(ctx, id, func(r *pb.Result) error {
-		if armOf(r) == arm {
+		if rs := kept[workspace.ArmOf(r)]; rs != nil {
 			rs.Add(r)
 		}
 		return nil
 	})
-	return rs.List(), err
+	out := make(map[string][]comparison.Record, len(arms))
+	for a, rs := range kept {
+		out[a] = rs.List()
+	}
+	return out, err
 }
 
-// armOf is a result's arm, with_skill when it has none.
-func armOf(r *pb.Result) string {
-	if r.GetArm() == "" {
-		return "with_skill"
+// runSide is one arm of a run on a coordinator, as one side of a comparison, with the run's
+// status.
+func runSide(ctx context.Context, client *coordinator.Client, id, arm string) (comparison.Side, *pb.RunStatus, error) {
+	st, err := client.Status(ctx, id)
+	if err != nil {
+		return comparison.Side{}, nil, err
 	}
-	return r.GetArm()
+	results, err := comparedResults(ctx, client.Results, id, arm)
+	if err != nil {
+		return comparison.Side{}, nil, err
+	}
+	return comparison.Side{Label: "run " + id, Run: id, Arm: arm, Spec: st.GetSpec(), Results: results[arm]}, st, nil
 }
 
 // runComparison is the comparison made when a run with a baseline finishes: finishRun puts
@@ -129,15 +139,15 @@ type runComparison struct{ made *comparison.Report }
 // baseline arm (the skill's effect, with_skill minus the baseline).
 func (c *runComparison) arms(ctx context.Context, src resultSource, id, baselineArm string, spec *pb.RunSpec) func(runreport.Report) (*comparison.Report, error) {
 	return func(runreport.Report) (*comparison.Report, error) {
-		var sides [2]comparison.Side
-		for i, a := range []string{baselineArm, "with_skill"} {
-			results, err := comparedResults(ctx, src, id, a)
-			if err != nil {
-				return nil, failf("comparison: %v", err)
-			}
-			sides[i] = comparison.Side{Label: a, Run: id, Arm: a, Spec: spec, Results: results}
+		// One pass over the run's results for both arms.
+		results, err := comparedResults(ctx, src, id, baselineArm, workspace.WithSkill)
+		if err != nil {
+			return nil, failf("comparison: %v", err)
 		}
-		rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisArm})
+		side := func(a string) comparison.Side {
+			return comparison.Side{Label: a, Run: id, Arm: a, Spec: spec, Results: results[a]}
+		}
+		rep, err := comparison.Compare(side(baselineArm), side(workspace.WithSkill), comparison.Options{Axis: comparison.AxisArm})
 		if err != nil {
 			return nil, failf("comparison: %v", err)
 		}
@@ -151,17 +161,13 @@ func (c *runComparison) arms(ctx context.Context, src resultSource, id, baseline
 // Runs that differ in anything else are refused with the keys that differ (exit 2).
 func (c *runComparison) runs(ctx context.Context, client *coordinator.Client, baseID string, st *pb.RunStatus) func(runreport.Report) (*comparison.Report, error) {
 	return func(runreport.Report) (*comparison.Report, error) {
-		base, err := client.Status(ctx, baseID)
-		if err != nil {
-			return nil, failf("--baseline-run %s: %v", baseID, err)
-		}
 		var sides [2]comparison.Side
-		for i, s := range []*pb.RunStatus{base, st} {
-			results, err := comparedResults(ctx, client.Results, s.GetId(), "with_skill")
+		for i, id := range []string{baseID, st.GetId()} {
+			side, _, err := runSide(ctx, client, id, workspace.WithSkill)
 			if err != nil {
 				return nil, failf("--baseline-run %s: %v", baseID, err)
 			}
-			sides[i] = comparison.Side{Label: "run " + s.GetId(), Run: s.GetId(), Arm: "with_skill", Spec: s.GetSpec(), Results: results}
+			sides[i] = side
 		}
 		rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill})
 		var refused *comparison.RefusalError
