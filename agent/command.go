@@ -136,11 +136,11 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		}
 		tr.Trajectory = sess.Trajectory()
 		// The calls the model asked for, as the gateway saw them: complete only when every
-		// request matched a step of one conversation and no message was skipped (a CLI that
-		// compacts its history or talks to the model on the side leaves calls out of sight,
-		// and an incomplete list could pass tool_not_called).
+		// request matched a step of one conversation, no message was skipped and no answer
+		// was cut (a CLI that compacts its history or talks to the model on the side leaves
+		// calls out of sight, and an incomplete list could pass tool_not_called).
 		tr.ToolCalls = toolCallsOf(tr.Trajectory)
-		tr.ToolsSeen = len(tr.Trajectory.Extra) == 0
+		tr.ToolsSeen = complete(tr.Trajectory)
 	}
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop

@@ -247,3 +247,29 @@ func TestToolCallsOfATrajectory(t *testing.T) {
 		t.Error("a run without trajectory has calls")
 	}
 }
+
+// TestGatewayTrajectoryComplete: the calls of a gateway trajectory are trusted only when it
+// holds the whole conversation.
+func TestGatewayTrajectoryComplete(t *testing.T) {
+	whole := func() *atif.Trajectory {
+		tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "cli", Version: "unknown"}}
+		tr.Add(atif.SourceUser, "go")
+		tr.Add(atif.SourceAgent, "done").Extra = map[string]any{"streamed": true}
+		return tr
+	}
+	unmatched, skipped, cut := whole(), whole(), whole()
+	unmatched.Extra = map[string]any{extraUnmatched: 1}
+	skipped.Extra = map[string]any{extraSkipped: 2}
+	cut.Steps[1].Extra[extraIncomplete] = true
+	for name, tc := range map[string]struct {
+		t    *atif.Trajectory
+		want bool
+	}{
+		"whole, streamed": {whole(), true}, "unmatched requests": {unmatched, false},
+		"skipped messages": {skipped, false}, "an answer cut": {cut, false}, "none": {nil, false},
+	} {
+		if got := complete(tc.t); got != tc.want {
+			t.Errorf("%s: complete = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -154,10 +154,10 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	}
 	extra := map[string]any{}
 	if n := len(st.usage) - used + st.dropped; n > 0 {
-		extra["unmatched_requests"] = n
+		extra[extraUnmatched] = n
 	}
 	if b.skipped > 0 {
-		extra["skipped_messages"] = b.skipped
+		extra[extraSkipped] = b.skipped
 	}
 	if len(extra) > 0 {
 		b.t.Extra = extra
@@ -397,6 +397,27 @@ func (b *trajectoryBuilder) responses(instructions, input json.RawMessage) {
 }
 
 // answer adds the last answer as the final agent step.
+// The extra keys by which a gateway trajectory says it does not hold the whole conversation.
+const (
+	extraUnmatched  = "unmatched_requests" // requests no step of the last conversation matches
+	extraSkipped    = "skipped_messages"   // messages that could not be read
+	extraIncomplete = "incomplete"         // an answer cut at a cap (on its step)
+)
+
+// complete reports whether a gateway trajectory holds every call the model asked for: one
+// conversation matching every request, no message skipped, no answer cut.
+func complete(t *atif.Trajectory) bool {
+	if t == nil || t.Extra[extraUnmatched] != nil || t.Extra[extraSkipped] != nil {
+		return false
+	}
+	for _, s := range t.Steps {
+		if s.Extra[extraIncomplete] != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func (b *trajectoryBuilder) answer(a *agentTurn) {
 	i := b.add(atif.SourceAgent, a.message)
 	step := &b.t.Steps[i]
@@ -410,7 +431,7 @@ func (b *trajectoryBuilder) answer(a *agentTurn) {
 			step.Extra["streamed"] = true
 		}
 		if a.incomplete {
-			step.Extra["incomplete"] = true
+			step.Extra[extraIncomplete] = true
 		}
 	}
 }
