@@ -152,16 +152,17 @@ func (c *Coordinator) Document(ctx context.Context, d *pb.StoredDocument) ([]byt
 	return out, nil
 }
 
-// ResolveDocuments brings a result's documents stored apart back into it: the trajectory's
-// bytes (still gzipped, Encoding unchanged) and the output files' contents. What cannot be
+// ResolveDocuments brings a result's documents back into it, decoded: the trajectory as its
+// JSON (Encoding "json"), from the artifacts stream when stored apart, and the output files'
+// contents. What cannot be
 // read is said in the document's note or in outputs_omitted; it never fails the result.
 func (c *Coordinator) ResolveDocuments(ctx context.Context, res *pb.Result) {
-	if d := res.GetTrajectory(); d.GetArtifact() != "" {
-		data, err := c.queue.GetArtifact(ctx, queue.Artifact{Digest: d.GetArtifact(), Size: d.GetSize()}, maxTrajectoryBytes)
+	if d := res.GetTrajectory(); len(d.GetData()) > 0 || d.GetArtifact() != "" {
+		raw, err := c.Document(ctx, d)
 		if err != nil {
-			d.Note = "the trajectory stored apart could not be read: " + err.Error()
+			res.Trajectory = &pb.StoredDocument{Size: d.GetSize(), Note: "the trajectory could not be read: " + err.Error()}
 		} else {
-			d.Data, d.Artifact = data, ""
+			res.Trajectory = &pb.StoredDocument{Data: raw, Size: int64(len(raw)), Encoding: "json", Note: d.GetNote()}
 		}
 	}
 	d := res.GetOutputsStored()

@@ -20,12 +20,9 @@
 package workspace
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path"
@@ -46,42 +43,28 @@ type Job struct {
 	Trajectory []byte
 }
 
-// maxTrajectoryBytes bounds a trajectory once decompressed.
-const maxTrajectoryBytes = 64 << 20
-
-// FromResult makes a Job of a result whose documents are inline (the output files' contents
-// in Outputs, the trajectory's gzip in Trajectory.Data).
+// FromResult makes a Job of a result whose documents are inline and decoded
+// (coordinator.ResolveDocuments): the output files' contents in Outputs, the trajectory's JSON
+// in Trajectory.Data.
 func FromResult(r *pb.Result) (Job, error) {
 	j := Job{Result: r}
 	d := r.GetTrajectory()
 	if len(d.GetData()) == 0 {
 		return j, nil
 	}
-	switch d.GetEncoding() {
-	case "json":
-		j.Trajectory = d.GetData()
-		return j, nil
-	case "gzip":
-	default:
-		return j, fmt.Errorf("workspace: trajectory of %s/%s: unknown encoding %q", r.GetSkill(), r.GetCaseName(), d.GetEncoding())
+	if d.GetEncoding() != "json" {
+		return j, fmt.Errorf("workspace: trajectory of %s/%s is %q, not decoded JSON", r.GetSkill(), r.GetCaseName(), d.GetEncoding())
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(d.GetData()))
-	if err != nil {
-		return j, fmt.Errorf("workspace: trajectory of %s/%s: %w", r.GetSkill(), r.GetCaseName(), err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxTrajectoryBytes+1))
-	if err != nil || len(raw) > maxTrajectoryBytes {
-		return j, fmt.Errorf("workspace: trajectory of %s/%s: unreadable or over %d bytes (%v)", r.GetSkill(), r.GetCaseName(), maxTrajectoryBytes, err)
-	}
-	j.Trajectory = raw
+	j.Trajectory = d.GetData()
 	return j, nil
 }
 
-// Writer writes one run into a workspace. Add each job, then Close.
+// Writer writes one run into a workspace: Add each job, then WriteBenchmark each skill's
+// benchmark.json.
 type Writer struct {
 	root      string            // DIR
 	iteration map[string]string // skill -> its iteration directory
-	runs      map[string]int    // skill/case -> results the plan has for it
+	runs      map[string]int    // RunsKey -> results the plan has for it
 }
 
 // New prepares a writer into dir, creating it. caseRuns tells how many results each case will
