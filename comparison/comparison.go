@@ -139,7 +139,8 @@ func verdictOf(v pb.Verdict) stats.Verdict {
 		return stats.Failed
 	case pb.Verdict_VERDICT_TIMED_OUT:
 		return stats.TimedOut
-	case pb.Verdict_VERDICT_SKIPPED:
+	case pb.Verdict_VERDICT_SKIPPED, pb.Verdict_VERDICT_REUSED:
+		// A reused epoch did not run in its side: no observation, like a skipped one.
 		return stats.Skipped
 	}
 	return stats.Errored

@@ -287,3 +287,43 @@ func TestGates(t *testing.T) {
 		})
 	}
 }
+
+// TestReusedIsNoObservation: a changed-only run's reused cases are listed nowhere in the
+// diff (their digest did not change), bar a case the other side lacks, and no reused epoch is
+// counted as a pass in the statistics.
+func TestReusedIsNoObservation(t *testing.T) {
+	reused := pb.Verdict_VERDICT_REUSED
+	var a, b []*pb.Result
+	a = append(a, epochs("s", "was-passing", pass)...)
+	b = append(b, epochs("s", "was-passing", reused)...)
+	a = append(a, epochs("s", "was-failing", fail)...)
+	b = append(b, epochs("s", "was-failing", reused)...)
+	b = append(b, epochs("s", "only-b", reused)...)
+	a = append(a, epochs("s", "ran", pass)...)
+	b = append(b, epochs("s", "ran", fail)...)
+	r, err := Compare(Side{Label: "a", Run: "a", Results: RecordsOf(a)}, Side{Label: "b", Run: "b", Results: RecordsOf(b)}, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := r.Changes
+	if len(ch.NewlyFailing) != 1 || ch.NewlyFailing[0].Case != "ran" {
+		t.Errorf("newly failing %+v, want only s/ran", ch.NewlyFailing)
+	}
+	if len(ch.Fixed)+len(ch.StillFailing)+len(ch.Undecided)+len(ch.Removed) != 0 {
+		t.Errorf("reused cases listed: %+v", ch)
+	}
+	if len(ch.New) != 1 || ch.New[0].Case != "only-b" || ch.New[0].B != Reused {
+		t.Errorf("new %+v, want s/only-b, reused in B", ch.New)
+	}
+	for _, c := range r.Comparison.Cases {
+		if c.Case == "ran" {
+			continue
+		}
+		if c.B.Passed != 0 || c.B.Decided != 0 || (c.B.Present && c.B.Skipped != 1) {
+			t.Errorf("case %s side B %+v: a reused epoch must be no observation (skipped), never a pass", c.Case, c.B)
+		}
+	}
+	if o := r.Comparison.Overall; o.Cases != 1 || o.B.PassRate != 0 || o.B.Skipped != 3 {
+		t.Errorf("overall: %d paired cases, B pass rate %v, %d skipped; want only s/ran paired, rate 0, the 3 reused skipped", o.Cases, o.B.PassRate, o.B.Skipped)
+	}
+}

@@ -15,6 +15,9 @@ const (
 	Failing   = "failing"
 	Undecided = "undecided"
 	Absent    = "absent"
+	// Reused: every epoch was reused by a changed-only run from an earlier passing run of the
+	// same cell digest. Nothing about the case changed, so the diff lists it nowhere (bar new).
+	Reused = "reused"
 )
 
 // CaseChange is one case that changed between the sides.
@@ -51,8 +54,11 @@ func outcome(g *group) string {
 	if g == nil {
 		return Absent
 	}
-	decided, passed := 0, 0
+	decided, passed, reused := 0, 0, 0
 	for _, r := range g.epochs {
+		if r.GetVerdict() == pb.Verdict_VERDICT_REUSED {
+			reused++
+		}
 		switch verdictOf(r.GetVerdict()) {
 		case stats.Passed:
 			decided++
@@ -62,6 +68,8 @@ func outcome(g *group) string {
 		}
 	}
 	switch {
+	case reused == len(g.epochs):
+		return Reused
 	case decided == 0:
 		return Undecided
 	case passed == decided:
@@ -127,6 +135,7 @@ func diff(ga, gb []group) Changes {
 			ch.New = append(ch.New, c)
 		case c.B == Absent:
 			ch.Removed = append(ch.Removed, c)
+		case c.A == Reused || c.B == Reused:
 		case c.A == Undecided || c.B == Undecided:
 			ch.Undecided = append(ch.Undecided, c)
 		case c.A == Passing && c.B == Failing:

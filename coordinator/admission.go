@@ -35,6 +35,9 @@ func (c *Coordinator) checkSpec(spec *pb.RunSpec) error {
 	if _, err := suite.ParseArm(spec.GetBaseline()); err != nil {
 		return &PlanError{Err: err}
 	}
+	if ms := spec.GetReuseWithinMs(); ms < 0 || (ms > 0 && !spec.GetChangedOnly()) {
+		return &PlanError{Err: fmt.Errorf("a reuse window (%dms) must be positive and belongs to a changed-only run", ms)}
+	}
 	for i, a := range spec.GetAgents() {
 		// The same agent twice would plan every prompt job twice under one id.
 		if slices.Contains(spec.GetAgents()[:i], a) {

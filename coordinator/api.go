@@ -120,7 +120,8 @@ type api struct {
 
 // submit accepts a suite bundle (a tar, as `skillfleet submit` writes it) with the run's
 // options in the query: name, skill and case globs (repeatable), agent (repeatable),
-// priority (on-demand or scheduled) and deadline (a Go duration).
+// priority (on-demand or scheduled), deadline (a Go duration), and changed_only=true with an
+// optional reuse_within (a Go duration) for a changed-only run.
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	spec := &pb.RunSpec{Name: q.Get("name"), SkillGlobs: q["skill"], CaseGlobs: q["case"], CaseKinds: q["kind"], Agents: q["agent"]}
@@ -161,6 +162,22 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		spec.Baseline = v
+	}
+	switch v := q.Get("changed_only"); v {
+	case "", "false":
+	case "true":
+		spec.ChangedOnly = true
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("changed_only must be true or false, got %q", v), nil)
+		return
+	}
+	if v := q.Get("reuse_within"); v != "" {
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur <= 0 || !spec.ChangedOnly {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("reuse_within must be a positive duration such as 168h, with changed_only=true; got %q", v), nil)
+			return
+		}
+		spec.ReuseWithinMs = dur.Milliseconds()
 	}
 	if v := q.Get("max_tokens"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
 	"strings"
+
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 )
 
 // Token is one bearer token the API accepts, with the name limits and logs know its holder by.
@@ -100,7 +101,7 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 // another site), and an upload that is not a tar (a cross-origin form POST needs no preflight
 // only with a form or text content type).
 func checkAnonymous(r *http.Request) (int, error) {
-	if !loopbackHost(r.Host) {
+	if !httpserve.LoopbackHost(r.Host) {
 		return http.StatusForbidden, fmt.Errorf("without a bearer token the API serves only loopback hosts (127.0.0.1, ::1, localhost), not %q: configure a token to serve others", r.Host)
 	}
 	if r.Header.Get("Origin") != "" {
@@ -113,18 +114,4 @@ func checkAnonymous(r *http.Request) (int, error) {
 		}
 	}
 	return 0, nil
-}
-
-// loopbackHost reports whether a Host header (with or without a port) names this machine.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -68,6 +68,10 @@ type SubmitOptions struct {
 	// Baseline is the run's baseline arm ("without_skill", "old_skill"); "" runs with_skill
 	// only. An old_skill run's bundle must hold the old versions (suite.WriteBundleWith).
 	Baseline string
+	// ChangedOnly reuses the passing verdicts of unchanged cells from a run of the suite within
+	// ReuseWithin (0: DefaultReuseWithin) and runs the rest.
+	ChangedOnly bool
+	ReuseWithin time.Duration
 }
 
 // Submit uploads a bundle and starts a run.
@@ -85,6 +89,12 @@ func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) 
 	}
 	if o.Baseline != "" {
 		q.Set("baseline", o.Baseline)
+	}
+	if o.ChangedOnly {
+		q.Set("changed_only", "true")
+		if o.ReuseWithin > 0 {
+			q.Set("reuse_within", o.ReuseWithin.String())
+		}
 	}
 	if o.MaxTokens > 0 {
 		q.Set("max_tokens", strconv.FormatInt(o.MaxTokens, 10))

@@ -164,6 +164,23 @@ type Deps struct {
 	Changes Changes
 	// Flaky, when set, answers GET /v1/flaky; without it that route answers 404.
 	Flaky Flaky
+	// Reuse, when set, finds the passing runs a changed-only run's cells may reuse; without
+	// it a changed-only run runs every cell.
+	Reuse Reuse
+}
+
+// Reuse finds, for cell keys of a suite, the latest run other than exclude that passed every
+// epoch of the cell under one cell digest since a time (history.Store.Reusable). epochs maps
+// each key to its cell's number of epochs.
+type Reuse interface {
+	Reusable(ctx context.Context, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]Reused, error)
+}
+
+// Reused is a run a cell's verdict may be reused from.
+type Reused struct {
+	Run        string
+	CellDigest string
+	FinishedAt time.Time
 }
 
 // Changes reads the history a finished run's report is compared with. Annotate sets
@@ -239,6 +256,7 @@ type Coordinator struct {
 	history   History
 	changes   Changes
 	flaky     Flaky
+	reuse     Reuse
 
 	base context.Context
 	stop context.CancelFunc
@@ -297,7 +315,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	base, stop := context.WithCancel(context.Background())
 	return &Coordinator{
 		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, schedules: deps.Schedules, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
-		metrics: m, cache: cache, pub: pub, history: deps.History, changes: deps.Changes, flaky: deps.Flaky, base: base, stop: stop,
+		metrics: m, cache: cache, pub: pub, history: deps.History, changes: deps.Changes, flaky: deps.Flaky, reuse: deps.Reuse, base: base, stop: stop,
 		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
 	}, nil
 }

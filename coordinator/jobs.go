@@ -76,7 +76,30 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 		m.CaseDigest = caseDigest(c, m)
 		cat.cases.Store(c, m.CaseDigest)
 	}
+	m.CellKey = cellKey(m, sd.ClosureDigest, p.OldClosureDigest(c.Skill.Name))
 	return m, nil
+}
+
+// cellKey digests what the coordinator knows defines a cell (a case × agent × arm): the
+// skill and case names, the case digest, the closure digest of the skill (its files and those
+// of its requires closure), the old version's for the old_skill arm, the agent's name and the
+// limits. It leaves out what only a worker knows, its agent's configuration: the worker adds
+// that to make the cell digest (see worker.CellDigest). It leaves out the epoch, so every
+// epoch of a cell has its key, and the catalog of other skills the agent is shown: a
+// changed-only run re-runs a case when its skill or what it requires changed, not when an
+// unrelated skill did.
+func cellKey(m *pb.Job, closure, oldClosure string) string {
+	h := sha256.New()
+	arm := m.GetArm()
+	fmt.Fprintf(h, "cell/1\x00%q\x00%q\x00%q\x00%q\x00%s\x00%s\x00", m.GetSkill(), m.GetCaseName(), m.GetAgent(), arm, m.GetCaseDigest(), closure)
+	if arm == string(suite.ArmOldSkill) {
+		fmt.Fprintf(h, "old %s\x00", oldClosure)
+	}
+	if l := m.GetLimits(); l != nil {
+		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(l)
+		h.Write(data)
+	}
+	return bundle.DigestPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
 // maxFixtureDigestBytes bounds what caseDigest reads of one fixture; a larger file is digested

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/skillfleet/skillfleet/internal/clock"
+	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -50,6 +51,10 @@ type run struct {
 	// limit until the run ends (none for a run resumed after a restart).
 	principal string
 	reserved  int
+
+	// reuse holds, for a changed-only run, the reuse found for each cell key looked up so far
+	// (nil: none); filled chunk by chunk as jobs are published, and again after a restart.
+	reuse map[string]*pb.Reuse
 
 	mu     sync.Mutex
 	status *pb.RunStatus
@@ -258,6 +263,15 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 		return 0, false
 	}
 	res.Secret = nil
+	if res.GetVerdict() == pb.Verdict_VERDICT_REUSED &&
+		!validReuse(r.key, res.GetJobId(), res.GetReusedFrom(), res.GetCellDigest(), res.GetReuseProof()) {
+		// Counted, as errored: the job's real result is this one, and it did not run.
+		c.log.Warn("a reuse the coordinator did not offer counted as errored", zap.String("run", r.id), zap.String("job", res.GetJobId()),
+			zap.String("worker", res.GetWorkerId()), zap.String("reused_from", res.GetReusedFrom()))
+		res.Verdict = pb.Verdict_VERDICT_ERRORED
+		res.Reason = "the worker reported a reuse of run " + text.ClipBytes(res.GetReusedFrom(), 128) + " this coordinator did not offer the job"
+	}
+	res.ReuseProof = nil
 	// Served on request (Trajectory, AcceptedResults), not with every event: they can be tens
 	// of kilobytes. The output files stay listed.
 	res.Trajectory, res.OutputsStored = nil, nil
@@ -280,11 +294,18 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 // publish sends jobs by plan index and waits until the server has stored them all.
 func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
 	now := timestamppb.New(c.now())
-	for _, i := range idx {
+	msgs := make([]*pb.Job, len(idx))
+	for k, i := range idx {
 		msg, err := jobMessage(r.spec, r.plan, r.catalog, r.plan.Jobs[i], c.cfg.MaxAttempts, now)
 		if err != nil {
 			return err
 		}
+		msgs[k] = msg
+	}
+	if r.spec.GetChangedOnly() {
+		c.offerReuse(ctx, r, idx, msgs)
+	}
+	for _, msg := range msgs {
 		msg.Secret = jobSecret(r.key, msg.GetId())
 		data, err := proto.Marshal(msg)
 		if err != nil {

@@ -28,6 +28,23 @@ func jobSecret(key []byte, jobID string) []byte {
 	return m.Sum(nil)
 }
 
+// reuseProof proves that the coordinator offered job jobID the reuse of source's verdict
+// under digest: HMAC-SHA256(run key, "reuse" NUL job NUL source NUL digest). The prefix keeps
+// it apart from job secrets, whose message is a bare job id.
+func reuseProof(key []byte, jobID, source, digest string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("reuse\x00" + jobID + "\x00" + source + "\x00" + digest))
+	return m.Sum(nil)
+}
+
+// validReuse checks a reused result's proof in constant time.
+func validReuse(key []byte, jobID, source, digest string, got []byte) bool {
+	if len(key) == 0 || len(got) == 0 {
+		return false
+	}
+	return hmac.Equal(got, reuseProof(key, jobID, source, digest))
+}
+
 // validSecret compares in constant time; a run without a key accepts nothing.
 func validSecret(key []byte, jobID string, got []byte) bool {
 	if len(key) == 0 || len(got) == 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -96,4 +97,20 @@ func DefaultLocalHistory() (string, error) {
 		dir = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(dir, "skillfleet", "history.db"), nil
+}
+
+var _ coordinator.Reuse = (*History)(nil)
+
+// Reusable finds the runs a changed-only run may reuse its cells' verdicts from
+// (coordinator.Reuse, over history.Store.Reusable).
+func (h *History) Reusable(ctx context.Context, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]coordinator.Reused, error) {
+	found, err := h.Store.Reusable(ctx, suite, since, exclude, epochs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]coordinator.Reused, len(found))
+	for k, f := range found {
+		out[k] = coordinator.Reused{Run: f.Run, CellDigest: f.CellDigest, FinishedAt: f.FinishedAt}
+	}
+	return out, nil
 }

@@ -112,7 +112,7 @@ func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err
 		return nil, err
 	}
 	if f.History != nil {
-		deps.History = f.History
+		deps.History, deps.Reuse = f.History, f.History
 	}
 	(&ReportPolicy{History: f.History, Flaky: cfg.Flaky, Quarantine: cfg.Quarantine}).wire(&deps)
 	if f.Coordinator, err = coordinator.New(cc, deps); err != nil {

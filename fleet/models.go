@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -36,6 +37,11 @@ type ModelsConfig struct {
 	GatewayDir string
 }
 
+// defaultBaseURL is the endpoint of agents and a judge that name none.
+func (m ModelsConfig) defaultBaseURL() string {
+	return cmp.Or(m.BaseURL, os.Getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
+}
+
 // GatewayMount is where a command agent's gateway directory appears in its sandbox.
 const GatewayMount = "/run/skillfleet"
 
@@ -46,6 +52,10 @@ type Models struct {
 	Votes  int
 	// Names are the configured agent names, for a run's spec; empty for the default agent.
 	Names []string
+
+	// built are the configuration the models were built from, for their digests.
+	built    ModelsConfig
+	settings *config.Settings
 
 	// gateways serve the command agents; Close stops them and removes what Build created.
 	gateways []*agent.Gateway
@@ -74,20 +84,14 @@ func (m Models) Close() error {
 // subdirectory of m.GatewayDir. The caller must Close the result; on error BuildModels has
 // already released what it made.
 func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer, log *zap.Logger) (out Models, err error) {
-	out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
+	out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1, built: m, settings: cfg}
 	defer func() {
 		if err != nil {
 			_ = out.Close()
 			out = Models{Agents: map[string]worker.AgentSpec{}, Votes: 1}
 		}
 	}()
-	defaultBase := m.BaseURL
-	if defaultBase == "" {
-		defaultBase = os.Getenv("OPENAI_BASE_URL")
-	}
-	if defaultBase == "" {
-		defaultBase = "https://api.openai.com/v1"
-	}
+	defaultBase := m.defaultBaseURL()
 	newClient := func(name, base, keyEnv, model string, maxConc int, price config.Price) (*agent.Client, error) {
 		if base == "" {
 			base = defaultBase

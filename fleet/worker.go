@@ -124,6 +124,7 @@ func (d *WorkerDaemon) Run(ctx context.Context) error {
 	w, err := worker.New(worker.Config{
 		ID: cfg.ID, Slots: cfg.Slots, MaxAttempts: maxDeliver, Heartbeat: ackWait / 3,
 		DrainGrace: cfg.DrainGrace, CacheDir: cfg.CacheDir, MaxResultBytes: int(nc.MaxPayload()),
+		AgentDigests: models.AgentDigests(sc.Runner.Image, sandboxes.Runner.ImageID()),
 	}, worker.Deps{
 		Lanes:     queueLanes(lanes),
 		Results:   results,

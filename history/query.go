@@ -12,7 +12,7 @@ import (
 )
 
 const runColumns = `run_id, suite, lane, state, reason, created_ms, finished_ms, total_jobs, done_jobs,
-	cases_total, cases_passed, cases_failed, cases_errored, cases_timed_out, cases_skipped`
+	cases_total, cases_passed, cases_failed, cases_errored, cases_timed_out, cases_skipped, cases_reused`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -23,7 +23,7 @@ func scanRun(sc scanner) (Run, error) {
 		finished sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Suite, &r.Lane, &r.State, &r.Reason, &created, &finished, &r.TotalJobs, &r.DoneJobs,
-		&r.Cases.Total, &r.Cases.Passed, &r.Cases.Failed, &r.Cases.Errored, &r.Cases.TimedOut, &r.Cases.Skipped)
+		&r.Cases.Total, &r.Cases.Passed, &r.Cases.Failed, &r.Cases.Errored, &r.Cases.TimedOut, &r.Cases.Skipped, &r.Cases.Reused)
 	if err != nil {
 		return Run{}, err
 	}
@@ -75,7 +75,7 @@ ORDER BY created_ms DESC, run_id DESC LIMIT 1`), suite, lane, created.UnixMilli(
 
 const resultSelect = `SELECT run_id, job_id, suite, lane, skill, case_name, agent, model, judge_model, arm,
 	epoch, attempt, verdict, reason_class, reason, prompt_tokens, completion_tokens, cost,
-	duration_ms, case_digest, finished_ms, recorded_ms FROM results`
+	duration_ms, case_digest, finished_ms, recorded_ms, cell_key, cell_digest, reused_from FROM results`
 
 func scanResult(sc scanner) (Result, error) {
 	var (
@@ -84,7 +84,7 @@ func scanResult(sc scanner) (Result, error) {
 	)
 	err := sc.Scan(&r.RunID, &r.JobID, &r.Suite, &r.Lane, &r.Skill, &r.Case, &r.Agent, &r.Model, &r.JudgeModel, &r.Arm,
 		&r.Epoch, &r.Attempt, &r.Verdict, &r.ReasonClass, &r.Reason, &r.PromptTokens, &r.CompletionTokens, &r.Cost,
-		&r.DurationMS, &r.CaseDigest, &finished, &recorded)
+		&r.DurationMS, &r.CaseDigest, &finished, &recorded, &r.CellKey, &r.CellDigest, &r.ReusedFrom)
 	r.FinishedAt, r.RecordedAt = time.UnixMilli(finished).UTC(), time.UnixMilli(recorded).UTC()
 	return r, err
 }

@@ -38,13 +38,16 @@ type Result struct {
 	Cost             float64
 	DurationMS       int64
 	CaseDigest       string
-	FinishedAt       time.Time
-	RecordedAt       time.Time
+	// CellKey and CellDigest identify the cell for changed-only runs (pb.Job.cell_key,
+	// pb.Result.cell_digest); ReusedFrom is the run a "reused" verdict came from.
+	CellKey, CellDigest, ReusedFrom string
+	FinishedAt                      time.Time
+	RecordedAt                      time.Time
 }
 
 // Counts tallies a run's cases by verdict.
 type Counts struct {
-	Total, Passed, Failed, Errored, TimedOut, Skipped int
+	Total, Passed, Failed, Errored, TimedOut, Skipped, Reused int
 }
 
 // Run is one run as history keeps it.
@@ -99,6 +102,7 @@ func FromResult(res *pb.Result, spec *pb.RunSpec, now time.Time) Result {
 		PromptTokens: res.GetUsage().GetPromptTokens(), CompletionTokens: res.GetUsage().GetCompletionTokens(),
 		Cost: res.GetUsage().GetCost(), DurationMS: res.GetTimings().GetTotalMs(),
 		CaseDigest: res.GetCaseDigest(), FinishedAt: finished, RecordedAt: now,
+		CellKey: res.GetCellKey(), CellDigest: res.GetCellDigest(), ReusedFrom: res.GetReusedFrom(),
 	}
 }
 
@@ -120,6 +124,6 @@ func FromStatus(st *pb.RunStatus) Run {
 	}
 	c := st.GetCases()
 	r.Cases = Counts{Total: int(c.GetTotal()), Passed: int(c.GetPassed()), Failed: int(c.GetFailed()),
-		Errored: int(c.GetErrored()), TimedOut: int(c.GetTimedOut()), Skipped: int(c.GetSkipped())}
+		Errored: int(c.GetErrored()), TimedOut: int(c.GetTimedOut()), Skipped: int(c.GetSkipped()), Reused: int(c.GetReused())}
 	return r
 }

@@ -15,14 +15,14 @@ import (
 var resultColumns = []string{
 	"run_id", "job_id", "suite", "lane", "skill", "case_name", "agent", "model", "judge_model", "arm",
 	"epoch", "attempt", "verdict", "reason_class", "reason", "prompt_tokens", "completion_tokens", "cost",
-	"duration_ms", "case_digest", "finished_ms", "recorded_ms",
+	"duration_ms", "case_digest", "finished_ms", "recorded_ms", "cell_key", "cell_digest", "reused_from",
 }
 
 func resultArgs(r *Result) []any {
 	return []any{
 		r.RunID, r.JobID, r.Suite, r.Lane, r.Skill, r.Case, r.Agent, r.Model, r.JudgeModel, r.Arm,
 		r.Epoch, r.Attempt, r.Verdict, r.ReasonClass, r.Reason, r.PromptTokens, r.CompletionTokens, r.Cost,
-		r.DurationMS, r.CaseDigest, r.FinishedAt.UnixMilli(), r.RecordedAt.UnixMilli(),
+		r.DurationMS, r.CaseDigest, r.FinishedAt.UnixMilli(), r.RecordedAt.UnixMilli(), r.CellKey, r.CellDigest, r.ReusedFrom,
 	}
 }
 
@@ -108,8 +108,8 @@ func lastPerJob(rs []Result) []Result {
 }
 
 const runInsert = `INSERT INTO runs (run_id, suite, lane, state, reason, created_ms, finished_ms, total_jobs, done_jobs,
-	cases_total, cases_passed, cases_failed, cases_errored, cases_timed_out, cases_skipped)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+	cases_total, cases_passed, cases_failed, cases_errored, cases_timed_out, cases_skipped, cases_reused)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 
 func runArgs(r *Run) []any {
 	var finished any
@@ -117,7 +117,7 @@ func runArgs(r *Run) []any {
 		finished = r.FinishedAt.UnixMilli()
 	}
 	return []any{r.ID, r.Suite, r.Lane, r.State, r.Reason, r.CreatedAt.UnixMilli(), finished, r.TotalJobs, r.DoneJobs,
-		r.Cases.Total, r.Cases.Passed, r.Cases.Failed, r.Cases.Errored, r.Cases.TimedOut, r.Cases.Skipped}
+		r.Cases.Total, r.Cases.Passed, r.Cases.Failed, r.Cases.Errored, r.Cases.TimedOut, r.Cases.Skipped, r.Cases.Reused}
 }
 
 // execer is a *sql.DB or a *sql.Tx.
@@ -136,7 +136,8 @@ func (s *Store) writeRun(ctx context.Context, e execer, r *Run) error {
 	reason = excluded.reason, created_ms = excluded.created_ms, finished_ms = excluded.finished_ms,
 	total_jobs = excluded.total_jobs, done_jobs = excluded.done_jobs, cases_total = excluded.cases_total,
 	cases_passed = excluded.cases_passed, cases_failed = excluded.cases_failed, cases_errored = excluded.cases_errored,
-	cases_timed_out = excluded.cases_timed_out, cases_skipped = excluded.cases_skipped`
+	cases_timed_out = excluded.cases_timed_out, cases_skipped = excluded.cases_skipped,
+	cases_reused = excluded.cases_reused`
 	}
 	if _, err := e.ExecContext(ctx, s.d.bind(q), runArgs(r)...); err != nil {
 		return fmt.Errorf("history: writing run %s: %w", r.ID, err)

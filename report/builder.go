@@ -63,7 +63,7 @@ type Builder struct {
 	// counts of cases by verdict, VERDICT_UNSPECIFIED being pending; kept up to date on every
 	// change so Counts is cheap however often it is called.
 	// Only with_skill cases are counted: a baseline arm failing is what a comparison expects.
-	counts [6]int
+	counts [7]int
 	// counted is how many cases counts covers.
 	counted int
 	// closed is set by Skip: the report is final and later results are ignored.
@@ -98,6 +98,9 @@ type caseState struct {
 	// The lowest-numbered epoch that did not pass, kept for the reason of a passed case.
 	firstBadEpoch   int32
 	firstBadVerdict skillfleetv1.Verdict
+	// The run the lowest reused epoch reuses.
+	reusedFrom  string
+	reusedEpoch int32
 }
 
 // NewBuilder starts the aggregation of a run's results for the planned cases. A case listed
@@ -214,6 +217,11 @@ func (cs *caseState) record(r *skillfleetv1.Result) {
 			cs.tally.Errored++
 		case skillfleetv1.Verdict_VERDICT_TIMED_OUT:
 			cs.tally.TimedOut++
+		case skillfleetv1.Verdict_VERDICT_REUSED:
+			cs.tally.Reused++
+			if cs.reusedFrom == "" || epoch < cs.reusedEpoch {
+				cs.reusedFrom, cs.reusedEpoch = r.GetReusedFrom(), epoch
+			}
 		default:
 			cs.tally.Skipped++
 		}
@@ -313,6 +321,7 @@ func (b *Builder) Counts() *skillfleetv1.Counts {
 		Errored:  int32(b.counts[skillfleetv1.Verdict_VERDICT_ERRORED]),
 		TimedOut: int32(b.counts[skillfleetv1.Verdict_VERDICT_TIMED_OUT]),
 		Skipped:  int32(b.counts[skillfleetv1.Verdict_VERDICT_SKIPPED]),
+		Reused:   int32(b.counts[skillfleetv1.Verdict_VERDICT_REUSED]),
 	}
 }
 
@@ -367,6 +376,7 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		Skill: cs.skill, Case: cs.name, Agent: cs.agent, Arm: cs.arm, Kind: KindName(cs.kind), Status: StatusOf(cs.status),
 		Epochs: cs.epochs, PassedEpochs: cs.tally.Passed, FailedEpochs: cs.tally.Failed,
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
+		ReusedEpochs: cs.tally.Reused, ReusedFrom: cs.reusedFrom,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
 		Usage: cs.usageOrNil(),
@@ -416,6 +426,8 @@ func (cs *caseState) reason(c Case, ev *evidence, cut bool, closeReason string) 
 			return ev.reason
 		}
 		return ""
+	case skillfleetv1.Verdict_VERDICT_REUSED:
+		return "not run: reused from run " + cs.reusedFrom + ", which passed the same cell digest"
 	case skillfleetv1.Verdict_VERDICT_UNSPECIFIED:
 		return fmt.Sprintf("%d of %d epochs reported", c.Epochs-c.pendingEpochs(), c.Epochs)
 	}

@@ -384,3 +384,50 @@ func TestBuilderUsage(t *testing.T) {
 		t.Fatalf("case b spent nothing but reports %+v", r.Cases[1].Usage)
 	}
 }
+
+// TestBuilderReused: a changed-only run's reused cases are counted apart from passes, say the
+// run they came from, do not fail the run, and a reuse the worker could not back is errored.
+func TestBuilderReused(t *testing.T) {
+	reused := func(from string) func(*skillfleetv1.Result) {
+		return func(r *skillfleetv1.Result) { r.ReusedFrom, r.CellDigest = from, "sha256:cell" }
+	}
+	b := NewBuilder(testRun, []PlannedCase{plan("s", "a", 2, 0), plan("s", "b", 1, 0), plan("s", "c", 1, 0), plan("s", "d", 1, 0)})
+	b.Add(res("s", "a", 2, skillfleetv1.Verdict_VERDICT_REUSED, reused("r-old")))
+	b.Add(res("s", "a", 1, skillfleetv1.Verdict_VERDICT_REUSED, reused("r-older")))
+	b.Add(res("s", "b", 1, vPassed))
+	b.Add(res("s", "c", 1, skillfleetv1.Verdict_VERDICT_REUSED, reused("")))
+	b.Add(res("s", "d", 1, skillfleetv1.Verdict_VERDICT_REUSED, reused("r-old")))
+	rep := b.Report()
+	got := map[string]Case{}
+	for _, c := range rep.Cases {
+		got[c.Case] = c
+	}
+	if c := got["a"]; c.Status != StatusReused || c.ReusedEpochs != 2 || c.PassedEpochs != 0 || c.ReusedFrom != "r-older" || !strings.Contains(c.Reason, "r-older") {
+		t.Errorf("case a: %+v, want reused from r-older (the lowest epoch's) with 2 reused epochs and no pass", c)
+	}
+	if c := got["c"]; c.Status != StatusErrored || !strings.Contains(c.Reason, "reuse without") {
+		t.Errorf("case c: status %s reason %q, want a reuse naming no run errored", c.Status, c.Reason)
+	}
+	want := Summary{Total: 4, Passed: 1, Errored: 1, Reused: 2}
+	if rep.Summary != want {
+		t.Errorf("summary %+v, want %+v", rep.Summary, want)
+	}
+	if !rep.Summary.Failing() {
+		t.Error("a run with an errored case is not failing")
+	}
+	if (Summary{Total: 3, Passed: 1, Reused: 2}).Failing() {
+		t.Error("a run whose cases passed or were reused fails")
+	}
+	if n := b.Counts(); n.GetReused() != 2 || n.GetPassed() != 1 {
+		t.Errorf("live counts %v, want 2 reused and 1 passed", n)
+	}
+	var out strings.Builder
+	if err := WriteText(&out, rep, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"REUSED  s/a  from run r-older", "2 reused (not run: unchanged since a passing run)", "1 passed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

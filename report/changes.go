@@ -241,7 +241,7 @@ func (r *Report) Quarantine(decide func(Case) string) {
 }
 
 // Failing reports whether the run's with_skill cases make it fail: none at all, or one that
-// did not pass and is not quarantined.
+// did not pass, was not reused and is not quarantined.
 func (s Summary) Failing() bool {
-	return s.Total == 0 || s.Passed+s.Quarantined != s.Total
+	return s.Total == 0 || s.Passed+s.Reused+s.Quarantined != s.Total
 }

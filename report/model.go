@@ -15,6 +15,9 @@ const (
 	StatusErrored  = "errored"
 	StatusTimedOut = "timed_out"
 	StatusSkipped  = "skipped"
+	// StatusReused is a changed-only run's case whose every epoch reused a recent passing
+	// run's verdict (its digest is unchanged): not run, and never counted as a fresh pass.
+	StatusReused = "reused"
 	// StatusPending is a case without a final verdict yet; it only appears in a report taken
 	// while the run is still going.
 	StatusPending = "pending"
@@ -71,6 +74,9 @@ type Summary struct {
 	Errored  int `json:"errored"`
 	TimedOut int `json:"timed_out"`
 	Skipped  int `json:"skipped"`
+	// Reused counts the cases of a changed-only run that were not run because a recent run
+	// passed them with the same digest (see StatusReused); they do not make the run fail.
+	Reused int `json:"reused,omitempty"`
 	// Pending is only non-zero in a report taken before the run finished.
 	Pending int `json:"pending,omitempty"`
 	// Quarantined counts the cases that did not pass but are quarantined (they are counted
@@ -102,6 +108,9 @@ type Case struct {
 	ErroredEpochs  int `json:"errored_epochs,omitempty"`
 	TimedOutEpochs int `json:"timed_out_epochs,omitempty"`
 	SkippedEpochs  int `json:"skipped_epochs,omitempty"`
+	// ReusedEpochs did not run in this run: a changed-only run reused them from ReusedFrom.
+	ReusedEpochs int    `json:"reused_epochs,omitempty"`
+	ReusedFrom   string `json:"reused_from,omitempty"`
 	// RequiredPasses is how many epochs must pass: RequiredPasses(Epochs, Confidence).
 	RequiredPasses int     `json:"required_passes"`
 	Confidence     float64 `json:"confidence"`
@@ -161,6 +170,8 @@ func StatusOf(v skillfleetv1.Verdict) string {
 		return StatusTimedOut
 	case skillfleetv1.Verdict_VERDICT_SKIPPED:
 		return StatusSkipped
+	case skillfleetv1.Verdict_VERDICT_REUSED:
+		return StatusReused
 	default:
 		return StatusPending
 	}
@@ -217,10 +228,12 @@ func summarize(cases []Case) Summary {
 			s.TimedOut++
 		case StatusSkipped:
 			s.Skipped++
+		case StatusReused:
+			s.Reused++
 		default:
 			s.Pending++
 		}
-		if c.Quarantined != "" && c.Status != StatusPassed {
+		if c.Quarantined != "" && c.Status != StatusPassed && c.Status != StatusReused {
 			s.Quarantined++
 		}
 	}
@@ -229,7 +242,7 @@ func summarize(cases []Case) Summary {
 
 // pendingEpochs is how many epochs have no result in a report taken mid-run.
 func (c Case) pendingEpochs() int {
-	return c.Epochs - c.PassedEpochs - c.FailedEpochs - c.ErroredEpochs - c.TimedOutEpochs - c.SkippedEpochs
+	return c.Epochs - c.PassedEpochs - c.FailedEpochs - c.ErroredEpochs - c.TimedOutEpochs - c.SkippedEpochs - c.ReusedEpochs
 }
 
 // epochTally is e.g. "8/10 epochs passed, 1 failed, 1 errored; 9 needed".
@@ -239,7 +252,7 @@ func epochTally(c Case) string {
 	for _, x := range []struct {
 		n    int
 		what string
-	}{{c.FailedEpochs, "failed"}, {c.ErroredEpochs, "errored"}, {c.TimedOutEpochs, "timed out"}, {c.SkippedEpochs, "skipped"}} {
+	}{{c.FailedEpochs, "failed"}, {c.ErroredEpochs, "errored"}, {c.TimedOutEpochs, "timed out"}, {c.SkippedEpochs, "skipped"}, {c.ReusedEpochs, "reused"}} {
 		if x.n > 0 {
 			fmt.Fprintf(&b, ", %d %s", x.n, x.what)
 		}

@@ -89,10 +89,15 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		t.printf("\n")
 	}
 
+	t.reused(r.Cases)
+
 	s, base := summarizeArms(r.Cases)
 	pending := ""
+	if s.Reused > 0 {
+		pending = fmt.Sprintf(", %d reused (not run: unchanged since a passing run)", s.Reused)
+	}
 	if s.Pending > 0 {
-		pending = fmt.Sprintf(", %d pending", s.Pending)
+		pending += fmt.Sprintf(", %d pending", s.Pending)
 	}
 	if s.Quarantined > 0 {
 		pending += fmt.Sprintf(", %d quarantined (not in the exit code)", s.Quarantined)
@@ -146,6 +151,28 @@ func (t *textWriter) count(n int, what, sgr string) string {
 		return s
 	}
 	return t.paint(sgr, s)
+}
+
+// reused lists a changed-only run's reused cases with the run each came from, or counts them
+// when they are more than MaxPassedListed.
+func (t *textWriter) reused(cases []Case) {
+	var reused []Case
+	for _, c := range cases {
+		if c.Status == StatusReused {
+			reused = append(reused, c)
+		}
+	}
+	switch {
+	case len(reused) == 0:
+	case t.opts.MaxPassedListed < 0 || len(reused) > t.opts.MaxPassedListed:
+		t.printf("%s\n\n", t.paint(sgrDim, fmt.Sprintf("%d reused %s (not run, not listed)", len(reused), text.Plural(len(reused), "case", "cases"))))
+	default:
+		t.printf("%s\n", t.paint(sgrDim, fmt.Sprintf("reused (%d), not run:", len(reused))))
+		for _, c := range reused {
+			t.printf("  %s  %s%s  %s\n", t.paint(sgrDim, "REUSED"), caseName(c), t.marks(c), t.paint(sgrDim, "from run "+oneLine(c.ReusedFrom, maxValueRunes)))
+		}
+		t.printf("\n")
+	}
 }
 
 // problem writes one case that did not pass.
@@ -261,7 +288,7 @@ func (t *textWriter) marks(c Case) string {
 
 func knownStatus(s string) bool {
 	switch s {
-	case StatusPassed, StatusFailed, StatusErrored, StatusTimedOut, StatusSkipped, StatusPending:
+	case StatusPassed, StatusFailed, StatusErrored, StatusTimedOut, StatusSkipped, StatusPending, StatusReused:
 		return true
 	}
 	return false

@@ -9,10 +9,14 @@ import (
 // Tally counts a case's epochs by job verdict. Epochs without a result are not in it.
 type Tally struct {
 	Passed, Failed, Errored, TimedOut, Skipped int
+	// Reused epochs were not run: a changed-only run reused a recent pass of the same digest.
+	Reused int
 }
 
 // Reported is how many epochs have a result.
-func (t Tally) Reported() int { return t.Passed + t.Failed + t.Errored + t.TimedOut + t.Skipped }
+func (t Tally) Reported() int {
+	return t.Passed + t.Failed + t.Errored + t.TimedOut + t.Skipped + t.Reused
+}
 
 // NormalizeEpochs is the number of epochs a case runs: `runs`, at least 1.
 func NormalizeEpochs(epochs int) int { return max(epochs, 1) }
@@ -50,11 +54,17 @@ func RequiredPasses(epochs int, confidence float64) int {
 //     any epoch errored, else timed_out if any timed out, else skipped;
 //   - before that, VERDICT_UNSPECIFIED (pending).
 //
+// Reused epochs are not passes: a case is reused when every epoch was, and otherwise its
+// reused epochs weigh like skipped ones (a case the fleet's workers split between reusing and
+// running is decided by what ran, and passes only if that alone is enough).
+//
 // It never returns passed unless enough epochs really passed.
 func Decide(epochs int, confidence float64, t Tally, final bool) skillfleetv1.Verdict {
 	n := NormalizeEpochs(epochs)
 	need := RequiredPasses(n, confidence)
 	switch {
+	case t.Reused == n:
+		return skillfleetv1.Verdict_VERDICT_REUSED
 	case t.Passed >= need:
 		return skillfleetv1.Verdict_VERDICT_PASSED
 	case n-t.Failed < need:

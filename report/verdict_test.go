@@ -34,6 +34,14 @@ func TestDecide(t *testing.T) {
 		{"1 run, no result yet", 1, 0, Tally{}, false, vPending},
 		{"1 run, never ran (cancelled)", 1, 0, Tally{}, true, vSkipped},
 
+		// Changed-only runs: reused epochs are never passes.
+		{"1 run reused", 1, 0, Tally{Reused: 1}, false, skillfleetv1.Verdict_VERDICT_REUSED},
+		{"3 runs all reused", 3, 0, Tally{Reused: 3}, false, skillfleetv1.Verdict_VERDICT_REUSED},
+		{"2 reused 1 passed: the pass alone is not enough", 3, 0, Tally{Reused: 2, Passed: 1}, false, vSkipped},
+		{"2 reused 1 failed", 3, 0, Tally{Reused: 2, Failed: 1}, false, vFailed},
+		{"1 reused, 1 still running", 2, 0, Tally{Reused: 1}, false, vPending},
+		{"2 reused 8 passed, 8 needed", 10, 0.8, Tally{Reused: 2, Passed: 8}, false, vPassed},
+
 		// The brief's examples: runs 10, confidence 0.9, so 9 passes needed.
 		{"9 passed 1 failed", 10, 0.9, Tally{Passed: 9, Failed: 1}, false, vPassed},
 		{"8 passed 2 failed", 10, 0.9, Tally{Passed: 8, Failed: 2}, false, vFailed},

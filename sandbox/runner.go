@@ -40,8 +40,10 @@ type Runner struct {
 	incarnation string
 	seccomp     string
 
-	mu      sync.Mutex
-	state   runnerState
+	mu    sync.Mutex
+	state runnerState
+	// imageID is the content id of the image, read by Start.
+	imageID string
 	runtime string // what containers get: cfg.Runtime, or "" when it is optional and missing
 	noSwap  bool   // the engine cannot limit swap
 	live    map[string]liveContainer
@@ -112,6 +114,14 @@ func New(cfg Config, docker Docker, log *zap.Logger, reg prometheus.Registerer) 
 	return r, nil
 }
 
+// ImageID is the content id ("sha256:…") of the sandbox image as Start found it: what a job's
+// commands and agent CLIs ran in, for the digest of a cell. Empty before Start.
+func (r *Runner) ImageID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.imageID
+}
+
 // Start checks the engine, failing closed when the image, the required runtime or seccomp is
 // missing; removes containers left by a previous run of this worker and expired ones of any
 // worker; and starts the background reaper. Start does not pre-start warm containers: a pool
@@ -123,12 +133,16 @@ func (r *Runner) Start(ctx context.Context) error {
 	if st != stateNew {
 		return errors.New("sandbox: Start called twice or after Close")
 	}
-	if _, err := r.docker.ImageInspect(ctx, r.cfg.Image); err != nil {
+	img, err := r.docker.ImageInspect(ctx, r.cfg.Image)
+	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return &ImageMissingError{Image: r.cfg.Image}
 		}
 		return fmt.Errorf("sandbox: inspect image %s: %w", r.cfg.Image, err)
 	}
+	r.mu.Lock()
+	r.imageID = img.ID
+	r.mu.Unlock()
 	info, err := r.docker.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		return fmt.Errorf("sandbox: docker info: %w", err)

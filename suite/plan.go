@@ -139,6 +139,8 @@ type Plan struct {
 
 	skillIndex map[string]int
 	hasOld     map[string]bool
+	// oldClosure is the closure digest of each old version the bundle holds, by skill name.
+	oldClosure map[string]string
 }
 
 // Plan expands the selected cases into jobs and computes the digests. It reads every file of
@@ -164,7 +166,11 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	p := &Plan{SuiteDigest: b.Digest, BundleBytes: b.Bytes, Baseline: base.Arm, skillIndex: make(map[string]int, len(b.Skills))}
 	for _, sd := range b.Skills {
 		// The old versions are files of the bundle, not skills of the plan.
-		if strings.HasPrefix(sd.Name, bundle.BaselineDir+"/") {
+		if name, ok := strings.CutPrefix(sd.Name, bundle.BaselineDir+"/"); ok {
+			if p.oldClosure == nil {
+				p.oldClosure = make(map[string]string)
+			}
+			p.oldClosure[name] = sd.ClosureDigest
 			continue
 		}
 		p.skillIndex[sd.Name] = len(p.Skills)
@@ -196,7 +202,7 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 // shared with p.
 func (p *Plan) Expand(agents []string, maxJobs int) (*Plan, error) {
 	out := &Plan{SuiteDigest: p.SuiteDigest, Skills: p.Skills, Cases: p.Cases, BundleBytes: p.BundleBytes,
-		Baseline: p.Baseline, Old: p.Old, Diagnostics: p.Diagnostics, skillIndex: p.skillIndex, hasOld: p.hasOld}
+		Baseline: p.Baseline, Old: p.Old, Diagnostics: p.Diagnostics, skillIndex: p.skillIndex, hasOld: p.hasOld, oldClosure: p.oldClosure}
 	if err := out.expand(agents, maxJobs); err != nil {
 		return nil, err
 	}
@@ -260,6 +266,10 @@ func ArmJobID(skillName, caseName string, kind Kind, epoch int, agent string, ar
 	}
 	return "j" + hex.EncodeToString(h.Sum(nil))[:20]
 }
+
+// OldClosureDigest is the closure digest of the old version of a skill the bundle holds for
+// the old_skill arm, or "" when it holds none.
+func (p *Plan) OldClosureDigest(name string) string { return p.oldClosure[name] }
 
 // Skill returns the digest entry of a skill in the plan, or nil.
 func (p *Plan) Skill(name string) *bundle.SkillDigest {

@@ -50,6 +50,15 @@ func Counted(r *pb.Result) (pb.Verdict, string) {
 			}
 		}
 		return v, r.GetReason()
+	case pb.Verdict_VERDICT_REUSED:
+		// A reuse names the run it reuses and the digest it matched; the coordinator also
+		// checks both against the reuse it offered the job. Assertion results would mean the
+		// job ran, and a job that ran is not a reuse.
+		if r.GetReusedFrom() == "" || r.GetCellDigest() == "" || len(r.GetAssertions()) > 0 {
+			return pb.Verdict_VERDICT_ERRORED,
+				"the worker reported a reuse without the run and cell digest it reuses, or with assertion results"
+		}
+		return v, r.GetReason()
 	case pb.Verdict_VERDICT_FAILED, pb.Verdict_VERDICT_ERRORED,
 		pb.Verdict_VERDICT_TIMED_OUT, pb.Verdict_VERDICT_SKIPPED:
 		return v, r.GetReason()

@@ -48,6 +48,10 @@ func TestCounted(t *testing.T) {
 		{"failed keeps its reason", &pb.Result{Verdict: pb.Verdict_VERDICT_FAILED, Reason: "r"}, pb.Verdict_VERDICT_FAILED, "r"},
 		{"timed out", &pb.Result{Verdict: pb.Verdict_VERDICT_TIMED_OUT, Reason: "killed"}, pb.Verdict_VERDICT_TIMED_OUT, "killed"},
 		{"skipped", &pb.Result{Verdict: pb.Verdict_VERDICT_SKIPPED}, pb.Verdict_VERDICT_SKIPPED, ""},
+		{"a reuse naming its run and digest counts as reused", &pb.Result{Verdict: pb.Verdict_VERDICT_REUSED, ReusedFrom: "r0", CellDigest: "sha256:c"}, pb.Verdict_VERDICT_REUSED, ""},
+		{"a reuse without its run is errored", &pb.Result{Verdict: pb.Verdict_VERDICT_REUSED, CellDigest: "sha256:c"}, pb.Verdict_VERDICT_ERRORED, "reuse without"},
+		{"a reuse without its digest is errored", &pb.Result{Verdict: pb.Verdict_VERDICT_REUSED, ReusedFrom: "r0"}, pb.Verdict_VERDICT_ERRORED, "reuse without"},
+		{"a reuse that ran assertions is errored", &pb.Result{Verdict: pb.Verdict_VERDICT_REUSED, ReusedFrom: "r0", CellDigest: "sha256:c", Assertions: []*pb.AssertionResult{pass}}, pb.Verdict_VERDICT_ERRORED, "assertion results"},
 		{"no verdict is errored", &pb.Result{}, pb.Verdict_VERDICT_ERRORED, "no usable verdict"},
 		{"an unknown verdict is errored", &pb.Result{Verdict: pb.Verdict(42)}, pb.Verdict_VERDICT_ERRORED, "no usable verdict"},
 	}

@@ -44,6 +44,10 @@ type Config struct {
 	// MaxResultBytes bounds a result message; it must not exceed the NATS server's max
 	// payload (1 MiB by default).
 	MaxResultBytes int
+	// AgentDigests are the digests of the configuration of each agent this worker runs, by
+	// name (see CellDigest); "" is the configuration of jobs that name no agent. A job whose
+	// agent has none gets no cell digest and is never reused.
+	AgentDigests map[string]string
 }
 
 func (c *Config) defaults() error {
@@ -378,7 +382,16 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	job.Secret = nil
 
 	w.beats.add(msg, log)
-	res, err := w.execute(ctx, job)
+	digest := w.cellDigest(job)
+	var (
+		res *pb.Result
+		err error
+	)
+	if reusable(job, digest) {
+		res = reusedResult(job)
+	} else {
+		res, err = w.execute(ctx, job)
+	}
 
 	last := attempt >= w.cfg.MaxAttempts
 	gaveUp := false
@@ -406,6 +419,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	res.Agent = job.GetAgent()
 	res.Arm = job.GetArm()
 	res.CaseDigest = job.GetCaseDigest()
+	res.CellKey, res.CellDigest = job.GetCellKey(), digest
 	res.Secret = secret
 	res.Attempt = int32(attempt)
 	res.WorkerId = w.cfg.ID

@@ -113,6 +113,13 @@ sandbox image.`,
 				_, err = io.WriteString(cmd.OutOrStdout(), doc)
 				return err
 			}
+			// The Go benchmarks' section is written by hand from `go test -bench` runs (each
+			// with its command): kept as it is.
+			if old, err := os.ReadFile(out); err == nil {
+				if i := strings.Index(string(old), goBenchmarksHeading); i >= 0 {
+					doc += "\n" + string(old[i:])
+				}
+			}
 			return os.WriteFile(out, []byte(doc), 0o644)
 		},
 	}
@@ -552,6 +559,10 @@ func (b *bencher) slots(ctx context.Context) ([]benchResult, error) {
 		detail: fmt.Sprintf("%d command jobs (`true`) per setting on one worker with a warm pool as large as its slots, from submission to the run's end, on this machine (%d cores).", jobs, runtime.NumCPU()),
 	}}, nil
 }
+
+// goBenchmarksHeading starts BENCHMARKS.md's section of Go benchmark figures, which make bench
+// keeps.
+const goBenchmarksHeading = "## Go benchmarks"
 
 func benchMarkdown(results []benchResult, only []string) string {
 	var b strings.Builder

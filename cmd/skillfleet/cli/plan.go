@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skillfleet/skillfleet/config"
+	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -31,6 +33,9 @@ type planJob struct {
 	Agent     string `json:"agent,omitempty"`
 	// Arm is set on a baseline job only: with_skill jobs render as they did before arms.
 	Arm string `json:"arm,omitempty"`
+	// ReuseFrom (plan --changed-only) is the run whose pass a changed-only run would offer the
+	// job; "" for a job that would run.
+	ReuseFrom string `json:"reuse_from,omitempty"`
 }
 
 // suiteFlags are the selection flags plan, test and submit share.
@@ -45,6 +50,9 @@ type suiteFlags struct {
 	baseline string
 	base     suite.Baseline
 	tmp      string
+	// changedOnly reuses the passing verdicts of cells unchanged within reuseWithin.
+	changedOnly bool
+	reuseWithin time.Duration
 }
 
 func (f *suiteFlags) register(cmd *cobra.Command) {
@@ -55,6 +63,16 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", baselineHelp)
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 	cmd.Flags().StringArrayVar(&f.kinds, "kind", nil, "only cases of this kind: prompt or command (repeatable)")
+	cmd.Flags().BoolVar(&f.changedOnly, "changed-only", false, "run only the cells whose digest (the case, its skill's files and its requires closure, the agent's configuration, the judge, the limits) changed since a passing run of this suite within --reuse-within; the others are reported reused, with the run they came from, and never counted as fresh passes (plan: show what would run)")
+	cmd.Flags().DurationVar(&f.reuseWithin, "reuse-within", coordinator.DefaultReuseWithin, "with --changed-only: how old a passing run may be to be reused")
+}
+
+// checkReuse refuses a reuse window that is not positive or comes without --changed-only.
+func (f *suiteFlags) checkReuse(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("reuse-within") && (!f.changedOnly || f.reuseWithin <= 0) {
+		return usageErrorf("--reuse-within must be a positive duration and needs --changed-only")
+	}
+	return nil
 }
 
 // prepare loads, validates and plans the suite and reads its configuration, for test and
@@ -133,7 +151,10 @@ func loadAndPlan(roots []string, f *suiteFlags) (*suite.Suite, *suite.Plan, erro
 }
 
 func newPlanCommand(e *env) *cobra.Command {
-	var f suiteFlags
+	var (
+		f                        suiteFlags
+		historyTarget, suiteName string
+	)
 	format := "text"
 	cmd := &cobra.Command{
 		Use:   "plan [--format text|json] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
@@ -145,14 +166,26 @@ eval-<id>, and tests/cases/*.yaml command cases), and lists the jobs: one per ca
 
 Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, roots []string) error {
+		RunE: func(cmd *cobra.Command, roots []string) error {
 			if err := checkFormat(format); err != nil {
+				return err
+			}
+			if err := f.checkReuse(cmd); err != nil {
 				return err
 			}
 			s, p, err := loadAndPlan(roots, &f)
 			defer f.close()
 			if err != nil {
 				return err
+			}
+			var reuseFrom []string
+			if f.changedOnly && p != nil && !s.Diagnostics.HasErrors() {
+				if suiteName == "" {
+					suiteName = defaultSuiteName(roots[0])
+				}
+				if p, reuseFrom, err = reusePlan(cmd.Context(), e, roots, &f, p, historyTarget, suiteName); err != nil {
+					return err
+				}
 			}
 			doc := planDoc{Jobs: []planJob{}, Diagnostics: s.Diagnostics}
 			if p != nil {
@@ -170,6 +203,9 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					}
 					if j.Arm != suite.ArmWithSkill {
 						pj.Arm = string(j.Arm)
+					}
+					if reuseFrom != nil {
+						pj.ReuseFrom = reuseFrom[len(doc.Jobs)]
 					}
 					doc.Jobs = append(doc.Jobs, pj)
 				}
@@ -191,6 +227,12 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					if j.Arm != "" {
 						arm = " [" + j.Arm + "]"
 					}
+					if j.Agent != "" {
+						arm += " (" + j.Agent + ")"
+					}
+					if j.ReuseFrom != "" {
+						par += "  reuse " + j.ReuseFrom
+					}
 					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, arm, j.Epoch, j.TimeoutMS/1000, par)
 				}
 				jobs := text.Count(len(doc.Jobs), "job", "jobs")
@@ -203,6 +245,9 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					line += "; suite " + doc.SuiteDigest
 				}
 				fmt.Fprintln(e.stdout, line)
+				if reuseFrom != nil {
+					fmt.Fprintln(e.stdout, reuseSummary(reuseFrom))
+				}
 			}
 			if s.Diagnostics.HasErrors() {
 				return errorsFound()
@@ -212,5 +257,8 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", format, "output format: text or json")
+	cmd.Flags().StringVar(&f.config, "config", "", "with --changed-only: the suite configuration whose agents and limits a run would use (default: skillfleet.yaml in the first ROOT)")
+	cmd.Flags().StringVar(&historyTarget, "history", "", "with --changed-only: the history to look in (as for test)")
+	cmd.Flags().StringVar(&suiteName, "suite", "", "with --changed-only: the suite name (default: the first ROOT's directory name)")
 	return cmd
 }

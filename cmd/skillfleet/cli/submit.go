@@ -87,6 +87,9 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
 				return err
 			}
+			if err := f.checkReuse(cmd); err != nil {
+				return err
+			}
 			if baselineRun != "" && !followRun {
 				return usageErrorf("--baseline-run needs --follow: the comparison is made when the run ends")
 			}
@@ -129,6 +132,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Kinds: f.kinds, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
 				Limits: limits, MaxTokens: f.maxTokens, Baseline: string(p.Baseline),
+				ChangedOnly: f.changedOnly, ReuseWithin: f.reuseWithin,
 			})
 			if err != nil {
 				return apiFailure(e, err)

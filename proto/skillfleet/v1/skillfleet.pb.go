@@ -37,6 +37,10 @@ const (
 	Verdict_VERDICT_ERRORED     Verdict = 3
 	Verdict_VERDICT_TIMED_OUT   Verdict = 4
 	Verdict_VERDICT_SKIPPED     Verdict = 5
+	// A changed-only run's cell whose digest matched a recent passing run: the worker checked
+	// the digest against its own agent configuration and did not run it. Never a fresh pass:
+	// it counts as reused, apart from passes, in every report and statistic.
+	Verdict_VERDICT_REUSED Verdict = 6
 )
 
 // Enum value maps for Verdict.
@@ -48,6 +52,7 @@ var (
 		3: "VERDICT_ERRORED",
 		4: "VERDICT_TIMED_OUT",
 		5: "VERDICT_SKIPPED",
+		6: "VERDICT_REUSED",
 	}
 	Verdict_value = map[string]int32{
 		"VERDICT_UNSPECIFIED": 0,
@@ -56,6 +61,7 @@ var (
 		"VERDICT_ERRORED":     3,
 		"VERDICT_TIMED_OUT":   4,
 		"VERDICT_SKIPPED":     5,
+		"VERDICT_REUSED":      6,
 	}
 )
 
@@ -565,7 +571,15 @@ type Job struct {
 	// runs, confidence, timeout, files and reference, with the bytes of its input files. Two runs
 	// whose case has the same digest ran the same case; a comparison refuses to pair cases whose
 	// digests differ. Empty from a coordinator older than the field. (Numbers from 40 on.)
-	CaseDigest    string `protobuf:"bytes,40,opt,name=case_digest,json=caseDigest,proto3" json:"case_digest,omitempty"`
+	CaseDigest string `protobuf:"bytes,40,opt,name=case_digest,json=caseDigest,proto3" json:"case_digest,omitempty"`
+	// The cell key: a digest of what the coordinator knows defines the cell (the case digest,
+	// the digests of the skill's files and of its requires closure, the arm, the agent's name
+	// and the limits). The worker adds its agent's configuration to it to make the cell digest.
+	CellKey string `protobuf:"bytes,41,opt,name=cell_key,json=cellKey,proto3" json:"cell_key,omitempty"`
+	// Set on a changed-only run's job when a recent run passed the same cell key: the worker
+	// reports it reused, without running it, when the cell digest it computes equals this
+	// one's, and runs it otherwise.
+	Reuse         *Reuse `protobuf:"bytes,42,opt,name=reuse,proto3" json:"reuse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -824,6 +838,93 @@ func (x *Job) GetCaseDigest() string {
 	return ""
 }
 
+func (x *Job) GetCellKey() string {
+	if x != nil {
+		return x.CellKey
+	}
+	return ""
+}
+
+func (x *Job) GetReuse() *Reuse {
+	if x != nil {
+		return x.Reuse
+	}
+	return nil
+}
+
+// Reuse is the passing run a changed-only job may reuse the verdict of.
+type Reuse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run whose results passed the cell.
+	SourceRun string `protobuf:"bytes,1,opt,name=source_run,json=sourceRun,proto3" json:"source_run,omitempty"`
+	// The cell digest those results were recorded with.
+	CellDigest       string                 `protobuf:"bytes,2,opt,name=cell_digest,json=cellDigest,proto3" json:"cell_digest,omitempty"`
+	SourceFinishedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=source_finished_at,json=sourceFinishedAt,proto3" json:"source_finished_at,omitempty"`
+	// The coordinator's proof that it offered this reuse to this job; a reused result echoes
+	// it (Result.reuse_proof), so no worker can claim a reuse it was not offered.
+	Proof         []byte `protobuf:"bytes,4,opt,name=proof,proto3" json:"proof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reuse) Reset() {
+	*x = Reuse{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reuse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reuse) ProtoMessage() {}
+
+func (x *Reuse) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reuse.ProtoReflect.Descriptor instead.
+func (*Reuse) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Reuse) GetSourceRun() string {
+	if x != nil {
+		return x.SourceRun
+	}
+	return ""
+}
+
+func (x *Reuse) GetCellDigest() string {
+	if x != nil {
+		return x.CellDigest
+	}
+	return ""
+}
+
+func (x *Reuse) GetSourceFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SourceFinishedAt
+	}
+	return nil
+}
+
+func (x *Reuse) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 // Catalog is the skills a run's agents are shown, stored as one object per run.
 type Catalog struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -838,7 +939,7 @@ type Catalog struct {
 
 func (x *Catalog) Reset() {
 	*x = Catalog{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +951,7 @@ func (x *Catalog) String() string {
 func (*Catalog) ProtoMessage() {}
 
 func (x *Catalog) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[3]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +964,7 @@ func (x *Catalog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catalog.ProtoReflect.Descriptor instead.
 func (*Catalog) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{3}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Catalog) GetEntries() []*CatalogEntry {
@@ -895,7 +996,7 @@ type CatalogEntry struct {
 
 func (x *CatalogEntry) Reset() {
 	*x = CatalogEntry{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1008,7 @@ func (x *CatalogEntry) String() string {
 func (*CatalogEntry) ProtoMessage() {}
 
 func (x *CatalogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[4]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1021,7 @@ func (x *CatalogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogEntry.ProtoReflect.Descriptor instead.
 func (*CatalogEntry) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{4}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CatalogEntry) GetName() string {
@@ -963,7 +1064,7 @@ type AssertionResult struct {
 
 func (x *AssertionResult) Reset() {
 	*x = AssertionResult{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1076,7 @@ func (x *AssertionResult) String() string {
 func (*AssertionResult) ProtoMessage() {}
 
 func (x *AssertionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[5]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1089,7 @@ func (x *AssertionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssertionResult.ProtoReflect.Descriptor instead.
 func (*AssertionResult) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{5}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AssertionResult) GetType() string {
@@ -1055,7 +1156,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1168,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[6]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1181,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{6}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Timings) GetQueuedMs() int64 {
@@ -1123,7 +1224,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1236,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[7]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1249,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{7}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Usage) GetPromptTokens() int64 {
@@ -1231,14 +1332,22 @@ type Result struct {
 	JudgeModel  string `protobuf:"bytes,41,opt,name=judge_model,json=judgeModel,proto3" json:"judge_model,omitempty"`
 	JudgePrompt string `protobuf:"bytes,42,opt,name=judge_prompt,json=judgePrompt,proto3" json:"judge_prompt,omitempty"`
 	// The job's case_digest, copied by the worker so that a result says which case it decided.
-	CaseDigest    string `protobuf:"bytes,43,opt,name=case_digest,json=caseDigest,proto3" json:"case_digest,omitempty"`
+	CaseDigest string `protobuf:"bytes,43,opt,name=case_digest,json=caseDigest,proto3" json:"case_digest,omitempty"`
+	// The job's cell key, copied, and the cell digest the worker computed from it and its
+	// agent's configuration (empty when it has no digest for the agent).
+	CellKey    string `protobuf:"bytes,44,opt,name=cell_key,json=cellKey,proto3" json:"cell_key,omitempty"`
+	CellDigest string `protobuf:"bytes,45,opt,name=cell_digest,json=cellDigest,proto3" json:"cell_digest,omitempty"`
+	// For VERDICT_REUSED: the run whose passing verdict is reused.
+	ReusedFrom string `protobuf:"bytes,46,opt,name=reused_from,json=reusedFrom,proto3" json:"reused_from,omitempty"`
+	// For VERDICT_REUSED: the offer's Reuse.proof, echoed.
+	ReuseProof    []byte `protobuf:"bytes,47,opt,name=reuse_proof,json=reuseProof,proto3" json:"reuse_proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1359,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[8]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1372,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{8}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Result) GetJobId() string {
@@ -1483,6 +1592,34 @@ func (x *Result) GetCaseDigest() string {
 	return ""
 }
 
+func (x *Result) GetCellKey() string {
+	if x != nil {
+		return x.CellKey
+	}
+	return ""
+}
+
+func (x *Result) GetCellDigest() string {
+	if x != nil {
+		return x.CellDigest
+	}
+	return ""
+}
+
+func (x *Result) GetReusedFrom() string {
+	if x != nil {
+		return x.ReusedFrom
+	}
+	return ""
+}
+
+func (x *Result) GetReuseProof() []byte {
+	if x != nil {
+		return x.ReuseProof
+	}
+	return nil
+}
+
 // StoredDocument is a document kept with a result: inline when small, else in the artifacts
 // stream by the digest of its bytes, which a reader checks.
 type StoredDocument struct {
@@ -1504,7 +1641,7 @@ type StoredDocument struct {
 
 func (x *StoredDocument) Reset() {
 	*x = StoredDocument{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1653,7 @@ func (x *StoredDocument) String() string {
 func (*StoredDocument) ProtoMessage() {}
 
 func (x *StoredDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[9]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1666,7 @@ func (x *StoredDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredDocument.ProtoReflect.Descriptor instead.
 func (*StoredDocument) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{9}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StoredDocument) GetData() []byte {
@@ -1577,7 +1714,7 @@ type OutputFiles struct {
 
 func (x *OutputFiles) Reset() {
 	*x = OutputFiles{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1726,7 @@ func (x *OutputFiles) String() string {
 func (*OutputFiles) ProtoMessage() {}
 
 func (x *OutputFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[10]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1739,7 @@ func (x *OutputFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputFiles.ProtoReflect.Descriptor instead.
 func (*OutputFiles) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{10}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OutputFiles) GetFiles() []*OutputFile {
@@ -1628,7 +1765,7 @@ type OutputFile struct {
 
 func (x *OutputFile) Reset() {
 	*x = OutputFile{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1777,7 @@ func (x *OutputFile) String() string {
 func (*OutputFile) ProtoMessage() {}
 
 func (x *OutputFile) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[11]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1790,7 @@ func (x *OutputFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputFile.ProtoReflect.Descriptor instead.
 func (*OutputFile) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{11}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OutputFile) GetPath() string {
@@ -1703,7 +1840,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1852,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[12]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1865,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{12}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Transcript) GetToolCalls() []*ToolCall {
@@ -1778,7 +1915,7 @@ type Activation struct {
 
 func (x *Activation) Reset() {
 	*x = Activation{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1927,7 @@ func (x *Activation) String() string {
 func (*Activation) ProtoMessage() {}
 
 func (x *Activation) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1940,7 @@ func (x *Activation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Activation.ProtoReflect.Descriptor instead.
 func (*Activation) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Activation) GetSkill() string {
@@ -1834,7 +1971,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1983,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1996,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ToolCall) GetName() string {
@@ -1925,14 +2062,18 @@ type RunSpec struct {
 	// The run's baseline arm: "" (none), "without_skill" or "old_skill". Its prompt cases run
 	// in it too, interleaved with the with_skill jobs; an old_skill run's bundle holds the
 	// previous versions of its skills. A coordinator older than the field runs with_skill only.
-	Baseline      string `protobuf:"bytes,14,opt,name=baseline,proto3" json:"baseline,omitempty"`
+	Baseline string `protobuf:"bytes,14,opt,name=baseline,proto3" json:"baseline,omitempty"`
+	// changed_only reuses the passing verdicts of cells whose digest is unchanged within
+	// reuse_within_ms (see Job.reuse); the rest run.
+	ChangedOnly   bool  `protobuf:"varint,15,opt,name=changed_only,json=changedOnly,proto3" json:"changed_only,omitempty"`
+	ReuseWithinMs int64 `protobuf:"varint,16,opt,name=reuse_within_ms,json=reuseWithinMs,proto3" json:"reuse_within_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2085,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2098,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunSpec) GetId() string {
@@ -2058,22 +2199,38 @@ func (x *RunSpec) GetBaseline() string {
 	return ""
 }
 
+func (x *RunSpec) GetChangedOnly() bool {
+	if x != nil {
+		return x.ChangedOnly
+	}
+	return false
+}
+
+func (x *RunSpec) GetReuseWithinMs() int64 {
+	if x != nil {
+		return x.ReuseWithinMs
+	}
+	return 0
+}
+
 // Counts tallies cases (not jobs) by verdict.
 type Counts struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Total         int32                  `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
-	Passed        int32                  `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
-	Failed        int32                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
-	Errored       int32                  `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
-	TimedOut      int32                  `protobuf:"varint,5,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
-	Skipped       int32                  `protobuf:"varint,6,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Total    int32                  `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	Passed   int32                  `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
+	Failed   int32                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Errored  int32                  `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
+	TimedOut int32                  `protobuf:"varint,5,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	Skipped  int32                  `protobuf:"varint,6,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// Cases of a changed-only run whose verdict was reused rather than run.
+	Reused        int32 `protobuf:"varint,7,opt,name=reused,proto3" json:"reused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Counts) Reset() {
 	*x = Counts{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2242,7 @@ func (x *Counts) String() string {
 func (*Counts) ProtoMessage() {}
 
 func (x *Counts) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2255,7 @@ func (x *Counts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counts.ProtoReflect.Descriptor instead.
 func (*Counts) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Counts) GetTotal() int32 {
@@ -2143,6 +2300,13 @@ func (x *Counts) GetSkipped() int32 {
 	return 0
 }
 
+func (x *Counts) GetReused() int32 {
+	if x != nil {
+		return x.Reused
+	}
+	return 0
+}
+
 // RunStatus is the run's state as kept in the KV bucket.
 type RunStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2167,7 +2331,7 @@ type RunStatus struct {
 
 func (x *RunStatus) Reset() {
 	*x = RunStatus{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[17]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2179,7 +2343,7 @@ func (x *RunStatus) String() string {
 func (*RunStatus) ProtoMessage() {}
 
 func (x *RunStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[17]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2192,7 +2356,7 @@ func (x *RunStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatus.ProtoReflect.Descriptor instead.
 func (*RunStatus) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{17}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunStatus) GetId() string {
@@ -2289,7 +2453,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[18]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2465,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[18]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2478,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{18}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Event) GetRunId() string {
@@ -2405,7 +2569,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xbf\b\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\x86\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2444,10 +2608,19 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\treference\x18\x1e \x01(\tR\treference\x12\x10\n" +
 	"\x03arm\x18\x1f \x01(\tR\x03arm\x12\x1f\n" +
 	"\vcase_digest\x18( \x01(\tR\n" +
-	"caseDigest\x1a6\n" +
+	"caseDigest\x12\x19\n" +
+	"\bcell_key\x18) \x01(\tR\acellKey\x12*\n" +
+	"\x05reuse\x18* \x01(\v2\x14.skillfleet.v1.ReuseR\x05reuse\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"y\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
+	"\x05Reuse\x12\x1d\n" +
+	"\n" +
+	"source_run\x18\x01 \x01(\tR\tsourceRun\x12\x1f\n" +
+	"\vcell_digest\x18\x02 \x01(\tR\n" +
+	"cellDigest\x12H\n" +
+	"\x12source_finished_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x10sourceFinishedAt\x12\x14\n" +
+	"\x05proof\x18\x04 \x01(\fR\x05proof\"y\n" +
 	"\aCatalog\x125\n" +
 	"\aentries\x18\x01 \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\aentries\x127\n" +
 	"\bbaseline\x18\x02 \x03(\v2\x1b.skillfleet.v1.CatalogEntryR\bbaseline\"X\n" +
@@ -2471,7 +2644,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xf1\b\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xef\t\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2513,7 +2686,14 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"judgeModel\x12!\n" +
 	"\fjudge_prompt\x18* \x01(\tR\vjudgePrompt\x12\x1f\n" +
 	"\vcase_digest\x18+ \x01(\tR\n" +
-	"caseDigest\"\x84\x01\n" +
+	"caseDigest\x12\x19\n" +
+	"\bcell_key\x18, \x01(\tR\acellKey\x12\x1f\n" +
+	"\vcell_digest\x18- \x01(\tR\n" +
+	"cellDigest\x12\x1f\n" +
+	"\vreused_from\x18. \x01(\tR\n" +
+	"reusedFrom\x12\x1f\n" +
+	"\vreuse_proof\x18/ \x01(\fR\n" +
+	"reuseProof\"\x84\x01\n" +
 	"\x0eStoredDocument\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
@@ -2545,7 +2725,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xeb\x03\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xb6\x04\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -2567,14 +2747,17 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\n" +
 	"case_kinds\x18\f \x03(\tR\tcaseKinds\x12%\n" +
 	"\x0ecatalog_digest\x18\r \x01(\tR\rcatalogDigest\x12\x1a\n" +
-	"\bbaseline\x18\x0e \x01(\tR\bbaseline\"\x9f\x01\n" +
+	"\bbaseline\x18\x0e \x01(\tR\bbaseline\x12!\n" +
+	"\fchanged_only\x18\x0f \x01(\bR\vchangedOnly\x12&\n" +
+	"\x0freuse_within_ms\x18\x10 \x01(\x03R\rreuseWithinMs\"\xb7\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x18\n" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
-	"\askipped\x18\x06 \x01(\x05R\askipped\"\xa6\x03\n" +
+	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xa6\x03\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -2597,14 +2780,15 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x122\n" +
 	"\x06status\x18\x04 \x01(\v2\x18.skillfleet.v1.RunStatusH\x00R\x06status\x12/\n" +
 	"\x06result\x18\x05 \x01(\v2\x15.skillfleet.v1.ResultH\x00R\x06resultB\t\n" +
-	"\apayload*\x8b\x01\n" +
+	"\apayload*\x9f\x01\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eVERDICT_PASSED\x10\x01\x12\x12\n" +
 	"\x0eVERDICT_FAILED\x10\x02\x12\x13\n" +
 	"\x0fVERDICT_ERRORED\x10\x03\x12\x15\n" +
 	"\x11VERDICT_TIMED_OUT\x10\x04\x12\x13\n" +
-	"\x0fVERDICT_SKIPPED\x10\x05*R\n" +
+	"\x0fVERDICT_SKIPPED\x10\x05\x12\x12\n" +
+	"\x0eVERDICT_REUSED\x10\x06*R\n" +
 	"\bCaseKind\x12\x19\n" +
 	"\x15CASE_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10CASE_KIND_PROMPT\x10\x01\x12\x15\n" +
@@ -2635,7 +2819,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -2644,64 +2828,67 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*Assertion)(nil),             // 4: skillfleet.v1.Assertion
 	(*Limits)(nil),                // 5: skillfleet.v1.Limits
 	(*Job)(nil),                   // 6: skillfleet.v1.Job
-	(*Catalog)(nil),               // 7: skillfleet.v1.Catalog
-	(*CatalogEntry)(nil),          // 8: skillfleet.v1.CatalogEntry
-	(*AssertionResult)(nil),       // 9: skillfleet.v1.AssertionResult
-	(*Timings)(nil),               // 10: skillfleet.v1.Timings
-	(*Usage)(nil),                 // 11: skillfleet.v1.Usage
-	(*Result)(nil),                // 12: skillfleet.v1.Result
-	(*StoredDocument)(nil),        // 13: skillfleet.v1.StoredDocument
-	(*OutputFiles)(nil),           // 14: skillfleet.v1.OutputFiles
-	(*OutputFile)(nil),            // 15: skillfleet.v1.OutputFile
-	(*Transcript)(nil),            // 16: skillfleet.v1.Transcript
-	(*Activation)(nil),            // 17: skillfleet.v1.Activation
-	(*ToolCall)(nil),              // 18: skillfleet.v1.ToolCall
-	(*RunSpec)(nil),               // 19: skillfleet.v1.RunSpec
-	(*Counts)(nil),                // 20: skillfleet.v1.Counts
-	(*RunStatus)(nil),             // 21: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 22: skillfleet.v1.Event
-	nil,                           // 23: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*Reuse)(nil),                 // 7: skillfleet.v1.Reuse
+	(*Catalog)(nil),               // 8: skillfleet.v1.Catalog
+	(*CatalogEntry)(nil),          // 9: skillfleet.v1.CatalogEntry
+	(*AssertionResult)(nil),       // 10: skillfleet.v1.AssertionResult
+	(*Timings)(nil),               // 11: skillfleet.v1.Timings
+	(*Usage)(nil),                 // 12: skillfleet.v1.Usage
+	(*Result)(nil),                // 13: skillfleet.v1.Result
+	(*StoredDocument)(nil),        // 14: skillfleet.v1.StoredDocument
+	(*OutputFiles)(nil),           // 15: skillfleet.v1.OutputFiles
+	(*OutputFile)(nil),            // 16: skillfleet.v1.OutputFile
+	(*Transcript)(nil),            // 17: skillfleet.v1.Transcript
+	(*Activation)(nil),            // 18: skillfleet.v1.Activation
+	(*ToolCall)(nil),              // 19: skillfleet.v1.ToolCall
+	(*RunSpec)(nil),               // 20: skillfleet.v1.RunSpec
+	(*Counts)(nil),                // 21: skillfleet.v1.Counts
+	(*RunStatus)(nil),             // 22: skillfleet.v1.RunStatus
+	(*Event)(nil),                 // 23: skillfleet.v1.Event
+	nil,                           // 24: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	23, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	24, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	24, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	25, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
-	8,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
-	8,  // 7: skillfleet.v1.Catalog.entries:type_name -> skillfleet.v1.CatalogEntry
-	8,  // 8: skillfleet.v1.Catalog.baseline:type_name -> skillfleet.v1.CatalogEntry
-	0,  // 9: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
-	9,  // 10: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
-	10, // 11: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
-	11, // 12: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	24, // 13: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 14: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
-	16, // 15: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
-	13, // 16: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
-	15, // 17: skillfleet.v1.Result.outputs:type_name -> skillfleet.v1.OutputFile
-	13, // 18: skillfleet.v1.Result.outputs_stored:type_name -> skillfleet.v1.StoredDocument
-	15, // 19: skillfleet.v1.OutputFiles.files:type_name -> skillfleet.v1.OutputFile
-	18, // 20: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
-	17, // 21: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
-	2,  // 22: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	24, // 23: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
-	5,  // 24: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
-	3,  // 25: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
-	19, // 26: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
-	20, // 27: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	24, // 28: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	24, // 29: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	24, // 30: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	21, // 31: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	12, // 32: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	9,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
+	7,  // 7: skillfleet.v1.Job.reuse:type_name -> skillfleet.v1.Reuse
+	25, // 8: skillfleet.v1.Reuse.source_finished_at:type_name -> google.protobuf.Timestamp
+	9,  // 9: skillfleet.v1.Catalog.entries:type_name -> skillfleet.v1.CatalogEntry
+	9,  // 10: skillfleet.v1.Catalog.baseline:type_name -> skillfleet.v1.CatalogEntry
+	0,  // 11: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
+	10, // 12: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
+	11, // 13: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
+	12, // 14: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
+	25, // 15: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 16: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
+	17, // 17: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
+	14, // 18: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
+	16, // 19: skillfleet.v1.Result.outputs:type_name -> skillfleet.v1.OutputFile
+	14, // 20: skillfleet.v1.Result.outputs_stored:type_name -> skillfleet.v1.StoredDocument
+	16, // 21: skillfleet.v1.OutputFiles.files:type_name -> skillfleet.v1.OutputFile
+	19, // 22: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
+	18, // 23: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
+	2,  // 24: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
+	25, // 25: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 26: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
+	3,  // 27: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
+	20, // 28: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
+	21, // 29: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
+	25, // 30: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 31: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	25, // 32: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	22, // 33: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	13, // 34: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2709,7 +2896,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[18].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[19].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2719,7 +2906,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

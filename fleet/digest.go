@@ -1,0 +1,86 @@
+package fleet
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/skillfleet/skillfleet/config"
+	"github.com/skillfleet/skillfleet/judge"
+)
+
+// agentIdentity is what of an agent's configuration decides what its jobs do: its endpoint,
+// model, turn and token budgets, CLI argv and environment. Not its API key's variable, price
+// or concurrency, which change what a job costs or how fast it goes, not what it answers.
+type agentIdentity struct {
+	Name           string            `json:"name"`
+	BaseURL        string            `json:"base_url,omitempty"`
+	Model          string            `json:"model,omitempty"`
+	MaxTurns       int               `json:"max_turns,omitempty"`
+	MaxTokens      int64             `json:"max_tokens,omitempty"`
+	Command        []string          `json:"command,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	MaxTokensField string            `json:"max_tokens_field,omitempty"`
+}
+
+// workerIdentity is what every job of a worker shares: the judge and the sandbox image.
+type workerIdentity struct {
+	JudgeBaseURL    string   `json:"judge_base_url,omitempty"`
+	JudgeModel      string   `json:"judge_model,omitempty"`
+	JudgeVotes      int      `json:"judge_votes,omitempty"`
+	JudgePrompts    []string `json:"judge_prompts"`
+	SandboxImageID  string   `json:"sandbox_image_id"`
+	SandboxImageRef string   `json:"sandbox_image"`
+}
+
+// AgentDigests are the digests of the configuration of the agents these models run (see
+// AgentDigests) in the sandbox image image, whose content id is imageID.
+func (m Models) AgentDigests(image, imageID string) map[string]string {
+	return AgentDigests(m.built, m.settings, image, imageID)
+}
+
+// AgentDigests are the digests of the configuration of each agent a worker runs, by name, for
+// the cells' digests (worker.CellDigest): the agent's identity, the judge (model, endpoint,
+// votes, prompt versions) and the sandbox image by content id, in which commands and agent
+// CLIs run. "" is the digest of the jobs that name no agent: the default agent's when there is
+// one. A worker without the image's id (imageID "") gets none, so nothing it runs is reused.
+func AgentDigests(m ModelsConfig, cfg *config.Settings, image, imageID string) map[string]string {
+	if imageID == "" {
+		return nil
+	}
+	base := m.defaultBaseURL()
+	w := workerIdentity{JudgeModel: m.JudgeModel, JudgeVotes: 1, JudgePrompts: []string{judge.PromptVersion, judge.ReferencePromptVersion},
+		SandboxImageID: imageID, SandboxImageRef: image}
+	if cfg != nil && cfg.Judge != nil {
+		w.JudgeBaseURL, w.JudgeModel, w.JudgeVotes = cfg.Judge.BaseURL, cfg.Judge.Model, max(cfg.Judge.Votes, 1)
+	}
+	if w.JudgeBaseURL == "" && w.JudgeModel != "" {
+		w.JudgeBaseURL = base
+	}
+	out := map[string]string{}
+	if cfg != nil && len(cfg.Agents) > 0 {
+		for _, a := range cfg.Agents {
+			turns := a.MaxTurns
+			if turns == 0 && a.Command == nil {
+				turns = m.MaxTurns
+			}
+			out[a.Name] = identityDigest(agentIdentity{Name: a.Name, BaseURL: cmp.Or(a.BaseURL, base), Model: a.Model, MaxTurns: turns,
+				MaxTokens: a.MaxTokens, Command: a.Command, Env: a.Env, MaxTokensField: a.MaxTokensField}, w)
+		}
+		out[""] = identityDigest(agentIdentity{}, w)
+	} else {
+		out[""] = identityDigest(agentIdentity{BaseURL: base, Model: m.Model, MaxTurns: m.MaxTurns}, w)
+	}
+	return out
+}
+
+func identityDigest(a agentIdentity, w workerIdentity) string {
+	// Marshalling these plain structs cannot fail; map keys are sorted by encoding/json.
+	data, _ := json.Marshal(struct {
+		Agent  agentIdentity  `json:"agent"`
+		Worker workerIdentity `json:"worker"`
+	}{a, w})
+	h := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(h[:])
+}

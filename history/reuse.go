@@ -1,0 +1,79 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reusable is the run a changed-only run may reuse a cell's verdict from.
+type Reusable struct {
+	Run        string
+	CellDigest string
+	FinishedAt time.Time
+}
+
+// keysPerReuseQuery bounds one lookup's IN list, under both backends' parameter limits.
+const keysPerReuseQuery = 500
+
+// Reusable finds, for each cell of the suite in epochs (its key, pb.Job.cell_key, and how many
+// epochs it runs), the latest run other than exclude that
+// finished it since the given time with every epoch passed under one cell digest. A run that
+// itself reused the cell is no source (its rows say "reused", not "passed"), so a verdict is
+// reused only while the run that earned it is within the window. A cell some rows of which
+// were lost (history down) has fewer rows than epochs and is not reusable: it runs.
+func (s *Store) Reusable(ctx context.Context, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]Reusable, error) {
+	keys := make([]string, 0, len(epochs))
+	for k := range epochs {
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	out := make(map[string]Reusable)
+	latest := make(map[string]int64)
+	for start := 0; start < len(keys); start += keysPerReuseQuery {
+		chunk := keys[start:min(start+keysPerReuseQuery, len(keys))]
+		var q strings.Builder
+		q.WriteString(`SELECT cell_key, run_id, MIN(cell_digest), MAX(cell_digest), COUNT(*),
+	SUM(CASE WHEN verdict = 'passed' THEN 1 ELSE 0 END), MAX(finished_ms)
+FROM results WHERE suite = $1 AND run_id <> $2 AND finished_ms >= $3 AND cell_key IN (`)
+		args := []any{suite, exclude, since.UnixMilli()}
+		for i, k := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			fmt.Fprintf(&q, "$%d", len(args)+1)
+			args = append(args, k)
+		}
+		q.WriteString(") GROUP BY cell_key, run_id")
+		rows, err := s.db.QueryContext(ctx, s.d.bind(q.String()), args...)
+		if err != nil {
+			return nil, fmt.Errorf("history: reusable cells of %s: %w", suite, err)
+		}
+		for rows.Next() {
+			var (
+				key, run, lo, hi string
+				n, passed, ms    int64
+			)
+			if err := rows.Scan(&key, &run, &lo, &hi, &n, &passed, &ms); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("history: reusable cells of %s: %w", suite, err)
+			}
+			if lo == "" || lo != hi || n != passed || n < int64(max(epochs[key], 1)) {
+				continue
+			}
+			if prev, ok := latest[key]; ok && (ms < prev || (ms == prev && run < out[key].Run)) {
+				continue
+			}
+			latest[key] = ms
+			out[key] = Reusable{Run: run, CellDigest: lo, FinishedAt: time.UnixMilli(ms).UTC()}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("history: reusable cells of %s: %w", suite, err)
+		}
+	}
+	return out, nil
+}
