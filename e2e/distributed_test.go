@@ -27,8 +27,8 @@ type fleet struct {
 }
 
 // startFleet starts a coordinator and a worker against nats: given, a nats-server process; nil,
-// the coordinator's embedded server with a token.
-func startFleet(t *testing.T, ns *natsServer) *fleet {
+// the coordinator's embedded server with a token. workerArgs are added to the worker's flags.
+func startFleet(t *testing.T, ns *natsServer, workerArgs ...string) *fleet {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fleet{coordinatorHTTP: freeAddr(t), workerMetrics: freeAddr(t)}
@@ -54,7 +54,7 @@ func startFleet(t *testing.T, ns *natsServer) *fleet {
 	f.worker = start(t, "worker", binary(t, "worker"), []string{"SKILLFLEET_NATS_TOKEN=nats-e2e-token"}, append([]string{
 		"--id", fmt.Sprintf("e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), "--slots", "2", "--warm-pool", "1",
 		"--metrics", f.workerMetrics, "--cache", filepath.Join(dir, "bundles"), "--drain-grace", "30s",
-	}, workerNATS...)...)
+	}, append(workerNATS, workerArgs...)...)...)
 	waitHTTP(t, f.worker, "http://"+f.workerMetrics+"/healthz")
 	return f
 }

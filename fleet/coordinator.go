@@ -24,7 +24,8 @@ import (
 // CoordinatorConfig is the coordinator daemon: where it listens, the NATS it uses (or embeds),
 // the topology it creates, and the coordinator and API behind it.
 type CoordinatorConfig struct {
-	// HTTPAddr serves the API, /healthz and /readyz (and /metrics when MetricsAddr is empty).
+	// HTTPAddr serves the API, /healthz and /readyz (and /metrics when MetricsAddr is empty),
+	// and the web viewer at every other path.
 	HTTPAddr string
 	// MetricsAddr is a separate /metrics listener; empty serves /metrics on HTTPAddr, "off"
 	// serves none.
@@ -41,6 +42,9 @@ type CoordinatorConfig struct {
 	Coordinator coordinator.Config
 	// API's Ready, Gatherer and WriteTimeout are set by the daemon.
 	API coordinator.APIConfig
+	// Web is the viewer's own configuration (its read-only tokens); it takes the API's
+	// tokens for its operators.
+	Web WebConfig
 	// History keeps every result for months; an empty Target is a SQLite file under
 	// DataDir, HistoryOff none.
 	History HistoryConfig
@@ -125,7 +129,7 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 	}
 	deps := coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Log: log.Named("coordinator"), Registry: reg}
 	if hist != nil {
-		deps.History = hist
+		deps.History, deps.Reuse = hist, hist
 		// Closed after the coordinator (deferred first, run last): its last results and
 		// finished runs are queued by then.
 		defer func() {
@@ -136,7 +140,8 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	(&ReportPolicy{History: hist, Flaky: cfg.Flaky, Quarantine: cfg.Quarantine}).wire(&deps)
+	policy := &ReportPolicy{History: hist, Flaky: cfg.Flaky, Quarantine: cfg.Quarantine}
+	policy.wire(&deps)
 	c, err := coordinator.New(cc, deps)
 	if err != nil {
 		return err
@@ -167,7 +172,14 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 		}
 		servers = append(servers, ms)
 	}
-	as, err := httpserve.Listen("tcp", cfg.HTTPAddr, c.Handler(api), limits)
+	handler, err := CoordinatorHandler(c, api, cfg.Web, hist, policy, log)
+	if err != nil {
+		for _, s := range servers {
+			_ = s.HTTP.Close()
+		}
+		return err
+	}
+	as, err := httpserve.Listen("tcp", cfg.HTTPAddr, handler, limits)
 	if err != nil {
 		for _, s := range servers {
 			_ = s.HTTP.Close()

@@ -27,6 +27,9 @@ func CheckCoordinator(cfg CoordinatorConfig) (warnings []string, err error) {
 			return nil, err
 		}
 	}
+	if err := checkViewerTokens(cfg); err != nil {
+		return nil, err
+	}
 	if len(cfg.API.Tokens) == 0 && cfg.API.Token == "" && !IsLoopback(cfg.HTTPAddr) {
 		warnings = append(warnings, "the API listens beyond loopback without a bearer token: it serves only requests for a loopback Host; set --token, --token-file or $SKILLFLEET_TOKEN")
 	}
@@ -36,6 +39,27 @@ func CheckCoordinator(cfg CoordinatorConfig) (warnings []string, err error) {
 		warnings = append(warnings, "runs may name any agent: set --known-agent (or --agent) to the agents the workers serve, so that a misspelt agent is refused at submission")
 	}
 	return warnings, nil
+}
+
+// checkViewerTokens refuses viewer tokens without API tokens (the viewer would then serve
+// loopback callers without a login, and a viewer token would protect nothing) and a viewer
+// token that is also an API token (its holder's role would be ambiguous).
+func checkViewerTokens(cfg CoordinatorConfig) error {
+	if len(cfg.Web.ViewerTokens) == 0 {
+		return nil
+	}
+	api := webTokens(cfg.API)
+	if len(api) == 0 {
+		return refuse("--viewer-token-file needs API tokens (--token, --token-file or $SKILLFLEET_TOKEN): without them the viewer serves loopback callers without a login")
+	}
+	for _, v := range cfg.Web.ViewerTokens {
+		for _, t := range api {
+			if v.Secret == t.Secret {
+				return refuse("viewer token %q is also the API token %q: a token is either read-only or not", v.Name, t.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // CheckEmbeddedNATS refuses an embedded nats-server that would be reachable without the

@@ -37,6 +37,13 @@ func TestCheckCoordinator(t *testing.T) {
 		{name: "embedded NATS with an NKey", cfg: CoordinatorConfig{EmbeddedNATS: "127.0.0.1:4222", NATS: queue.ConnectConfig{NKeyFile: "x.nk"}}, refusal: "takes a NATS token only"},
 		{name: "embedded NATS with a user", cfg: CoordinatorConfig{EmbeddedNATS: "127.0.0.1:4222", NATS: queue.ConnectConfig{User: "u"}}, refusal: "takes a NATS token only"},
 		{name: "embedded NATS with TLS", cfg: CoordinatorConfig{EmbeddedNATS: "127.0.0.1:4222", NATS: queue.ConnectConfig{TLSCA: "ca.pem"}}, refusal: "takes a NATS token only"},
+		{name: "viewer tokens with API tokens", cfg: CoordinatorConfig{HTTPAddr: "0.0.0.0:8080", Coordinator: known,
+			API: coordinator.APIConfig{Token: "op"}, Web: WebConfig{ViewerTokens: []coordinator.Token{{Name: "reader", Secret: "view"}}}}},
+		{name: "viewer tokens without API tokens", cfg: CoordinatorConfig{HTTPAddr: "127.0.0.1:8080", Coordinator: known,
+			Web: WebConfig{ViewerTokens: []coordinator.Token{{Name: "reader", Secret: "view"}}}}, refusal: "--viewer-token-file needs API tokens"},
+		{name: "a viewer token that is an API token", cfg: CoordinatorConfig{HTTPAddr: "127.0.0.1:8080", Coordinator: known,
+			API: coordinator.APIConfig{Tokens: []coordinator.Token{{Name: "ci", Secret: "same"}}}, Web: WebConfig{ViewerTokens: []coordinator.Token{{Name: "reader", Secret: "same"}}}},
+			refusal: `viewer token "reader" is also the API token "ci"`},
 		{name: "embedded NATS with a client certificate", cfg: CoordinatorConfig{EmbeddedNATS: "127.0.0.1:4222", NATS: queue.ConnectConfig{TLSCert: "c.pem"}}, refusal: "takes a NATS token only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

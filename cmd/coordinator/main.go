@@ -38,6 +38,10 @@ type options struct {
 	queue        cmdutil.QueueFlags
 	logLevel     string
 
+	// viewerTokenFile is --viewer-token-file; secureCookies --secure-cookies.
+	viewerTokenFile string
+	secureCookies   bool
+
 	// history is --history; historyPasswordFile --history-password-file.
 	history, historyPasswordFile string
 	// quarantine is --quarantine (flaky or empty); quarantineFile --quarantine-file.
@@ -51,6 +55,8 @@ type options struct {
 
 	// tokens are resolved from token, tokenFile and $SKILLFLEET_TOKEN before run.
 	tokens []coordinator.Token
+	// viewers are read from viewerTokenFile before run.
+	viewers []coordinator.Token
 }
 
 func main() {
@@ -62,7 +68,7 @@ func main() {
 func newCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "coordinator",
-		Short:         "Run the skillfleet coordinator (HTTP API, planner, result aggregator)",
+		Short:         "Run the skillfleet coordinator (HTTP API and web viewer, planner, result aggregator)",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -74,7 +80,7 @@ func newCommand(o *options) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API, /healthz and /readyz (and /metrics, see --metrics)")
+	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API (/v1/), /healthz and /readyz (and /metrics, see --metrics), and of the web viewer at every other path")
 	f.StringVar(&o.metricsAddr, "metrics", "", "address of a separate /metrics listener; empty serves /metrics on --http, \"off\" serves none")
 	f.IntVar(&o.maxConns, "max-conns", 1024, "connections the API holds at once; over it the oldest that sent no request is closed")
 	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 128, "connections one remote address may hold (0: no per-address cap)")
@@ -86,6 +92,8 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.dataDir, "data", "./skillfleet-data", "directory for the embedded server's store and extracted bundles")
 	f.StringVar(&o.token, "token", "", "bearer token required on /v1/ (also $SKILLFLEET_TOKEN); without one the API serves loopback callers only")
 	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN\" or a bare token; # comments")
+	f.StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file of read-only tokens for the web viewer, in --token-file's format: their holders log in and read every page, but cancel nothing; the API does not take them (needs --token or --token-file)")
+	f.BoolVar(&o.secureCookies, "secure-cookies", false, "mark the web viewer's session cookie Secure on plain HTTP too (behind a proxy that terminates TLS); over TLS it always is")
 	f.DurationVar(&o.deadline, "default-deadline", 6*time.Hour, "deadline of runs that set none")
 	f.StringSliceVar(&o.agents, "agent", nil, "default agents for prompt cases (repeatable)")
 	f.StringSliceVar(&o.knownAgents, "known-agent", nil, "agents a run may name (repeatable; default: the --agent list; with neither, names are not checked)")
@@ -106,6 +114,10 @@ func newCommand(o *options) *cobra.Command {
 func resolveTokens(cmd *cobra.Command, o *options) error {
 	toks, err := apiTokens(o.token, cmd.Flags().Changed("token"), o.tokenFile, "SKILLFLEET_TOKEN")
 	o.tokens = toks
+	if err != nil {
+		return err
+	}
+	o.viewers, err = viewerTokens(o.viewerTokenFile)
 	return err
 }
 
@@ -182,6 +194,7 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 			DefaultDeadline: o.deadline, Agents: o.agents, KnownAgents: o.knownAgents,
 			MaxDeadline: o.maxDeadline, MaxJobsPerRun: o.maxJobsRun, MaxJobsPerPrincipal: o.maxJobsToken,
 		},
+		Web: fleet.WebConfig{ViewerTokens: o.viewers, SecureCookies: o.secureCookies},
 		API: coordinator.APIConfig{
 			Tokens:     o.tokens,
 			MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,

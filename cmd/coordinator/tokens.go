@@ -43,3 +43,19 @@ func apiTokens(flag string, flagSet bool, file, envVar string) ([]coordinator.To
 	}
 	return []coordinator.Token{{Name: "default", Secret: v}}, nil
 }
+
+// viewerTokens reads --viewer-token-file (none when file is ""), in the token file's format.
+func viewerTokens(file string) ([]coordinator.Token, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, cmdutil.Usage(fmt.Errorf("--viewer-token-file: %w", err))
+	}
+	toks, err := coordinator.ParseTokens(string(b), "--viewer-token-file "+file)
+	if err != nil {
+		return nil, cmdutil.Usage(err)
+	}
+	return toks, nil
+}

@@ -78,3 +78,59 @@ func TestEmptyTokenIsAUsageError(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestViewerTokens: --viewer-token-file takes the token file's format into the viewer's
+// configuration; an empty or missing file is a usage error (exit 2).
+func TestViewerTokens(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	viewers, empty := write("viewers", "# read-only\nreader r-secret\nauditor a-secret\n"), write("empty", "\n")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  string // in the error; "" wants none
+		names []string
+	}{
+		{"none", nil, "", nil},
+		{"two viewers", []string{"--token", "op", "--viewer-token-file", viewers}, "", []string{"reader", "auditor"}},
+		{"an empty file", []string{"--token", "op", "--viewer-token-file", empty}, "holds no token", nil},
+		{"a missing file", []string{"--token", "op", "--viewer-token-file", viewers + ".missing"}, "--viewer-token-file", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_TOKEN", "")
+			os.Unsetenv("SKILLFLEET_TOKEN")
+			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+			var o options
+			cmd := newCommand(&o)
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return resolveTokens(cmd, &o) }
+			cmd.SetArgs(tc.args)
+			err := cmd.Execute()
+			if tc.want != "" {
+				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want a usage error saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tok := range cfg.Web.ViewerTokens {
+				got = append(got, tok.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.names, ",") {
+				t.Errorf("viewer tokens %v, want %v", got, tc.names)
+			}
+		})
+	}
+}

@@ -57,6 +57,47 @@ func list(t *testing.T, args ...string) []pkg {
 
 func inQueue(p string) bool { return p == module+"/queue" || strings.HasPrefix(p, module+"/queue/") }
 
+// testOnly reports whether the package at path exists for tests and benchmarks only: the
+// module's test helpers and generators (a name ending in "test" or "bench", and
+// internal/testutil), and the browser driver the web tests use (chromedp, and its protocol
+// types).
+func testOnly(path string) bool {
+	for _, ext := range []string{"github.com/chromedp"} {
+		if path == ext || strings.HasPrefix(path, ext+"/") {
+			return true
+		}
+	}
+	if !strings.HasPrefix(path, module+"/") {
+		return false
+	}
+	last := path[strings.LastIndex(path, "/")+1:]
+	return strings.HasSuffix(last, "test") || strings.HasSuffix(last, "bench") || last == "testutil"
+}
+
+// TestTestOnly checks the rule's classifier on the packages it must catch and on ones it must
+// let through, so that the rule cannot pass by matching nothing.
+func TestTestOnly(t *testing.T) {
+	for path, want := range map[string]bool{
+		module + "/internal/browsertest":   true,
+		module + "/skill/skilltest":        true,
+		module + "/suite/suitetest":        true,
+		module + "/queue/queuebench":       true,
+		module + "/internal/testutil":      true,
+		module + "/fleet/fleettest":        true,
+		"github.com/chromedp/chromedp":     true,
+		"github.com/chromedp/cdproto/page": true,
+		module + "/coordinator":            false,
+		module + "/internal/text":          false,
+		module + "/cmd/skillfleet/cli":     false,
+		"net/http/httptest":                false, // the standard library's is not ours to police
+		"github.com/chromedpx/other":       false,
+	} {
+		if got := testOnly(path); got != want {
+			t.Errorf("testOnly(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 // TestRules checks the dependency rules the architecture document states.
 func TestRules(t *testing.T) {
 	pkgs := list(t, "./...")
@@ -64,6 +105,8 @@ func TestRules(t *testing.T) {
 	for _, p := range pkgs {
 		byPath[p.ImportPath] = p
 	}
+	// The binaries users and fleets run, by their path in the module.
+	shipped := []string{"cmd/skillfleet", "cmd/coordinator", "cmd/worker"}
 	type rule struct {
 		name   string
 		broken func(p pkg) []string // the offending imports of p, if any
@@ -93,11 +136,27 @@ func TestRules(t *testing.T) {
 			}
 			return importsAny(p.Imports, module+"/skill", module+"/suite", module+"/queue")
 		}},
-		{"the user binary links no test generator or benchmark harness", func(p pkg) []string {
-			if p.ImportPath != module+"/cmd/skillfleet" {
+		{"the web viewer reads the coordinator through its own small interfaces: web imports neither coordinator nor queue", func(p pkg) []string {
+			if p.ImportPath != module+"/web" {
 				return nil
 			}
-			return importsAny(p.Deps, module+"/skill/skilltest", module+"/suite/suitetest", module+"/queue/queuebench")
+			return importsAny(p.Imports, module+"/coordinator", module+"/queue")
+		}},
+		{"the shipped binaries link no test helper, test generator, benchmark harness or browser driver", func(p pkg) []string {
+			if !slices.Contains(shipped, short(p.ImportPath)) {
+				return nil
+			}
+			var out []string
+			for _, d := range p.Deps {
+				if !testOnly(d) {
+					continue
+				}
+				if !strings.HasPrefix(d, module+"/") {
+					d = strings.Join(strings.SplitN(d, "/", 3)[:2], "/") + "/..." // one line, not one per package
+				}
+				out = append(out, d)
+			}
+			return out
 		}},
 		{"leaves stay leaves: assert, sandbox, queue and proto import no other package of the module but their own", func(p pkg) []string {
 			for _, leaf := range []string{"assert", "sandbox", "queue", "proto"} {
@@ -126,7 +185,7 @@ func TestRules(t *testing.T) {
 		})
 	}
 	// The rules must look at packages that exist: a renamed package would make them vacuous.
-	for _, want := range []string{"worker", "cmd/skillfleet", "queue", "assert", "sandbox"} {
+	for _, want := range slices.Concat([]string{"worker", "web", "queue", "assert", "sandbox", "internal/browsertest", "skill/skilltest", "suite/suitetest", "queue/queuebench"}, shipped) {
 		if _, ok := byPath[module+"/"+want]; !ok {
 			t.Errorf("package %s is gone: update the rules and docs/architecture.md", want)
 		}

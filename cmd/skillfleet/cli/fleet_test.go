@@ -525,6 +525,14 @@ func TestRuns(t *testing.T) {
 	if err != nil || code != ExitOK || rep.Run != done || rep.Summary.Total != exampleCases || rep.Summary.Failed != 1 {
 		t.Errorf("runs report json (exit %d, %v): %+v", code, err, rep.Summary)
 	}
+	code, html, errOut := runs("report", "--format", "html", done)
+	if code != ExitOK || !strings.HasPrefix(html, "<!doctype html>") {
+		t.Errorf("runs report html (exit %d):\n%.300s\n%s", code, html, errOut)
+	}
+	checkSameVerdicts(t, []byte(html), rep)
+	if !strings.Contains(html, "deploy-checklist/"+failingCase) {
+		t.Errorf("the HTML report does not name the failing case")
+	}
 	code, out, _ = runs("report", "--format", "junit", done)
 	if tests, failures, errs, _ := parseJUnit(t, []byte(out)); code != ExitOK || tests != exampleCases || failures != 1 || errs != 0 {
 		t.Errorf("runs report junit (exit %d): %d tests %d failures %d errors", code, tests, failures, errs)
@@ -631,8 +639,8 @@ func TestLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker test; skipped with -short")
 	}
-	junit := filepath.Join(t.TempDir(), "local.xml")
-	code, out, errOut := run("test", "--workers", "2", "--junit", junit, "--skill", "logging-standards", examples)
+	junit, page := filepath.Join(t.TempDir(), "local.xml"), filepath.Join(t.TempDir(), "local.html")
+	code, out, errOut := run("test", "--workers", "2", "--junit", junit, "--html", page, "--skill", "logging-standards", examples)
 	if code != ExitOK {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -648,6 +656,13 @@ func TestLocal(t *testing.T) {
 	}
 	if tests, failures, errs, _ := parseJUnit(t, data); tests != 1 || failures+errs != 0 {
 		t.Errorf("JUnit: %d tests, %d failures, %d errors", tests, failures, errs)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := htmlVerdicts(t, html); len(got) != 1 || got[caseKey("logging-standards", "logline-shape", "", "")] != "passed" {
+		t.Errorf("--html: %v", got)
 	}
 
 	// A prompt case: no agent is configured, so it is errored (never passed) and the run fails.

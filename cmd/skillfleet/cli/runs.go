@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -25,7 +27,7 @@ func newRunsCommand(e *env) *cobra.Command {
 		},
 	}
 	r.register(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json (report: text, json or junit)")
+	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json (report: text, json, junit or html)")
 
 	printStatus := func(st *pb.RunStatus) error {
 		if format == "json" {
@@ -82,16 +84,19 @@ func newRunsCommand(e *env) *cobra.Command {
 			}
 			return printStatus(st)
 		}}
-	rep := &cobra.Command{Use: "report RUN", Short: "Print a run's report (text, json or junit)", Args: cobra.ExactArgs(1),
+	rep := &cobra.Command{Use: "report RUN", Short: "Print a run's report (text, json, junit, or html: one self-contained file)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
-			case "text", "json", "junit":
+			case "text", "json", "junit", "html":
 			default:
-				return usageErrorf("unknown --format %q (want text, json or junit)", format)
+				return usageErrorf("unknown --format %q (want text, json, junit or html)", format)
 			}
 			client, err := r.client(cmd)
 			if err != nil {
 				return err
+			}
+			if format == "html" {
+				return htmlReport(cmd.Context(), e, client, args[0])
 			}
 			if err := client.Report(cmd.Context(), args[0], format, e.stdout); err != nil {
 				return apiFailure(e, err)
@@ -170,4 +175,29 @@ several epochs gets one run-<epoch> directory per epoch; a new export takes the 
 
 func stateName(s pb.RunState) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "RUN_STATE_"))
+}
+
+// htmlReport writes a run's self-contained HTML report: its report, every case's results
+// with their documents, and, for a run with a baseline, the comparison of its arms.
+func htmlReport(ctx context.Context, e *env, client *coordinator.Client, id string) error {
+	st, err := client.Status(ctx, id)
+	if err != nil {
+		return apiFailure(e, err)
+	}
+	rep, err := remoteRuns{client}.Report(ctx, id)
+	if err != nil {
+		return apiFailure(e, err)
+	}
+	var cmp *comparison.Report
+	if base := st.GetSpec().GetBaseline(); base != "" {
+		var rc runComparison
+		if cmp, err = rc.arms(ctx, client.Results, id, base, st.GetSpec())(rep); err != nil {
+			return err
+		}
+	}
+	results := func(fn func(*pb.Result) error) error { return client.Results(ctx, id, fn) }
+	if err := writeHTML(e.stdout, st, rep, cmp, results); err != nil {
+		return apiFailure(e, err)
+	}
+	return nil
 }

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -13,6 +15,7 @@ import (
 	"github.com/skillfleet/skillfleet/comparison"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/web"
 )
 
 // progress shows a run as it goes: a bar on a terminal, one line per finished job otherwise
@@ -85,6 +88,10 @@ type outputFlags struct {
 	compare func(runreport.Report) (*comparison.Report, error)
 	// quarantine, when set, marks the quarantined cases before the report is written.
 	quarantine func(*runreport.Report)
+	// html, when set, also receives the report as one self-contained HTML file, with each
+	// case's epochs read from results (nil: the report's evidence only).
+	html    string
+	results func(fn func(*pb.Result) error) error
 }
 
 // finishRun writes the report (text or JSON on stdout, JUnit to a file) and maps the run to
@@ -135,6 +142,11 @@ func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) er
 			return failf("junit: %v", werr)
 		}
 	}
+	if o.html != "" {
+		if err := writeHTMLFile(o.html, st, rep, cmp, o.results); err != nil {
+			return failf("html: %v", err)
+		}
+	}
 	if cmpErr != nil {
 		return cmpErr
 	}
@@ -146,4 +158,26 @@ func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) er
 		return errorsFound()
 	}
 	return nil
+}
+
+// writeHTMLFile writes a run's self-contained HTML report (web.WriteReport) to path.
+func writeHTMLFile(path string, st *pb.RunStatus, rep runreport.Report, cmp *comparison.Report, results func(func(*pb.Result) error) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	werr := writeHTML(f, st, rep, cmp, results)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// writeHTML writes a run's self-contained HTML report.
+func writeHTML(w io.Writer, st *pb.RunStatus, rep runreport.Report, cmp *comparison.Report, results func(func(*pb.Result) error) error) error {
+	bw := bufio.NewWriter(w)
+	if err := web.WriteReport(bw, web.ReportInput{Status: st, Report: rep, Results: results, Comparison: cmp, Generated: time.Now()}); err != nil {
+		return err
+	}
+	return bw.Flush()
 }

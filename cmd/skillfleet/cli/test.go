@@ -24,6 +24,7 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/suite"
+	"github.com/skillfleet/skillfleet/worker"
 )
 
 func newTestCommand(e *env) *cobra.Command {
@@ -46,7 +47,7 @@ func newTestCommand(e *env) *cobra.Command {
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
-		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--workspace DIR] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
+		Use:   "test [--workers N] [--format text|json] [--junit FILE] [--html FILE] [--workspace DIR] [--skill GLOB] [--case GLOB] [--kind prompt|command] ROOT...",
 		Short: "Run a suite's test cases locally: embedded NATS, a coordinator and N workers in one process",
 		Long: `Test validates and plans the suite under the roots, then runs every job in a hardened,
 throw-away Docker container through the same coordinator and workers a fleet uses, all in
@@ -68,6 +69,9 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 				return usageErrorf("--workers must be at least 1")
 			}
 			if err := gates.check(f.baseline != ""); err != nil {
+				return err
+			}
+			if err := f.checkReuse(cmd); err != nil {
 				return err
 			}
 			s, p, cfg, limits, err := f.prepare(e, roots, "run")
@@ -96,6 +100,9 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			if err != nil {
 				return err
 			}
+			if f.changedOnly && hist.Target == fleet.HistoryOff {
+				return usageErrorf("--changed-only reuses passing runs from the history: --history off has none")
+			}
 			qp, err := quarantine.policy()
 			if err != nil {
 				return err
@@ -109,6 +116,7 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 	cmd.Flags().IntVar(&workers, "workers", min(4, 2*runtime.NumCPU()), "workers (jobs run at once)")
 	cmd.Flags().StringVar(&o.format, "format", o.format, "report format on stdout: text or json")
 	cmd.Flags().StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
+	cmd.Flags().StringVar(&o.html, "html", "", "also write the report as one self-contained HTML file (cases, evidence, transcripts, comparison; no network needed to view it)")
 	cmd.Flags().StringVar(&workspaceDir, "workspace", "", "also write each case's outputs, timing.json, grading.json and trajectory to this workspace directory, in the agentskills.io evaluation guide's layout")
 	cmd.Flags().StringVar(&image, "image", sandbox.DefaultImage, "sandbox image")
 	cmd.Flags().IntVar(&warm, "warm-pool", 2, "containers kept started ahead of jobs; 0 disables")
@@ -193,6 +201,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{
 		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known}, History: o.history,
 		Quarantine: o.quarantine, Executor: sandboxes.Executor(o.models, o.log),
+		Worker: worker.Config{AgentDigests: o.models.AgentDigests(o.image, sandboxes.Runner.ImageID())},
 	})
 	if err != nil {
 		return failf("%v", err)
@@ -212,10 +221,14 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("bundle: %v", err)
 	}
 	// Planned once, here: the in-process coordinator takes the plan and its bundle as they are.
-	st, err := f.Coordinator.SubmitPlanned(ctx, coordinator.Planned{Suite: s, Plan: p, Bundle: bundle.Name()}, &pb.RunSpec{
+	spec := &pb.RunSpec{
 		Name: o.suite, SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
 		MaxTokens: o.flags.maxTokens, Baseline: string(p.Baseline),
-	})
+	}
+	if o.flags.changedOnly {
+		spec.ChangedOnly, spec.ReuseWithinMs = true, o.flags.reuseWithin.Milliseconds()
+	}
+	st, err := f.Coordinator.SubmitPlanned(ctx, coordinator.Planned{Suite: s, Plan: p, Bundle: bundle.Name()}, spec)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -223,6 +236,9 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	var cmp runComparison
 	if p.Baseline != "" {
 		o.out.compare = cmp.arms(ctx, localResults(f.Coordinator), st.GetId(), string(p.Baseline), st.GetSpec())
+	}
+	if o.out.html != "" {
+		o.out.results = func(fn func(*pb.Result) error) error { return localResults(f.Coordinator)(ctx, st.GetId(), fn) }
 	}
 	err = cmp.gate(o.gates, follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out))
 	if o.workspace != "" && ctx.Err() == nil {

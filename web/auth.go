@@ -1,0 +1,313 @@
+package web
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skillfleet/skillfleet/internal/httpserve"
+)
+
+// Sessions are server-side: the cookie holds a random id (32 bytes from Config.Random) that
+// names a session in memory, with its holder, role, CSRF token and expiry. Logging out deletes
+// it at once; a restarted coordinator has none, so everyone logs in again. Several coordinators
+// behind one address need sticky sessions.
+
+// sessionCookie is the name of the session cookie.
+const sessionCookie = "skillfleet_session"
+
+// role is what a visitor may do.
+type role int
+
+const (
+	// roleViewer reads pages.
+	roleViewer role = iota
+	// roleOperator reads pages and cancels runs.
+	roleOperator
+)
+
+func (r role) String() string {
+	if r == roleOperator {
+		return "operator"
+	}
+	return "viewer"
+}
+
+// session is one login.
+type session struct {
+	id, csrf string
+	// name is the token's holder; "" for the anonymous visitor of a token-less viewer.
+	name    string
+	role    role
+	expires time.Time
+	created time.Time
+}
+
+// visitor is who a request comes from.
+type visitor struct {
+	Name string
+	Role role
+	// CSRF is the token the page's forms carry.
+	CSRF string
+	// Anonymous: a token-less viewer, where nobody logs in (or out).
+	Anonymous bool
+}
+
+// CanCancel reports whether the visitor may cancel runs.
+func (v *visitor) CanCancel() bool { return v != nil && v.Role == roleOperator }
+
+// sessions keeps the logins, at most max of them.
+type sessions struct {
+	ttl  time.Duration
+	max  int
+	now  func() time.Time
+	rand io.Reader
+
+	mu   sync.Mutex
+	byID map[string]*session
+}
+
+func newSessions(ttl time.Duration, max int, now func() time.Time, rand io.Reader) *sessions {
+	return &sessions{ttl: ttl, max: max, now: now, rand: rand, byID: map[string]*session{}}
+}
+
+func (s *sessions) token() (string, error) {
+	var b [32]byte
+	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
+		return "", fmt.Errorf("session: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// start makes a session for a token's holder.
+func (s *sessions) start(name string, r role) (*session, error) {
+	id, err := s.token()
+	if err != nil {
+		return nil, err
+	}
+	csrf, err := s.token()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	ss := &session{id: id, csrf: csrf, name: name, role: r, created: now, expires: now.Add(s.ttl)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byID) >= s.max {
+		s.evictLocked(now)
+	}
+	s.byID[id] = ss
+	return ss, nil
+}
+
+// evictLocked drops the expired sessions, and the oldest when none had expired.
+func (s *sessions) evictLocked(now time.Time) {
+	var oldest *session
+	for id, ss := range s.byID {
+		if !now.Before(ss.expires) {
+			delete(s.byID, id)
+			continue
+		}
+		if oldest == nil || ss.created.Before(oldest.created) {
+			oldest = ss
+		}
+	}
+	if len(s.byID) >= s.max && oldest != nil {
+		delete(s.byID, oldest.id)
+	}
+}
+
+// get returns the live session a request's cookie names, or nil.
+func (s *sessions) get(r *http.Request) *session {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.byID[c.Value]
+	if ss == nil {
+		return nil
+	}
+	if !s.now().Before(ss.expires) {
+		delete(s.byID, ss.id)
+		return nil
+	}
+	return ss
+}
+
+func (s *sessions) end(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byID, id)
+}
+
+// setCookie gives the browser its session: HttpOnly (no script reads it), SameSite=Strict (no
+// other site's page sends it), Secure over TLS or when configured.
+func (srv *Server) setCookie(w http.ResponseWriter, r *http.Request, ss *session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: ss.id, Path: "/", MaxAge: int(srv.cfg.SessionTTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || srv.cfg.SecureCookies,
+	})
+}
+
+func (srv *Server) clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || srv.cfg.SecureCookies,
+	})
+}
+
+// authed wraps a page: it finds the visitor, or sends a browser to the login form (GET) or
+// refuses (anything else). A token-less viewer serves loopback Hosts only, and gives each
+// browser an anonymous operator session so that its forms carry a CSRF token.
+func (srv *Server) authed(h func(http.ResponseWriter, *http.Request, *visitor)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if srv.anonymous {
+			if !httpserve.LoopbackHost(r.Host) {
+				srv.fail(w, r, nil, http.StatusForbidden, fmt.Errorf("without tokens this viewer serves only loopback hosts (127.0.0.1, ::1, localhost), not %q: configure the coordinator's tokens to serve others", r.Host))
+				return
+			}
+			ss := srv.sessions.get(r)
+			if ss == nil {
+				var err error
+				if ss, err = srv.sessions.start("", roleOperator); err != nil {
+					srv.fail(w, r, nil, http.StatusInternalServerError, err)
+					return
+				}
+				srv.setCookie(w, r, ss)
+			}
+			h(w, r, &visitor{Role: ss.role, CSRF: ss.csrf, Anonymous: true})
+			return
+		}
+		ss := srv.sessions.get(r)
+		if ss == nil {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			srv.fail(w, r, nil, http.StatusUnauthorized, errors.New("log in first"))
+			return
+		}
+		h(w, r, &visitor{Name: ss.name, Role: ss.role, CSRF: ss.csrf})
+	}
+}
+
+// checkPost refuses a state-changing request that another site's page could have made: one
+// whose Origin (or, without it, Sec-Fetch-Site) says it came from elsewhere, and, when the
+// visitor has a session, one without the session's CSRF token.
+func checkPost(r *http.Request, v *visitor) error {
+	if err := sameOrigin(r); err != nil {
+		return err
+	}
+	if v == nil {
+		return nil
+	}
+	got := r.PostFormValue("csrf")
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(v.CSRF)) != 1 {
+		return errors.New("the form's CSRF token is missing or stale: reload the page and try again")
+	}
+	return nil
+}
+
+// sameOrigin refuses a request a browser says came from another origin.
+func sameOrigin(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Errorf("a form of another site (%q) cannot post here", o)
+		}
+		return nil
+	} else if o == "null" && r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+		// Chromium sends "Origin: null" on a form posted from a page of this very site, since
+		// every page here is served with Referrer-Policy: no-referrer; it then says
+		// Sec-Fetch-Site: same-origin. A sandboxed frame or a data: page elsewhere says
+		// cross-site, or nothing.
+		return errors.New("a form of an opaque origin cannot post here")
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return errors.New("a form of another site cannot post here")
+	}
+	return nil
+}
+
+// loginPage is the login form's data.
+type loginPage struct {
+	Next, Error string
+	Anonymous   bool
+}
+
+func (srv *Server) loginForm(w http.ResponseWriter, r *http.Request) {
+	if srv.anonymous {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	srv.render(w, r, http.StatusOK, "login", "Log in", nil, loginPage{Next: localPath(r.URL.Query().Get("next"))})
+}
+
+// login checks the token of the form against every configured token, each compared in
+// constant time so that timing tells neither a token nor which one matched.
+func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
+	if srv.anonymous {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := sameOrigin(r); err != nil {
+		srv.fail(w, r, nil, http.StatusForbidden, err)
+		return
+	}
+	next := localPath(r.PostFormValue("next"))
+	got := []byte(r.PostFormValue("token"))
+	name, found, rl := "", false, roleViewer
+	for _, t := range srv.cfg.Viewers {
+		if subtle.ConstantTimeCompare(got, []byte(t.Secret)) == 1 {
+			name, found, rl = t.Name, true, roleViewer
+		}
+	}
+	for _, t := range srv.cfg.Operators {
+		if subtle.ConstantTimeCompare(got, []byte(t.Secret)) == 1 {
+			name, found, rl = t.Name, true, roleOperator
+		}
+	}
+	if !found || len(got) == 0 {
+		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "That token is not accepted here."})
+		return
+	}
+	ss, err := srv.sessions.start(name, rl)
+	if err != nil {
+		srv.fail(w, r, nil, http.StatusInternalServerError, err)
+		return
+	}
+	srv.setCookie(w, r, ss)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (srv *Server) logout(w http.ResponseWriter, r *http.Request, v *visitor) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := checkPost(r, v); err != nil {
+		srv.fail(w, r, v, http.StatusForbidden, err)
+		return
+	}
+	if ss := srv.sessions.get(r); ss != nil {
+		srv.sessions.end(ss.id)
+	}
+	srv.clearCookie(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// localPath keeps a post-login destination on this site: a path, never a scheme-relative
+// "//host" or a "/\host" some browsers read as one.
+func localPath(p string) string {
+	if p == "" || p[0] != '/' || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+		return "/"
+	}
+	return p
+}

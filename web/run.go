@@ -1,0 +1,244 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/report"
+)
+
+// caseStatuses are the statuses the cases filter on; "failing" is every status but passed.
+var caseStatuses = []string{"failing", report.StatusPassed, report.StatusFailed, report.StatusErrored, report.StatusTimedOut, report.StatusSkipped, report.StatusPending}
+
+// maxReasonRunes bounds a case's reason in a list.
+const maxReasonRunes = 300
+
+// runPage is a run: its summary, what changed, and a page of its cases.
+type runPage struct {
+	runHead
+	Summary summaryView
+	Changes *changesView
+	// CompareHref compares the run's arms, for a run with a baseline.
+	CompareHref string
+	// Cancel is the cancel form, for an operator on a run still going.
+	Cancel *cancelForm
+
+	Status, Skill, Agent, Arm, Mark string
+	Statuses, Skills, Agents, Arms  []string
+	Cases                           []caseRow
+	Pager                           pager
+}
+
+// runHead is what a run's pages say about the run on top.
+type runHead struct {
+	ID, Href, Suite, SuiteHref, Lane, State, Reason, Baseline string
+	Created, Finished                                         time.Time
+	Done, Total                                               int32
+	// Live: the run is still going.
+	Live bool
+	// suite is the suite's full name, for links (Suite may be clipped).
+	suite string
+}
+
+// cancelForm is a POST form with the session's CSRF token.
+type cancelForm struct {
+	Action, CSRF string
+}
+
+// summaryView is a report's counts and usage.
+type summaryView struct {
+	Summary     report.Summary
+	Baseline    *report.Summary
+	BaselineArm string
+	Usage       *report.Usage
+}
+
+// caseRow is one case in a list of cases. Index is its place in the run's report.
+type caseRow struct {
+	Index                                            int
+	Skill, SkillHref, Case, Agent, Arm, Status, Href string
+	Epochs, PassedEpochs                             int
+	DurationMS                                       int64
+	Flaky                                            *report.CaseFlaky
+	Quarantined                                      string
+	Reason                                           string
+}
+
+// caseHref is the page of case i of a run's report. A case whose names are too long to put
+// in a link is linked by its index in the report instead (the report's order is its plan's).
+func caseHref(run string, i int, c *report.Case) string {
+	if len(c.Skill)+len(c.Case)+len(c.Agent) > maxNameBytes {
+		return runHref(run) + "/cases?n=" + strconv.Itoa(i)
+	}
+	v := url.Values{"skill": {c.Skill}, "case": {c.Case}}
+	if c.Agent != "" {
+		v.Set("agent", c.Agent)
+	}
+	if c.Arm != "" {
+		v.Set("arm", c.Arm)
+	}
+	return runHref(run) + "/cases?" + v.Encode()
+}
+
+// headOf is a run's head from its status.
+func headOf(st *pb.RunStatus) runHead {
+	spec := st.GetSpec()
+	h := runHead{
+		ID: st.GetId(), Href: runHref(st.GetId()), Suite: name(spec.GetName()), suite: spec.GetName(), Lane: laneName(spec.GetPriority()),
+		State: stateName(st.GetState()), Reason: st.GetReason(), Baseline: spec.GetBaseline(),
+		Created: spec.GetCreatedAt().AsTime(), Done: st.GetDoneJobs(), Total: st.GetTotalJobs(), Live: isActive(st.GetState()),
+	}
+	if st.GetFinishedAt() != nil {
+		h.Finished = st.GetFinishedAt().AsTime()
+	}
+	if h.suite != "" {
+		h.SuiteHref = "/?" + url.Values{"suite": {h.suite}}.Encode()
+	}
+	return h
+}
+
+// summaryOf is a report's summary view.
+func summaryOf(rep *report.Report) summaryView {
+	sv := summaryView{Summary: rep.Summary, Baseline: rep.Baseline, Usage: rep.Usage}
+	if rep.Baseline != nil {
+		for _, c := range rep.Cases {
+			if c.Arm != "" && c.Arm != report.ArmWithSkill {
+				sv.BaselineArm = c.Arm
+				break
+			}
+		}
+	}
+	return sv
+}
+
+// caseFilter is the run page's filter of cases.
+type caseFilter struct {
+	status, skill, agent, arm, mark string
+}
+
+func (f caseFilter) keep(c *report.Case) bool {
+	switch {
+	case f.status == "failing" && c.Status == report.StatusPassed,
+		f.status != "" && f.status != "failing" && c.Status != f.status,
+		f.skill != "" && c.Skill != f.skill,
+		f.agent != "" && c.Agent != f.agent,
+		f.arm == report.ArmWithSkill && c.Arm != "" && c.Arm != report.ArmWithSkill,
+		f.arm != "" && f.arm != report.ArmWithSkill && c.Arm != f.arm,
+		f.mark == "flaky" && c.Flaky == nil,
+		f.mark == "quarantined" && c.Quarantined == "":
+		return false
+	}
+	return true
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request, v *visitor) {
+	ctx, id := r.Context(), r.PathValue("id")
+	st, err := s.src.Status(ctx, id)
+	if err != nil {
+		s.fail(w, r, v, lookupCode(err), err)
+		return
+	}
+	rep, err := s.src.Report(ctx, id)
+	if err != nil {
+		s.fail(w, r, v, lookupCode(err), err)
+		return
+	}
+	q := r.URL.Query()
+	f := caseFilter{status: q.Get("status"), skill: q.Get("skill"), agent: q.Get("agent"), arm: q.Get("arm"), mark: q.Get("mark")}
+	p := runPage{
+		runHead: headOf(st), Summary: summaryOf(&rep), Changes: changesOf(rep.Changes, caseLinks(id, rep.Cases)),
+		Status: f.status, Skill: f.skill, Agent: f.agent, Arm: f.arm, Mark: f.mark, Statuses: caseStatuses,
+	}
+	if p.Baseline != "" {
+		p.CompareHref = "/compare?" + url.Values{"run": {id}}.Encode()
+	}
+	if p.Live && v.CanCancel() {
+		p.Cancel = &cancelForm{Action: runHref(id) + "/cancel", CSRF: v.CSRF}
+	}
+	skills, agents, arms := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var kept []int
+	for i := range rep.Cases {
+		c := &rep.Cases[i]
+		skills[c.Skill], agents[c.Agent], arms[armName(c.Arm)] = true, true, true
+		if f.keep(c) {
+			kept = append(kept, i)
+		}
+	}
+	p.Skills, p.Agents, p.Arms = options(skills), options(agents), options(arms)
+	lo, hi, pg := paginate(len(kept), s.cfg.PageSize, q.Get("page"), runHref(id), q)
+	p.Pager = pg
+	p.Pager.One, p.Pager.Many = "case", "cases"
+	for _, i := range kept[lo:hi] {
+		row := rowOf(&rep.Cases[i], i, skillHref(rep.Cases[i].Skill, p.suite))
+		row.Href = caseHref(id, i, &rep.Cases[i])
+		p.Cases = append(p.Cases, row)
+	}
+	s.render(w, r, http.StatusOK, "run", "Run "+id, v, p)
+}
+
+// rowOf is the row of case i of a report; skillLink is where its skill links. The caller
+// sets where the case links.
+func rowOf(c *report.Case, i int, skillLink string) caseRow {
+	return caseRow{
+		Index: i, Skill: name(c.Skill), SkillHref: skillLink, Case: name(c.Case), Agent: name(c.Agent), Arm: c.Arm, Status: c.Status,
+		Epochs: c.Epochs, PassedEpochs: c.PassedEpochs, DurationMS: c.DurationMS,
+		Flaky: c.Flaky, Quarantined: c.Quarantined, Reason: oneLine(c.Reason, maxReasonRunes),
+	}
+}
+
+// armName is a case's arm by name; "" is with_skill.
+func armName(a string) string {
+	if a == "" {
+		return report.ArmWithSkill
+	}
+	return a
+}
+
+// options are a filter's choices, sorted; nil when there are too many to list (or only one,
+// which is no choice) — the filter is then a text field.
+func options(set map[string]bool) []string {
+	if len(set) > maxSelectOptions {
+		return nil
+	}
+	var out []string
+	for k := range set {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// oneLine is s on one line, clipped to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, v *visitor) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if !v.CanCancel() {
+		s.fail(w, r, v, http.StatusForbidden, errors.New("a viewer's token cannot cancel runs: log in with an operator's token"))
+		return
+	}
+	if err := checkPost(r, v); err != nil {
+		s.fail(w, r, v, http.StatusForbidden, err)
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := s.src.Cancel(r.Context(), id); err != nil {
+		s.fail(w, r, v, lookupCode(err), err)
+		return
+	}
+	http.Redirect(w, r, runHref(id), http.StatusSeeOther)
+}

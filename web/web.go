@@ -1,0 +1,98 @@
+// Package web is the coordinator's web viewer: server-rendered pages (html/template) over the
+// runs a coordinator holds — the runs list, a run with its cases, a case with every epoch's
+// evidence and trajectory, a skill's history, and comparisons — and the self-contained HTML
+// report `skillfleet test --html` and `runs report --format html` write.
+//
+// Pages work without JavaScript; one small embedded script only refreshes a page while its run
+// goes. Everything a suite supplies (names, outputs, transcripts, files) is untrusted: it is
+// escaped by html/template, clipped to bounded sizes, and served under a strict
+// Content-Security-Policy. No GET changes state: cancelling is a POST with a CSRF token bound
+// to the session, and needs an operator's token (see Config).
+//
+// The package defines what it reads (Source, History, Flaky) and imports neither the
+// coordinator nor the queue: package fleet adapts them and mounts the handler.
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/history"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/report"
+)
+
+// ErrNotFound is what a Source's errors wrap for a run it does not know; the viewer answers
+// 404 for it.
+var ErrNotFound = errors.New("not found")
+
+// Source is what the viewer reads of a coordinator, and the one thing it changes (Cancel).
+type Source interface {
+	// List returns every run, newest first.
+	List(ctx context.Context) ([]*pb.RunStatus, error)
+	// Status returns a run's state.
+	Status(ctx context.Context, id string) (*pb.RunStatus, error)
+	// Report returns a run's report: live while it goes, final once it ended.
+	Report(ctx context.Context, id string) (report.Report, error)
+	// AcceptedResults calls fn with each result the run's report counts, documents as stored.
+	AcceptedResults(ctx context.Context, id string, fn func(*pb.Result) error) error
+	// ResolveDocuments brings a result's trajectory (as ATIF JSON) and output files inline.
+	ResolveDocuments(ctx context.Context, res *pb.Result)
+	// Cancel stops a run.
+	Cancel(ctx context.Context, id string) (*pb.RunStatus, error)
+}
+
+// History is the results history a skill's page reads; a nil History makes the page say that
+// the coordinator keeps none.
+type History interface {
+	SkillRuns(ctx context.Context, suite, lane, skill string, n int) ([]history.SkillRun, error)
+}
+
+// Flaky lists the flaky cells of a suite in a lane ("" for every lane); nil: none are shown.
+type Flaky interface {
+	FlakyCells(ctx context.Context, suite, lane string) ([]report.FlakyCell, error)
+}
+
+// Token is a token the viewer accepts at its login form, with the name its holder is known by.
+type Token struct {
+	Name, Secret string
+}
+
+// Config configures the viewer.
+type Config struct {
+	// Operators are the API's tokens: their holders may read every page and cancel runs.
+	// Viewers are read-only tokens: their holders read pages and cancel nothing. They are
+	// the viewer's own: the API (/v1/) does not accept them.
+	//
+	// With neither, the viewer serves only requests for a loopback Host (as the API does
+	// without a token), to anyone who can reach it there, without a login.
+	Operators, Viewers []Token
+	// SessionTTL is how long a login lasts (0 = 12 hours).
+	SessionTTL time.Duration
+	// MaxSessions bounds the sessions kept (0 = 10,000); past it the oldest go first.
+	MaxSessions int
+	// SecureCookies marks the session cookie Secure even on a plain HTTP request (a proxy in
+	// front terminates TLS); a request that came over TLS gets a Secure cookie anyway.
+	SecureCookies bool
+	// PageSize is the cases per page of a run (0 = 200) and RunsPageSize the runs per page of
+	// the list (0 = 50).
+	PageSize, RunsPageSize int
+	// Now is the clock of sessions and of "ago" in pages (nil: time.Now).
+	Now func() time.Time
+	// Random makes session ids and CSRF tokens (nil: crypto/rand).
+	Random io.Reader
+	// Log receives what goes wrong behind a page (nil: none).
+	Log *zap.Logger
+}
+
+// Deps are the viewer's data: the coordinator (required), the history and flaky labels (nil
+// when the coordinator keeps no history).
+type Deps struct {
+	Source  Source
+	History History
+	Flaky   Flaky
+}
