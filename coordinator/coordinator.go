@@ -825,10 +825,13 @@ func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error
 	}
 	st := &pb.RunStatus{}
 	if err := proto.Unmarshal(value, st); err != nil {
-		return nil, fmt.Errorf("run %s: stored state is unreadable: %w", id, err)
+		return nil, fmt.Errorf("run %s: %w: %w", id, errUnreadable, err)
 	}
 	return st, nil
 }
+
+// errUnreadable marks a stored run state that does not decode.
+var errUnreadable = errors.New("stored state is unreadable")
 
 func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
 	keys, err := c.runStore.Keys(ctx)
@@ -841,9 +844,16 @@ func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
 			continue
 		}
 		st, err := c.load(ctx, k)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue // deleted since it was listed
+		case errors.Is(err, errUnreadable):
 			c.log.Warn("skipping unreadable run state", zap.String("run", k), zap.Error(err))
 			continue
+		case err != nil:
+			// Not a partial list: the retention sweep would take a missing run's bundle
+			// for unused.
+			return nil, err
 		}
 		out = append(out, st)
 	}

@@ -10,6 +10,9 @@ import (
 // bundleGrace protects a bundle uploaded moments ago whose run record is not written yet.
 const bundleGrace = time.Hour
 
+// deleteMarkerGrace is how long a deleted run record's marker stays for the watchers.
+const deleteMarkerGrace = 10 * time.Minute
+
 // Swept counts what one sweep removed.
 type Swept struct {
 	Runs, Bundles int
@@ -84,6 +87,11 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 			return out, err
 		}
 		out.Bundles++
+	}
+	// Deleted records leave markers that every listing reads; they go once no watcher that is
+	// catching up can still need them.
+	if _, err := c.runStore.PurgeDeletes(ctx, deleteMarkerGrace); err != nil {
+		c.log.Warn("purging the markers of swept runs failed; the next sweep tries again", zap.Error(err))
 	}
 	c.metrics.swept.WithLabelValues("run").Add(float64(out.Runs))
 	c.metrics.swept.WithLabelValues("bundle").Add(float64(out.Bundles))

@@ -22,6 +22,9 @@ type fakeRuns struct {
 	values map[string][]byte
 	calls  map[string]int
 	fail   error // returned by every call when set
+	// getFail fails the reads of one key; listed lists keys that hold nothing (any more).
+	getFail map[string]error
+	listed  []string
 }
 
 func newFakeRuns() *fakeRuns {
@@ -41,6 +44,9 @@ func (f *fakeRuns) Get(_ context.Context, key string) ([]byte, uint64, error) {
 	f.calls["get"]++
 	if f.fail != nil {
 		return nil, 0, f.fail
+	}
+	if err := f.getFail[key]; err != nil {
+		return nil, 0, err
 	}
 	v, ok := f.values[key]
 	if !ok {
@@ -64,8 +70,14 @@ func (f *fakeRuns) Keys(context.Context) ([]string, error) {
 	for k := range f.values {
 		keys = append(keys, k)
 	}
+	keys = append(keys, f.listed...)
 	slices.Sort(keys)
 	return keys, nil
+}
+
+func (f *fakeRuns) PurgeDeletes(context.Context, time.Duration) (int, error) {
+	f.calls["purge"]++
+	return 0, f.fail
 }
 
 func storeTestCoordinator(runs RunStore) *Coordinator {
@@ -179,6 +191,18 @@ func TestRunStoreList(t *testing.T) {
 	if !slices.Equal(ids, want) {
 		t.Errorf("listed %v, want %v", ids, want)
 	}
+	// A run deleted between the listing and its read is not listed, nor an error.
+	runs.listed = []string{"r20261123t000000-eeeeeeee"}
+	if got, err := c.listStored(context.Background()); err != nil || len(got) != 3 {
+		t.Errorf("with a key deleted meanwhile: %d runs, %v; want 3", len(got), err)
+	}
+	// A run that cannot be read is an error, not a shorter list: the retention sweep would take
+	// its bundle for unused.
+	runs.getFail = map[string]error{"r20261123t000000-cccccccc": errors.New("read timed out")}
+	if got, err := c.listStored(context.Background()); err == nil || !strings.Contains(err.Error(), "read timed out") {
+		t.Errorf("with one read failing: %d runs, %v; want the read's error", len(got), err)
+	}
+	runs.getFail = nil
 	runs.fail = errors.New("kv down")
 	if _, err := c.listStored(context.Background()); err == nil {
 		t.Error("a failing store listed runs")

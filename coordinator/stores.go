@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"time"
 
 	"github.com/skillfleet/skillfleet/bundle"
 	"github.com/skillfleet/skillfleet/queue"
@@ -13,7 +14,10 @@ type RunStore interface {
 	// Get returns an error wrapping queue.ErrNotFound for a key that holds nothing.
 	Get(ctx context.Context, key string) (value []byte, revision uint64, err error)
 	Delete(ctx context.Context, key string) error
+	// Keys lists every key that holds a value, keys written meanwhile included.
 	Keys(ctx context.Context) ([]string, error)
+	// PurgeDeletes drops the markers of keys deleted longer ago than olderThan.
+	PurgeDeletes(ctx context.Context, olderThan time.Duration) (int, error)
 }
 
 // BundleStore keeps suite bundles by content digest (queue.Topology).

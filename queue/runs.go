@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -14,6 +16,7 @@ var ErrNotFound = errors.New("queue: not found")
 // RunStore is the run-state KV bucket (RunsBucket): one value per run id, the latest only.
 type RunStore struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
 }
 
 // Runs returns the run-state store, or nil for a topology opened without it (OpenWorker).
@@ -21,7 +24,7 @@ func (t *Topology) Runs() *RunStore {
 	if t.runs == nil {
 		return nil
 	}
-	return &RunStore{kv: t.runs}
+	return &RunStore{kv: t.runs, js: t.js}
 }
 
 // Put stores value under key and returns the bucket's revision of the write.
@@ -55,17 +58,93 @@ func (s *RunStore) Delete(ctx context.Context, key string) error {
 }
 
 // Keys returns every key that holds a value, in no particular order.
+//
+// The client library's key listing alone is not enough: it watches the bucket's last
+// messages, and a key rewritten while the watch runs loses its old message (the bucket keeps
+// one revision) before the watch reaches it, while the new one comes after the watch has
+// reported its end. A run that writes its state during GET /v1/runs would vanish from it, and
+// from the retention sweep's census of the bundles in use. So the listing is checked against
+// the stream's subject totals, a snapshot the server takes under its lock, which hold every key
+// with a message: a key the watch missed is read, and kept unless its last message is a
+// deletion.
 func (s *RunStore) Keys(ctx context.Context) ([]string, error) {
 	lister, err := s.kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
 	}
-	var out []string
+	listed := make(map[string]bool)
 	for k := range lister.Keys() {
+		listed[k] = true
+	}
+	if err := ctx.Err(); err != nil { // the lister ends early, and silently, on a cancelled ctx
+		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
+	}
+	stream, err := s.js.Stream(ctx, kvStreamPrefix+RunsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
+	}
+	prefix := kvSubjectPrefix + RunsBucket + "."
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
+	}
+	out := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		k := strings.TrimPrefix(subject, prefix)
+		if !listed[k] {
+			if _, _, err := s.Get(ctx, k); errors.Is(err, ErrNotFound) {
+				continue // deleted
+			} else if err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, k)
 	}
 	return out, nil
 }
+
+// PurgeDeletes removes the markers that deleted keys leave behind, once older than olderThan
+// (all of them for 0). Keys reads each marked key, so markers left to pile up would slow every
+// listing as runs are swept. Each purge stops at its marker's sequence: a key created again
+// since it was looked at keeps its new value (the client library's own PurgeDeletes would
+// wipe it).
+func (s *RunStore) PurgeDeletes(ctx context.Context, olderThan time.Duration) (int, error) {
+	w, err := s.kv.WatchAll(ctx, jetstream.MetaOnly())
+	if err != nil {
+		return 0, fmt.Errorf("queue: purge delete markers of %s: %w", RunsBucket, err)
+	}
+	var markers []jetstream.KeyValueEntry
+	cutoff := time.Now().Add(-olderThan)
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		if op := e.Operation(); (op == jetstream.KeyValueDelete || op == jetstream.KeyValuePurge) && !e.Created().After(cutoff) {
+			markers = append(markers, e)
+		}
+	}
+	_ = w.Stop()
+	if len(markers) == 0 {
+		return 0, nil
+	}
+	stream, err := s.js.Stream(ctx, kvStreamPrefix+RunsBucket)
+	if err != nil {
+		return 0, fmt.Errorf("queue: purge delete markers of %s: %w", RunsBucket, err)
+	}
+	for i, m := range markers {
+		subject := kvSubjectPrefix + RunsBucket + "." + m.Key()
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(m.Revision()+1)); err != nil {
+			return i, fmt.Errorf("queue: purge delete marker of %s in %s: %w", m.Key(), RunsBucket, err)
+		}
+	}
+	return len(markers), nil
+}
+
+// The names JetStream gives a KV bucket's stream and subjects.
+const (
+	kvStreamPrefix  = "KV_"
+	kvSubjectPrefix = "$KV."
+)
 
 // ErrConflict means a compare-and-swap lost: the key was written since the revision the caller
 // read (Update), or holds a value already (Create).

@@ -2,7 +2,11 @@ package queue_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -36,5 +40,111 @@ func TestRunStoreCompareAndSwap(t *testing.T) {
 	}
 	if _, err := s.Create(ctx, "schedule.nightly", []byte("v3")); err != nil {
 		t.Fatalf("create after delete: %v", err)
+	}
+}
+
+// TestRunStoreKeysWhileRewritten: a key rewritten while the store is listed is still listed.
+// Runs rewrite their state as they progress, and a list that missed one would hide it from
+// GET /v1/runs and from the retention sweep's count of the bundles in use.
+func TestRunStoreKeysWhileRewritten(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	s := topo.Runs()
+	const n = 50
+	want := make(map[string]bool, n)
+	for i := range n {
+		k := fmt.Sprintf("r%03d", i)
+		want[k] = true
+		if _, err := s.Put(ctx, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Put(ctx, "gone", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.Put(ctx, fmt.Sprintf("r%03d", i%n), []byte(fmt.Sprint(i))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	defer func() { close(stop); writer.Wait() }()
+	for round := range 200 {
+		keys, err := s.Keys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			got[k] = true
+		}
+		for k := range want {
+			if !got[k] {
+				t.Fatalf("round %d: key %s, rewritten during the list, is missing from %d keys", round, k, len(keys))
+			}
+		}
+		if got["gone"] {
+			t.Fatalf("round %d: the deleted key is listed", round)
+		}
+	}
+}
+
+// TestRunStorePurgeDeletes: deleted keys' markers go, live keys stay, and a key created again
+// after its deletion keeps its value.
+func TestRunStorePurgeDeletes(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	s := topo.Runs()
+	for _, k := range []string{"live", "swept1", "swept2", "again"} {
+		if _, err := s.Put(ctx, k, []byte("v1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"swept1", "swept2", "again"} {
+		if err := s.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Put(ctx, "again", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PurgeDeletes(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("markers younger than the threshold: purged %d, %v; want 0", n, err)
+	}
+	n, err := s.PurgeDeletes(ctx, 0)
+	if err != nil || n != 2 {
+		t.Fatalf("purged %d markers, %v; want 2", n, err)
+	}
+	info, err := topo.RawRuns().Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Values(); got != 2 {
+		t.Errorf("bucket holds %d messages after the purge, want 2 (live, again)", got)
+	}
+	for k, want := range map[string]string{"live": "v1", "again": "v2"} {
+		if v, _, err := s.Get(ctx, k); err != nil || string(v) != want {
+			t.Errorf("%s: %q, %v; want %q", k, v, err, want)
+		}
+	}
+	keys, err := s.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{"again", "live"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want %v", keys, want)
 	}
 }
