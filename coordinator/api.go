@@ -19,6 +19,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/bundle"
 	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/authlimit"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/suite"
@@ -52,6 +53,10 @@ type APIConfig struct {
 	UploadRateWindow time.Duration
 	// Now is the clock of the upload rate (nil: time.Now).
 	Now func() time.Time
+	// Guesses limits failed authentications per client address (nil: authlimit's defaults).
+	// Share one with the web viewer's login, so that guesses split between the two draw on one
+	// budget.
+	Guesses *authlimit.Limiter
 }
 
 // Default limits of the API.
@@ -86,6 +91,9 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Guesses == nil {
+		cfg.Guesses, _ = authlimit.New(authlimit.DefaultConfig(), cfg.Now, nil) // unregistered: cannot fail
 	}
 	a := &api{c: c, cfg: cfg, streams: newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerCaller), probe: &storeProbe{c: c}}
 	mux := http.NewServeMux()

@@ -29,6 +29,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/fleet"
+	"github.com/skillfleet/skillfleet/internal/authlimit"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/skill"
@@ -284,6 +285,51 @@ func TestAPIErrorDiagnosticsAreAListOrAbsent(t *testing.T) {
 				t.Errorf("\"diagnostics\": %s; want a list or no key: %s", d, body)
 			}
 		})
+	}
+}
+
+// TestAPIThrottlesGuesses: an address that presented wrong tokens too often is refused with
+// 429 and Retry-After, the right token included, until its budget refills; other addresses
+// are served meanwhile.
+func TestAPIThrottlesGuesses(t *testing.T) {
+	a := startAPI(t, nil)
+	now := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	guesses, err := authlimit.New(authlimit.Config{Burst: 2, Every: time.Minute}, func() time.Time { return now }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.fleet.Coordinator.Handler(coordinator.APIConfig{Token: token, Guesses: guesses})
+	const guesser, other = "192.0.2.50:40000", "192.0.2.51:40000"
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		auth    string
+		from    string
+		want    int
+		retry   string
+	}{
+		{name: "no token", from: guesser, want: http.StatusUnauthorized},
+		{name: "wrong token", auth: "Bearer guess", from: guesser, want: http.StatusUnauthorized},
+		{name: "the right token, unread", auth: "Bearer " + token, from: guesser, want: http.StatusTooManyRequests, retry: "60"},
+		{name: "another address", auth: "Bearer " + token, from: other, want: http.StatusOK},
+		{name: "half refilled", advance: 30 * time.Second, auth: "Bearer " + token, from: guesser, want: http.StatusTooManyRequests, retry: "30"},
+		{name: "refilled", advance: 30 * time.Second, auth: "Bearer " + token, from: guesser, want: http.StatusOK},
+		{name: "a success costs nothing", auth: "Bearer " + token, from: guesser, want: http.StatusOK},
+	} {
+		now = now.Add(tc.advance)
+		r := httptest.NewRequest("GET", "/v1/runs", nil)
+		r.RemoteAddr = tc.from
+		if tc.auth != "" {
+			r.Header.Set("Authorization", tc.auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want || w.Header().Get("Retry-After") != tc.retry {
+			t.Fatalf("%s: %d, Retry-After %q; want %d, %q: %s", tc.name, w.Code, w.Header().Get("Retry-After"), tc.want, tc.retry, w.Body)
+		}
+		if tc.want == http.StatusTooManyRequests && !strings.Contains(decodeError(t, w.Body.Bytes()).Error, "too many wrong tokens") {
+			t.Errorf("%s: the answer does not say why: %s", tc.name, w.Body)
+		}
 	}
 }
 

@@ -4,9 +4,12 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skillfleet/skillfleet/internal/httpserve"
 )
@@ -75,6 +78,14 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
+		// An address that has guessed wrong too often is refused before any token is
+		// compared: a right guess must not get through either, or the limit would not slow
+		// the guessing.
+		if retry, blocked := a.cfg.Guesses.Blocked(r); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+			writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many wrong tokens from this address: try again in %s", retry.Round(time.Second)), nil)
+			return
+		}
 		// The scheme is case-insensitive (RFC 9110).
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		name, ok := "", false
@@ -88,6 +99,7 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		if !ok {
+			a.cfg.Guesses.Failed(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
 			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
 			return

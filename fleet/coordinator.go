@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/flaky"
+	"github.com/skillfleet/skillfleet/internal/authlimit"
 	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/queue"
 )
@@ -158,6 +159,10 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 		return nil
 	}
 	api.WriteTimeout = httpserve.Defaults.WriteTimeout
+	// One budget of wrong tokens per address, for the API and the viewer's login alike.
+	if api.Guesses, err = authlimit.New(authlimit.DefaultConfig(), nil, reg); err != nil {
+		return err
+	}
 	var servers []*httpserve.Server
 	switch cfg.MetricsAddr {
 	case "":

@@ -82,7 +82,7 @@ func CoordinatorHandler(c *coordinator.Coordinator, api coordinator.APIConfig, w
 	if log == nil {
 		log = zap.NewNop()
 	}
-	cfg := web.Config{Operators: webTokens(api), SecureCookies: wc.SecureCookies, Log: log.Named("web")}
+	cfg := web.Config{Operators: webTokens(api), SecureCookies: wc.SecureCookies, Log: log.Named("web"), Guesses: api.Guesses}
 	for _, t := range wc.ViewerTokens {
 		cfg.Viewers = append(cfg.Viewers, web.Token{Name: t.Name, Secret: t.Secret})
 	}

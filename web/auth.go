@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -265,6 +267,14 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := localPath(r.PostFormValue("next"))
+	// Refused unread once the address has guessed wrong too often, a right guess included,
+	// or the limit would not slow the guessing.
+	if retry, blocked := srv.cfg.Guesses.Blocked(r); blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		srv.render(w, r, http.StatusTooManyRequests, "login", "Log in", nil, loginPage{Next: next,
+			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", retry.Round(time.Second))})
+		return
+	}
 	got := []byte(r.PostFormValue("token"))
 	name, found, rl := "", false, roleViewer
 	for _, t := range srv.cfg.Viewers {
@@ -278,6 +288,7 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !found || len(got) == 0 {
+		srv.cfg.Guesses.Failed(r)
 		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "That token is not accepted here."})
 		return
 	}

@@ -325,8 +325,12 @@ func do(h http.Handler, method, target string, form url.Values, cookie *http.Coo
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i] == "Host" {
+		switch hdr[i] {
+		case "Host":
 			r.Host = hdr[i+1]
+			continue
+		case "RemoteAddr": // where the request comes from
+			r.RemoteAddr = hdr[i+1]
 			continue
 		}
 		r.Header.Set(hdr[i], hdr[i+1])

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/authlimit"
 )
 
 //go:embed templates/*.tmpl
@@ -69,6 +71,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
+	}
+	if cfg.Guesses == nil {
+		cfg.Guesses, _ = authlimit.New(authlimit.DefaultConfig(), cfg.Now, nil) // unregistered: cannot fail
 	}
 	seen := map[string]bool{}
 	for _, t := range append(append([]Token(nil), cfg.Operators...), cfg.Viewers...) {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/skillfleet/skillfleet/history"
+	"github.com/skillfleet/skillfleet/internal/authlimit"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
@@ -198,6 +199,51 @@ func TestLogin(t *testing.T) {
 				t.Errorf("cookie set: %v", got)
 			}
 		})
+	}
+}
+
+// TestLoginThrottled: an address that guessed wrong too often is refused, the right token
+// included, until its budget refills; other addresses log in meanwhile.
+func TestLoginThrottled(t *testing.T) {
+	now := t0
+	clock := func() time.Time { return now }
+	guesses, err := authlimit.New(authlimit.Config{Burst: 3, Every: 10 * time.Second}, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Operators: []Token{{Name: "ops", Secret: operatorToken}}, Now: clock, Guesses: guesses}, Deps{Source: newFake()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const guesser, other = "198.51.100.9:5000", "198.51.100.10:5000"
+	for _, tc := range []struct {
+		name     string
+		advance  time.Duration
+		token    string
+		from     string
+		code     int
+		retry    string
+		loggedIn bool
+	}{
+		{name: "wrong 1", token: "guess-1", from: guesser, code: http.StatusUnauthorized},
+		{name: "wrong 2", token: "guess-2", from: guesser, code: http.StatusUnauthorized},
+		{name: "wrong 3", token: "guess-3", from: guesser, code: http.StatusUnauthorized},
+		{name: "the right token, unread", token: operatorToken, from: guesser, code: http.StatusTooManyRequests, retry: "10"},
+		{name: "another address logs in", token: operatorToken, from: other, code: http.StatusSeeOther, loggedIn: true},
+		{name: "still refused partway", advance: 5 * time.Second, token: operatorToken, from: guesser, code: http.StatusTooManyRequests, retry: "5"},
+		{name: "one attempt back", advance: 5 * time.Second, token: operatorToken, from: guesser, code: http.StatusSeeOther, loggedIn: true},
+	} {
+		now = now.Add(tc.advance)
+		w := do(s, "POST", "/login", url.Values{"token": {tc.token}, "next": {"/"}}, nil, "RemoteAddr", tc.from)
+		if w.Code != tc.code || w.Header().Get("Retry-After") != tc.retry {
+			t.Fatalf("%s: %d, Retry-After %q; want %d, %q", tc.name, w.Code, w.Header().Get("Retry-After"), tc.code, tc.retry)
+		}
+		if got := len(w.Result().Cookies()) > 0; got != tc.loggedIn {
+			t.Fatalf("%s: session cookie set: %v", tc.name, got)
+		}
+		if tc.code == http.StatusTooManyRequests && !strings.Contains(w.Body.String(), "Too many wrong tokens") {
+			t.Errorf("%s: the page does not say why: %s", tc.name, textOf(parseHTML(t, w.Body.Bytes())))
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/history"
+	"github.com/skillfleet/skillfleet/internal/authlimit"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 )
@@ -87,6 +88,9 @@ type Config struct {
 	Random io.Reader
 	// Log receives what goes wrong behind a page (nil: none).
 	Log *zap.Logger
+	// Guesses limits wrong logins per client address (nil: authlimit's defaults); the
+	// coordinator shares its API's, so that guesses split between the two draw on one budget.
+	Guesses *authlimit.Limiter
 }
 
 // Deps are the viewer's data: the coordinator (required), the history and flaky labels (nil
