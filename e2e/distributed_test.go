@@ -121,6 +121,9 @@ func TestDistributedFleet(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "401") && !strings.Contains(strings.ToLower(errOut), "token") {
 		t.Errorf("runs list with a wrong token: exit %d, stderr %q", code, errOut)
 	}
+	if n := scrape(t, f.api+"/metrics", "skillfleet_coordinator_auth_failures_total"); n < 1 {
+		t.Errorf("the coordinator counted %v wrong tokens after one", n)
+	}
 
 	// The worker counted what it ran; the coordinator what it finished.
 	workerURL := "http://" + f.workerMetrics + "/metrics"
