@@ -120,6 +120,24 @@ func TestChangedOnlyOffersAndChecksReuse(t *testing.T) {
 	if rep.Summary.Reused != 1 || rep.Summary.Passed != 0 {
 		t.Errorf("summary %+v: want 1 reused and no pass", rep.Summary)
 	}
+	// The results the viewer shows say what the report says: an unproven reuse is errored.
+	shown := map[string]int{}
+	if err := c.AcceptedResults(ctx, st.GetId(), func(res *pb.Result) error {
+		want := pb.Verdict_VERDICT_ERRORED
+		if res.GetCaseName() == "honest" {
+			want = pb.Verdict_VERDICT_REUSED
+		}
+		if res.GetVerdict() != want || len(res.GetReuseProof()) > 0 {
+			t.Errorf("shown result of %s#%d: %s, proof %x; want %s without the proof", res.GetCaseName(), res.GetEpoch(), res.GetVerdict(), res.GetReuseProof(), want)
+		}
+		shown[res.GetCaseName()]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown) != 4 || shown["honest"] != 2 {
+		t.Errorf("results shown per case %v, want 2 of each of 4", shown)
+	}
 
 	plain, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{Name: "nightly"})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/skillfleet/skillfleet/internal/clock"
-	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -263,13 +262,9 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 		return 0, false
 	}
 	res.Secret = nil
-	if res.GetVerdict() == pb.Verdict_VERDICT_REUSED &&
-		!validReuse(r.key, res.GetJobId(), res.GetReusedFrom(), res.GetCellDigest(), res.GetReuseProof()) {
-		// Counted, as errored: the job's real result is this one, and it did not run.
+	if demoteUnprovenReuse(r.key, res) {
 		c.log.Warn("a reuse the coordinator did not offer counted as errored", zap.String("run", r.id), zap.String("job", res.GetJobId()),
 			zap.String("worker", res.GetWorkerId()), zap.String("reused_from", res.GetReusedFrom()))
-		res.Verdict = pb.Verdict_VERDICT_ERRORED
-		res.Reason = "the worker reported a reuse of run " + text.ClipBytes(res.GetReusedFrom(), 128) + " this coordinator did not offer the job"
 	}
 	res.ReuseProof = nil
 	// Served on request (Trajectory, AcceptedResults), not with every event: they can be tens

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+
+	"github.com/skillfleet/skillfleet/internal/text"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // A job's result secret is derived, not stored: HMAC-SHA256(run key, job id). One 32-byte
@@ -43,6 +46,19 @@ func validReuse(key []byte, jobID, source, digest string, got []byte) bool {
 		return false
 	}
 	return hmac.Equal(got, reuseProof(key, jobID, source, digest))
+}
+
+// demoteUnprovenReuse turns a reused result without a valid proof into an errored one and
+// reports whether it did: the job's real result is that one, and it did not run. The report
+// and every page that shows a run's results apply it alike.
+func demoteUnprovenReuse(key []byte, res *pb.Result) bool {
+	if res.GetVerdict() != pb.Verdict_VERDICT_REUSED ||
+		validReuse(key, res.GetJobId(), res.GetReusedFrom(), res.GetCellDigest(), res.GetReuseProof()) {
+		return false
+	}
+	res.Verdict = pb.Verdict_VERDICT_ERRORED
+	res.Reason = "the worker reported a reuse of run " + text.ClipBytes(res.GetReusedFrom(), 128) + " this coordinator did not offer the job"
+	return true
 }
 
 // validSecret compares in constant time; a run without a key accepts nothing.

@@ -72,6 +72,8 @@ func (c *Coordinator) AcceptedResults(ctx context.Context, id string, fn func(*p
 		}
 		seen[res.GetJobId()] = true
 		res.Secret = nil
+		demoteUnprovenReuse(key, res)
+		res.ReuseProof = nil
 		if err := fn(res); err != nil {
 			return err
 		}
