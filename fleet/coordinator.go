@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,9 @@ type CoordinatorConfig struct {
 	// MaxConns and MaxConnsPerIP bound the API's connections (httpserve.Config: -1 per IP is
 	// no per-address cap).
 	MaxConns, MaxConnsPerIP int
+	// TrustedProxies are the proxies in front whose X-Forwarded-For names the client that the
+	// limit on wrong tokens charges (authlimit.Config).
+	TrustedProxies []netip.Prefix
 }
 
 // CoordinatorDaemon is the coordinator process: NATS, the topology, the coordinator and its
@@ -160,7 +164,9 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 	}
 	api.WriteTimeout = httpserve.Defaults.WriteTimeout
 	// One budget of wrong tokens per address, for the API and the viewer's login alike.
-	if api.Guesses, err = authlimit.New(authlimit.DefaultConfig(), nil, reg); err != nil {
+	guesses := authlimit.DefaultConfig()
+	guesses.TrustedProxies = cfg.TrustedProxies
+	if api.Guesses, err = authlimit.New(guesses, nil, reg); err != nil {
 		return err
 	}
 	var servers []*httpserve.Server

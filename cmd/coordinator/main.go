@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,6 +42,8 @@ type options struct {
 	// viewerTokenFile is --viewer-token-file; secureCookies --secure-cookies.
 	viewerTokenFile string
 	secureCookies   bool
+	// trustedProxies is --trusted-proxy.
+	trustedProxies []string
 
 	// history is --history; historyPasswordFile --history-password-file.
 	history, historyPasswordFile string
@@ -93,6 +96,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.token, "token", "", "bearer token required on /v1/ (also $SKILLFLEET_TOKEN); without one the API serves loopback callers only")
 	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN\" or a bare token; # comments")
 	f.StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file of read-only tokens for the web viewer, in --token-file's format: their holders log in and read every page, but cancel nothing; the API does not take them (needs --token or --token-file)")
+	f.StringSliceVar(&o.trustedProxies, "trusted-proxy", nil, "address or CIDR of a proxy in front (an ingress), repeatable: the limit on wrong tokens charges a request from one to the client its X-Forwarded-For names; from elsewhere the header is ignored")
 	f.BoolVar(&o.secureCookies, "secure-cookies", false, "mark the web viewer's session cookie Secure on plain HTTP too (behind a proxy that terminates TLS); over TLS it always is")
 	f.DurationVar(&o.deadline, "default-deadline", 6*time.Hour, "deadline of runs that set none")
 	f.StringSliceVar(&o.agents, "agent", nil, "default agents for prompt cases (repeatable)")
@@ -158,6 +162,18 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 	if minRate == 0 {
 		minRate = -1
 	}
+	var proxies []netip.Prefix
+	for _, p := range o.trustedProxies {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			a, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return fleet.CoordinatorConfig{}, cmdutil.Usage(fmt.Errorf("--trusted-proxy %q: want an address or a CIDR", p))
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		proxies = append(proxies, pfx.Masked())
+	}
 	hist := fleet.HistoryConfig{Target: o.history}
 	if history.IsPostgres(o.history) {
 		if hist.Password, err = fleet.HistoryPassword(o.historyPasswordFile, "SKILLFLEET_HISTORY_PASSWORD"); err != nil {
@@ -200,6 +216,6 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 			MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,
 			MinUploadRate: minRate, UploadRateWindow: o.uploadWindow,
 		},
-		MaxConns: o.maxConns, MaxConnsPerIP: perIP,
+		MaxConns: o.maxConns, MaxConnsPerIP: perIP, TrustedProxies: proxies,
 	}, nil
 }

@@ -54,6 +54,45 @@ func TestConfig(t *testing.T) {
 	}
 }
 
+func TestTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  []string
+		usage string
+	}{
+		{name: "none", want: nil},
+		{name: "a CIDR and an address", args: []string{"--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "fd00::7"}, want: []string{"10.0.0.0/8", "fd00::7/128"}},
+		{name: "a CIDR with host bits is its network", args: []string{"--trusted-proxy", "10.1.2.3/16"}, want: []string{"10.1.0.0/16"}},
+		{name: "a host name", args: []string{"--trusted-proxy", "ingress.local"}, usage: "want an address or a CIDR"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+			var o options
+			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config()
+			if tc.usage != "" {
+				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range cfg.TrustedProxies {
+				got = append(got, p.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("trusted proxies %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestHistoryConfig(t *testing.T) {
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {

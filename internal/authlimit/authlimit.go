@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,10 @@ type Config struct {
 	// MaxAddrs bounds the addresses remembered; beyond it the ones with the most budget left
 	// are forgotten first, so a flood of addresses costs memory up to here and no further.
 	MaxAddrs int
+	// TrustedProxies are the proxies in front (an ingress): a request from one of them is
+	// charged to the address its X-Forwarded-For names, the nearest one that is not itself a
+	// trusted proxy. From anywhere else the header is a client's say-so and ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultConfig allows 20 failures at once and one more every 3 s (20 a minute sustained):
@@ -86,7 +91,7 @@ func New(cfg Config, now func() time.Time, reg prometheus.Registerer) (*Limiter,
 // Blocked reports whether the address of r has spent its budget, and how long until one more
 // attempt is allowed.
 func (l *Limiter) Blocked(r *http.Request) (retryAfter time.Duration, blocked bool) {
-	key, ok := addrKey(r.RemoteAddr)
+	key, ok := l.addrKey(r)
 	if !ok {
 		return 0, false
 	}
@@ -108,7 +113,7 @@ func (l *Limiter) Blocked(r *http.Request) (retryAfter time.Duration, blocked bo
 // Failed spends one attempt from the budget of r's address.
 func (l *Limiter) Failed(r *http.Request) {
 	l.failures.Inc()
-	key, ok := addrKey(r.RemoteAddr)
+	key, ok := l.addrKey(r)
 	if !ok {
 		return
 	}
@@ -162,22 +167,57 @@ func (l *Limiter) forgetLocked(now time.Time) {
 	}
 }
 
-// addrKey is the budget an address draws on: its IPv4 address, or its IPv6 /64, which one
+// addrKey is the budget a request draws on: its client's IPv4 address, or IPv6 /64, which one
 // host is commonly given whole.
-func addrKey(remote string) (netip.Prefix, bool) {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
+func (l *Limiter) addrKey(r *http.Request) (netip.Prefix, bool) {
+	a, ok := parseAddr(r.RemoteAddr)
+	if !ok {
 		return netip.Prefix{}, false
 	}
-	a = a.Unmap().WithZone("")
+	if l.trusted(a) {
+		// Proxies append: the rightmost entries are the nearest hops, and the first one that
+		// is not a trusted proxy is the client as far as anyone trusted saw it.
+		var hops []string
+		for _, v := range r.Header.Values("X-Forwarded-For") {
+			hops = append(hops, strings.Split(v, ",")...)
+		}
+		for i := len(hops) - 1; i >= 0; i-- {
+			h, ok := parseAddr(strings.TrimSpace(hops[i]))
+			if !ok {
+				break // garbled: charge the proxy rather than guess
+			}
+			if !l.trusted(h) {
+				a = h
+				break
+			}
+		}
+	}
 	bits := 32
 	if a.Is6() {
 		bits = 64
 	}
 	p, err := a.Prefix(bits)
 	return p, err == nil
+}
+
+func (l *Limiter) trusted(a netip.Addr) bool {
+	for _, p := range l.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAddr reads "host:port" or a bare address.
+func parseAddr(s string) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(s)
+	if err != nil {
+		host = s
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }

@@ -3,6 +3,7 @@ package authlimit
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -110,4 +111,41 @@ func mustNew(t *testing.T, cfg Config, now func() time.Time) *Limiter {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestClientAddress: whose budget a request draws on, behind trusted proxies and not.
+func TestClientAddress(t *testing.T) {
+	ingress := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		remote  string
+		xff     []string
+		want    string
+	}{
+		{"direct", nil, "192.0.2.1:5", nil, "192.0.2.1/32"},
+		{"a header from an untrusted client is ignored", ingress, "192.0.2.1:5", []string{"198.51.100.1"}, "192.0.2.1/32"},
+		{"no trusted proxies: the header is ignored", nil, "10.1.2.3:5", []string{"198.51.100.1"}, "10.1.2.3/32"},
+		{"the client behind the ingress", ingress, "10.1.2.3:5", []string{"198.51.100.1"}, "198.51.100.1/32"},
+		{"a forged entry before the real client is skipped", ingress, "10.1.2.3:5", []string{"203.0.113.66, 198.51.100.1"}, "198.51.100.1/32"},
+		{"two trusted hops", ingress, "10.1.2.3:5", []string{"198.51.100.1, 10.9.9.9"}, "198.51.100.1/32"},
+		{"headers in order", ingress, "10.1.2.3:5", []string{"203.0.113.66", "198.51.100.1"}, "198.51.100.1/32"},
+		{"every hop trusted: the proxy", ingress, "10.1.2.3:5", []string{"10.4.4.4"}, "10.1.2.3/32"},
+		{"no header: the proxy", ingress, "10.1.2.3:5", nil, "10.1.2.3/32"},
+		{"garbled hop: the proxy", ingress, "10.1.2.3:5", []string{"198.51.100.1, not-an-ip"}, "10.1.2.3/32"},
+		{"an IPv6 client by its /64", ingress, "[fd00::1]:5", []string{"2001:db8:1:2::77"}, "2001:db8:1:2::/64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustNew(t, Config{TrustedProxies: tc.trusted}, nil)
+			r := from(tc.remote)
+			r.Header = http.Header{}
+			for _, v := range tc.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			got, ok := l.addrKey(r)
+			if !ok || got.String() != tc.want {
+				t.Errorf("addrKey = %v, %v; want %s", got, ok, tc.want)
+			}
+		})
+	}
 }
