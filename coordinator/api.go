@@ -202,6 +202,28 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err, nil)
 		return
 	}
+	var st *pb.RunStatus
+	answered, err := a.upload(w, r, func(body io.Reader) (err error) {
+		st, err = a.c.Submit(r.Context(), body, spec)
+		return err
+	})
+	if answered {
+		return
+	}
+	if err != nil {
+		a.c.log.Error("submit failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, err, nil)
+		return
+	}
+	w.Header().Set("Location", "/v1/runs/"+st.GetId())
+	writeProto(w, http.StatusCreated, st)
+}
+
+// upload hands the request's body to store as every upload is read, bounded in size and rate,
+// and answers the failures all uploads share: too slow (408), a suite that does not plan
+// (422, with its diagnostics), too large (413). It reports whether it answered; any other
+// error of store's is the caller's to answer.
+func (a *api) upload(w http.ResponseWriter, r *http.Request, store func(io.Reader) error) (answered bool, err error) {
 	// The server's read timeout would cut a large upload: the rate reader keeps the
 	// connection's read deadline a window ahead instead, and fails a trickle.
 	rc := http.NewResponseController(w)
@@ -213,8 +235,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
-	body := http.MaxBytesReader(w, io.NopCloser(in), bundle.MaxBundleBytes+64<<20)
-	st, err := a.c.Submit(r.Context(), body, spec)
+	err = store(http.MaxBytesReader(w, io.NopCloser(in), bundle.MaxBundleBytes+64<<20))
 	// The server's write deadline ran from the request's headers, through the whole upload:
 	// the answer gets its own.
 	_ = rc.SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout))
@@ -222,27 +243,21 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case rate != nil && rate.err != nil:
-		// Whatever Submit made of the failed read, the client was too slow.
+		// Whatever store made of the failed read, the client was too slow.
 		w.Header().Set("Connection", "close")
 		writeError(w, http.StatusRequestTimeout, rate.err, nil)
-		return
 	case errors.As(err, &pe):
 		var diags any
 		if len(pe.Diagnostics) > 0 {
 			diags = pe.Diagnostics // a nil slice in an interface would defeat omitempty
 		}
 		writeError(w, http.StatusUnprocessableEntity, err, diags)
-		return
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, err, nil)
-		return
-	case err != nil:
-		a.c.log.Error("submit failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, err, nil)
-		return
+	default:
+		return false, err
 	}
-	w.Header().Set("Location", "/v1/runs/"+st.GetId())
-	writeProto(w, http.StatusCreated, st)
+	return true, err
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {

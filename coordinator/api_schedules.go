@@ -5,45 +5,21 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/skillfleet/skillfleet/bundle"
 )
 
 // pushSuite stores the uploaded bundle as the latest of the suite named in the path.
 func (a *api) pushSuite(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	var rate *rateReader
-	in := io.Reader(r.Body)
-	if a.cfg.MinUploadRate > 0 {
-		rate = newRateReader(r.Body, a.cfg.MinUploadRate, a.cfg.UploadRateWindow, a.cfg.Now, rc.SetReadDeadline)
-		in = rate
-	} else {
-		_ = rc.SetReadDeadline(time.Time{})
+	var ps *PushedSuite
+	answered, err := a.upload(w, r, func(body io.Reader) (err error) {
+		ps, err = a.c.PushSuite(r.Context(), r.PathValue("name"), body)
+		return err
+	})
+	if answered {
+		return
 	}
-	body := http.MaxBytesReader(w, io.NopCloser(in), bundle.MaxBundleBytes+64<<20)
-	ps, err := a.c.PushSuite(r.Context(), r.PathValue("name"), body)
-	_ = rc.SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout))
-	var pe *PlanError
-	var tooBig *http.MaxBytesError
-	switch {
-	case rate != nil && rate.err != nil:
-		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestTimeout, rate.err, nil)
-		return
-	case errors.As(err, &pe):
-		var diags any
-		if len(pe.Diagnostics) > 0 {
-			diags = pe.Diagnostics
-		}
-		writeError(w, http.StatusUnprocessableEntity, err, diags)
-		return
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, err, nil)
-		return
-	case err != nil:
+	if err != nil {
 		writeScheduleError(a, w, err)
 		return
 	}
