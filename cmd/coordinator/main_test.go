@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/flaky"
+	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 )
 
@@ -30,19 +31,9 @@ func TestConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
-			var o options
-			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config()
-			if tc.usage != "" {
-				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
-					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
-				}
+			o, cfg, ok := configOf(t, tc.args, tc.usage)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.MaxConnsPerIP != tc.perIP || cfg.API.MinUploadRate != tc.minRate {
 				t.Errorf("per-address cap %d, minimum upload rate %d; want %d, %d", cfg.MaxConnsPerIP, cfg.API.MinUploadRate, tc.perIP, tc.minRate)
@@ -68,19 +59,9 @@ func TestTrustedProxies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
-			var o options
-			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config()
-			if tc.usage != "" {
-				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
-					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
-				}
+			_, cfg, ok := configOf(t, tc.args, tc.usage)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var got []string
 			for _, p := range cfg.TrustedProxies {
@@ -117,19 +98,9 @@ func TestHistoryConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
 			t.Setenv("SKILLFLEET_HISTORY_PASSWORD", tc.env)
-			var o options
-			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config()
-			if tc.usage != "" {
-				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
-					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
-				}
+			_, cfg, ok := configOf(t, tc.args, tc.usage)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.History.Target != tc.target || cfg.History.Password != tc.password {
 				t.Errorf("history %q with password %q; want %q, %q", cfg.History.Target, cfg.History.Password, tc.target, tc.password)
@@ -162,23 +133,33 @@ func TestQuarantineConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
-			var o options
-			if err := newCommand(&o).ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config()
-			if tc.usage != "" {
-				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.usage) {
-					t.Fatalf("err = %v, want a usage error saying %q", err, tc.usage)
-				}
+			_, cfg, ok := configOf(t, tc.args, tc.usage)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.Quarantine.Flaky != tc.want.Flaky || !slices.Equal(cfg.Quarantine.Cells, tc.want.Cells) {
 				t.Errorf("quarantine %+v, want %+v", cfg.Quarantine, tc.want)
 			}
 		})
 	}
+}
+
+// configOf parses args as the coordinator's flags and returns what config makes of them. With
+// usage set it expects a usage error saying it, and ok is false.
+func configOf(t *testing.T, args []string, usage string) (o options, cfg fleet.CoordinatorConfig, ok bool) {
+	t.Helper()
+	if err := newCommand(&o).ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.config()
+	if usage != "" {
+		if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), usage) {
+			t.Fatalf("err = %v, want a usage error saying %q", err, usage)
+		}
+		return o, cfg, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, cfg, true
 }
