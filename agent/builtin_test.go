@@ -605,3 +605,11 @@ func TestRunRecordsATIFTrajectory(t *testing.T) {
 		t.Errorf("after the turn limit: err %v, trajectory %+v", err, tr.Trajectory)
 	}
 }
+
+// fixtureBody is a skill body long enough to fingerprint.
+const fixtureBody = `# Release notes
+
+Collect every merged pull request since the last tag with git log.
+Group the entries under Added, Changed and Fixed, newest first.
+Write the result to CHANGELOG.md above the previous release's section.
+`

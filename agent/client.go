@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/modelmetrics"
 )
 
 // ClientDeps are a Client's collaborators; zero fields get working defaults.
@@ -38,7 +40,7 @@ type Client struct {
 	ep    Endpoint
 	chat  openai.ChatCompletionService
 	lim   *limiter
-	m     *metrics
+	m     *modelmetrics.Metrics
 	log   *zap.Logger
 	sleep func(context.Context, time.Duration) error
 	now   func() time.Time
@@ -83,7 +85,7 @@ func NewClient(ep Endpoint, deps ClientDeps) (*Client, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	m, err := newMetrics(deps.Registry)
+	m, err := modelmetrics.New(deps.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("agent: metrics: %w", err)
 	}
@@ -103,7 +105,7 @@ func NewClient(ep Endpoint, deps ClientDeps) (*Client, error) {
 		sleep: deps.Sleep,
 		now:   deps.Now,
 	}
-	gauge := m.limit.WithLabelValues(ep.Name)
+	gauge := m.Limit.WithLabelValues(ep.Name)
 	c.lim = newLimiter(ep.MaxConcurrency, gauge.Set)
 	return c, nil
 }
@@ -151,12 +153,12 @@ func (c *Client) Chat(ctx context.Context, p openai.ChatCompletionNewParams) (*o
 	for n := 0; ; n++ {
 		comp, a := c.do(ctx, p)
 		if a.err == nil {
-			c.m.requests.WithLabelValues(c.ep.Name, model, "ok", a.class).Inc()
+			c.m.Requests.WithLabelValues(c.ep.Name, model, "ok", a.class).Inc()
 			u := Usage{PromptTokens: comp.Usage.PromptTokens, CompletionTokens: comp.Usage.CompletionTokens}
 			u.Cost = c.ep.Price.Cost(u.PromptTokens, u.CompletionTokens)
-			c.m.tokens.WithLabelValues(c.ep.Name, model, "prompt").Add(float64(u.PromptTokens))
-			c.m.tokens.WithLabelValues(c.ep.Name, model, "completion").Add(float64(u.CompletionTokens))
-			c.m.cost.WithLabelValues(c.ep.Name, model).Add(u.Cost)
+			c.m.Tokens.WithLabelValues(c.ep.Name, model, "prompt").Add(float64(u.PromptTokens))
+			c.m.Tokens.WithLabelValues(c.ep.Name, model, "completion").Add(float64(u.CompletionTokens))
+			c.m.Cost.WithLabelValues(c.ep.Name, model).Add(u.Cost)
 			if len(comp.Choices) == 0 {
 				// Tokens were still paid for; count them, then refuse the answer.
 				err := &Error{Endpoint: c.ep.Name, StatusCode: a.status, Attempts: n + 1,
@@ -166,18 +168,18 @@ func (c *Client) Chat(ctx context.Context, p openai.ChatCompletionNewParams) (*o
 			return comp, u, nil
 		}
 		if ctx.Err() != nil {
-			c.m.requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
+			c.m.Requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
 			return nil, Usage{}, fmt.Errorf("model endpoint %q: %w", c.ep.Name, ctx.Err())
 		}
 		if !a.retryable || n >= c.ep.MaxRetries {
-			c.m.requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
+			c.m.Requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
 			err := &Error{Endpoint: c.ep.Name, StatusCode: a.status, Attempts: n + 1, Err: a.err,
 				Message: c.serverMessage(a.err)}
 			c.log.Debug("model request failed", zap.String("model", model), zap.Int("status", a.status),
 				zap.Int("attempts", n+1), zap.Bool("retryable", a.retryable), zap.Error(err))
 			return nil, Usage{}, err
 		}
-		c.m.requests.WithLabelValues(c.ep.Name, model, "retried", a.class).Inc()
+		c.m.Requests.WithLabelValues(c.ep.Name, model, "retried", a.class).Inc()
 		delay, ok := retryAfter(a.header, c.now())
 		if !ok {
 			delay = backoff(n)
@@ -200,7 +202,7 @@ func (c *Client) do(ctx context.Context, p openai.ChatCompletionNewParams) (*ope
 	var raw *http.Response
 	start := c.now()
 	comp, err := c.chat.New(actx, p, option.WithResponseInto(&raw))
-	c.m.latency.WithLabelValues(c.ep.Name, p.Model).Observe(c.now().Sub(start).Seconds())
+	c.m.Latency.WithLabelValues(c.ep.Name, p.Model).Observe(c.now().Sub(start).Seconds())
 
 	var a attempt
 	switch {
@@ -214,7 +216,7 @@ func (c *Client) do(ctx context.Context, p openai.ChatCompletionNewParams) (*ope
 		}
 	case raw != nil:
 		// An HTTP answer: the status decides, whatever error the SDK made of the body.
-		a = attempt{status: raw.StatusCode, class: statusClass(raw.StatusCode), header: raw.Header, err: err}
+		a = attempt{status: raw.StatusCode, class: modelmetrics.StatusClass(raw.StatusCode), header: raw.Header, err: err}
 		if raw.StatusCode < 400 {
 			a.err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)
 		} else {

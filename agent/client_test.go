@@ -107,10 +107,10 @@ func TestChatHonoursRetryAfter(t *testing.T) {
 			if srv.Count() != 4 {
 				t.Errorf("requests = %d, want 4", srv.Count())
 			}
-			if got := testutil.ToFloat64(f.c.m.requests.WithLabelValues("test", "agent-model", "retried", "429")); got != 3 {
+			if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "retried", "429")); got != 3 {
 				t.Errorf("retried 429 attempts = %v, want 3", got)
 			}
-			if got := testutil.ToFloat64(f.c.m.requests.WithLabelValues("test", "agent-model", "ok", "2xx")); got != 1 {
+			if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "ok", "2xx")); got != 1 {
 				t.Errorf("ok attempts = %v, want 1", got)
 			}
 		})
@@ -175,7 +175,7 @@ func TestChatGivesUpAfterMaxRetries(t *testing.T) {
 	if srv.Count() != 3 || len(f.sleep.got()) != 2 {
 		t.Errorf("requests %d sleeps %d, want 3 and 2", srv.Count(), len(f.sleep.got()))
 	}
-	if got := testutil.ToFloat64(f.c.m.requests.WithLabelValues("test", "agent-model", "failed", "5xx")); got != 1 {
+	if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "failed", "5xx")); got != 1 {
 		t.Errorf("failed attempts = %v, want 1", got)
 	}
 }
@@ -246,7 +246,7 @@ func TestChatRetriesConnectionErrors(t *testing.T) {
 	if comp.Choices[0].Message.Content != "after reset" || len(f.sleep.got()) != 1 {
 		t.Errorf("content %q after %d waits, want a retry", comp.Choices[0].Message.Content, len(f.sleep.got()))
 	}
-	if got := testutil.ToFloat64(f.c.m.requests.WithLabelValues("test", "agent-model", "retried", "transport")); got != 1 {
+	if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "retried", "transport")); got != 1 {
 		t.Errorf("retried transport attempts = %v, want 1", got)
 	}
 }
@@ -261,7 +261,7 @@ func TestChatRetriesAttemptTimeout(t *testing.T) {
 	if comp.Choices[0].Message.Content != "second try" {
 		t.Errorf("content = %q", comp.Choices[0].Message.Content)
 	}
-	if got := testutil.ToFloat64(f.c.m.requests.WithLabelValues("test", "agent-model", "retried", "timeout")); got != 1 {
+	if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "retried", "timeout")); got != 1 {
 		t.Errorf("retried timeouts = %v, want 1", got)
 	}
 }
@@ -334,7 +334,7 @@ func TestConcurrencyLimitAdaptsToRateLimits(t *testing.T) {
 	if !equalFloats(got, want) {
 		t.Errorf("limits after successes = %v, want %v", got, want)
 	}
-	if g := testutil.ToFloat64(f.c.m.limit.WithLabelValues("test")); g != 3 {
+	if g := testutil.ToFloat64(f.c.m.Limit.WithLabelValues("test")); g != 3 {
 		t.Errorf("limit gauge = %v, want 3", g)
 	}
 }
@@ -389,13 +389,13 @@ func TestUsageAndCost(t *testing.T) {
 		!equalFloats([]float64{total.Cost}, []float64{want.Cost}) {
 		t.Errorf("usage = %+v, want %+v", total, want)
 	}
-	if got := testutil.ToFloat64(f.c.m.tokens.WithLabelValues("test", "agent-model", "prompt")); got != 4000 {
+	if got := testutil.ToFloat64(f.c.m.Tokens.WithLabelValues("test", "agent-model", "prompt")); got != 4000 {
 		t.Errorf("prompt tokens metric = %v", got)
 	}
-	if got := testutil.ToFloat64(f.c.m.tokens.WithLabelValues("test", "agent-model", "completion")); got != 750 {
+	if got := testutil.ToFloat64(f.c.m.Tokens.WithLabelValues("test", "agent-model", "completion")); got != 750 {
 		t.Errorf("completion tokens metric = %v", got)
 	}
-	if got := testutil.ToFloat64(f.c.m.cost.WithLabelValues("test", "agent-model")); !equalFloats([]float64{got}, []float64{0.014}) {
+	if got := testutil.ToFloat64(f.c.m.Cost.WithLabelValues("test", "agent-model")); !equalFloats([]float64{got}, []float64{0.014}) {
 		t.Errorf("cost metric = %v", got)
 	}
 	if n := testutil.CollectAndCount(f.reg, "skillfleet_model_request_duration_seconds"); n != 1 {

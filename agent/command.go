@@ -1,14 +1,19 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/atif"
 	"github.com/skillfleet/skillfleet/internal/text"
 )
@@ -20,22 +25,54 @@ var forwarderScript string
 
 // Command defaults.
 const (
-	// DefaultGatewaySocket is where the worker mounts the gateway's socket directory
-	// (ListenUnix's dir) in the sandbox, plus the socket's name.
-	DefaultGatewaySocket = "/run/skillfleet/" + GatewaySocketName
+	// DefaultGatewayDir is where the worker mounts the gateway's socket directory in the
+	// sandbox.
+	DefaultGatewayDir = "/run/skillfleet"
 	// DefaultForwardPort is the forwarder's port on the sandbox's own loopback.
 	DefaultForwardPort = 8765
 	// stderrExcerpt bounds the stderr quoted in a failed run's error.
 	stderrExcerpt = 2048
+	// CommandAgentName is the agent name of a gateway's trajectories when its config names none.
+	CommandAgentName = "agent-cli"
+	// CommandAgentVersion is the agent version of a gateway's trajectories: the gateway cannot
+	// know which version of a CLI ran.
+	CommandAgentVersion = "unknown"
 )
+
+// GatewaySession is one job's access to the model gateway (package gateway): a token, the
+// socket it is served on, and what the gateway saw of the CLI's model traffic.
+type GatewaySession interface {
+	// Token is the per-job token the CLI presents instead of a key.
+	Token() string
+	// Socket is the session's own socket file in the gateway's directory ("": the shared one).
+	Socket() string
+	Usage() Usage
+	// Turns is how many model calls of the CLI's main loop got an answer.
+	Turns() int
+	Activations() []activation.Activation
+	// Trajectory is the run in ATIF, as the gateway recorded it.
+	Trajectory() *atif.Trajectory
+	// ToolCallsComplete says the trajectory holds every tool call the model asked for.
+	ToolCallsComplete() bool
+	// BudgetExhausted says the gateway refused a request for the job's token budget.
+	BudgetExhausted() bool
+	Close()
+}
+
+// OpenGateway opens a gateway session for a job: its token budget and, when set, the
+// detector of the skills whose bodies may enter the model's context.
+type OpenGateway func(jobID string, maxTokens int64, skills *activation.Detector) (GatewaySession, error)
 
 // CommandConfig says how to run an agent CLI.
 //
 // Placeholders, in Template elements and Env values, replaced in one pass (a prompt that
 // contains "{{token}}" stays literal): {{prompt}} the case's input, {{token}} the job's gateway
-// token, {{base_url}} the forwarder's OpenAI base URL (http://127.0.0.1:PORT/v1), {{workdir}}
-// the request's work dir. When no Template element contains {{prompt}}, the prompt goes on the
-// CLI's stdin (so a template ending in "-" reads it there, for CLIs that take "-" for stdin).
+// token, {{base_url}} the forwarder's base URL with OpenAI's version path
+// (http://127.0.0.1:PORT/v1), {{gateway_url}} the same without it (http://127.0.0.1:PORT, for
+// SDKs that append /v1 or /v1beta themselves: Claude Code's ANTHROPIC_BASE_URL, Gemini CLI's
+// GOOGLE_GEMINI_BASE_URL), {{workdir}} the request's work dir, {{skills_dir}} SkillsDir. When
+// no Template element contains {{prompt}}, the prompt goes on the CLI's stdin (so a template
+// ending in "-" reads it there, for CLIs that take "-" for stdin).
 type CommandConfig struct {
 	// Template is the CLI's argv; never run through a shell. Template[0] must not start with
 	// "-" nor contain "=" (it follows env(1)'s assignments).
@@ -44,18 +81,27 @@ type CommandConfig struct {
 	// OPENAI_API_KEY={{token}}.
 	Env map[string]string
 	// Gateway, when set, gives each run a session (budget: Request.Limits.MaxTokens) and wraps
-	// the CLI in the forwarder; nil runs the CLI as is ({{token}} and {{base_url}} are then "").
-	Gateway *Gateway
-	// GatewaySocket is the gateway's socket path inside the sandbox (default
-	// DefaultGatewaySocket).
-	GatewaySocket string
+	// the CLI in the forwarder; nil runs the CLI as is ({{token}}, {{base_url}} and
+	// {{gateway_url}} are then "").
+	Gateway OpenGateway
+	// GatewayDir is the gateway's socket directory inside the sandbox (default
+	// DefaultGatewayDir); a session's socket is found there by name.
+	GatewayDir string
 	// ForwardPort is the forwarder's loopback port in the sandbox (default DefaultForwardPort).
 	ForwardPort int
+	// SkillsDir, when set, is where the CLI's own skill loader looks (for example
+	// /work/.claude/skills): before the CLI starts, each skill of the job's catalog is copied
+	// there under its name and made read-only, so the CLI finds the skills the arm gives it
+	// (none of the skill under test for without_skill, its old version for old_skill). It
+	// must be an absolute path under a writable directory of the sandbox (/work, /tmp, or the
+	// sandbox user's HOME).
+	SkillsDir string
 }
 
-// Command is the command agent: an agent CLI (Claude Code, Codex, ...) run inside the job's
-// sandbox, whose stdout is the answer. Its model traffic goes through the Gateway, so the
-// sandbox only ever holds a per-job token.
+// Command is the command agent: an agent CLI (Claude Code, Codex, Gemini CLI, ...) run inside
+// the job's sandbox, whose stdout is the answer. Its model traffic goes through the model
+// gateway, so the sandbox only ever holds a per-job token. Each job's sandbox is a fresh
+// container, so the CLI's HOME (a tmpfs) is fresh and writable for its settings.
 //
 // With a Gateway, one Exec runs: env K=V... python3 -c <forwarder> SOCKET PORT <CLI argv>. The
 // forwarder listens on the sandbox's loopback before it starts the CLI, and exits with the CLI's
@@ -77,8 +123,11 @@ func NewCommand(cfg CommandConfig) (*Command, error) {
 			return nil, fmt.Errorf("agent: command: bad environment variable name %q", k)
 		}
 	}
-	if cfg.GatewaySocket == "" {
-		cfg.GatewaySocket = DefaultGatewaySocket
+	if cfg.GatewayDir == "" {
+		cfg.GatewayDir = DefaultGatewayDir
+	}
+	if cfg.SkillsDir != "" && !validSkillsDir(cfg.SkillsDir) {
+		return nil, fmt.Errorf("agent: command: skills_dir %q must be a clean absolute path under /work, /tmp or /home/sandbox", cfg.SkillsDir)
 	}
 	if cfg.ForwardPort == 0 {
 		cfg.ForwardPort = DefaultForwardPort
@@ -100,28 +149,36 @@ func WithJobID(ctx context.Context, id string) context.Context {
 // Run runs the CLI on req.Input in sb. The output is the CLI's stdout without trailing
 // newlines. A non-zero exit, a timeout, a truncated or empty stdout is an error with output ""
 // (never a partial answer that assertions could pass); the transcript's usage is what the
-// gateway metered, also on error, and so is the trajectory the gateway recorded (see
-// Session.Trajectory). Errors: ErrTimeLimit (req.Limits.WallTime or ctx's
-// deadline), ErrTokenLimit (the CLI failed after the gateway refused it for the budget),
-// ErrEmptyOutput, the sandbox's error.
+// gateway metered, also on error, and so is the trajectory the gateway recorded. Errors:
+// ErrTimeLimit (req.Limits.WallTime or ctx's deadline), ErrTokenLimit (the CLI failed after
+// the gateway refused it for the budget), ErrEmptyOutput, the sandbox's error.
 func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output string, tr Transcript, err error) {
-	var sess *Session
+	var sess GatewaySession
 	if a.cfg.Gateway != nil {
 		id, _ := ctx.Value(jobIDKey{}).(string)
-		sess, err = a.cfg.Gateway.Open(id, Budget{MaxTokens: req.Limits.MaxTokens})
+		sess, err = a.cfg.Gateway(id, req.Limits.MaxTokens, req.Skills)
 		if err != nil {
 			tr.Stop = "error"
 			return "", tr, err
 		}
 		defer sess.Close()
-		if req.Skills != nil {
-			sess.TrackActivations(req.Skills)
-		}
 	}
 	if req.Limits.WallTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, req.Limits.WallTime, errWallTime)
 		defer cancel()
+	}
+	fail := func(stop string, e error) (string, Transcript, error) {
+		tr.Stop = stop
+		return "", tr, e
+	}
+	if a.cfg.SkillsDir != "" {
+		if err := a.placeSkills(ctx, sb, req); err != nil {
+			if ctx.Err() != nil {
+				return fail("time", fmt.Errorf("%w: placing the skills did not finish", ErrTimeLimit))
+			}
+			return fail("error", err)
+		}
 	}
 	argv, stdin := a.command(req, sess)
 	res, xerr := sb.Exec(ctx, argv, stdin, req.WorkDir, req.Limits.WallTime)
@@ -137,14 +194,10 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		tr.Trajectory = sess.Trajectory()
 		// The calls the model asked for, as the gateway saw them: complete only when every
 		// request matched a step of one conversation, no message was skipped and no answer
-		// was cut (a CLI that compacts its history or talks to the model on the side leaves
-		// calls out of sight, and an incomplete list could pass tool_not_called).
+		// was cut (a CLI that compacts its history or runs sub-agents leaves calls out of
+		// sight, and an incomplete list could pass tool_not_called).
 		tr.ToolCalls = toolCallsOf(tr.Trajectory)
-		tr.ToolsSeen = complete(tr.Trajectory)
-	}
-	fail := func(stop string, e error) (string, Transcript, error) {
-		tr.Stop = stop
-		return "", tr, e
+		tr.ToolsSeen = sess.ToolCallsComplete()
 	}
 	switch {
 	case res.TimedOut || ctx.Err() != nil:
@@ -164,18 +217,104 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	if strings.TrimSpace(output) == "" {
 		return fail("error", ErrEmptyOutput)
 	}
+	if stop := refusalOf(tr.Trajectory); stop != "" {
+		// The CLI printed something, but the model's last answer was a refusal or a safety
+		// stop: the case must not pass on whatever the CLI made of it.
+		return fail("error", fmt.Errorf("agent: command: the model stopped with %q (a refusal or safety stop)", stop))
+	}
 	tr.Stop = "final"
 	return output, tr, nil
 }
 
+// skillsWritable are the sandbox's writable trees a skills_dir may lie in.
+var skillsWritable = []string{"/work/", "/tmp/", "/home/sandbox/"}
+
+func validSkillsDir(dir string) bool {
+	if path.Clean(dir) != dir || strings.ContainsAny(dir, "\x00\n") {
+		return false
+	}
+	for _, w := range skillsWritable {
+		if strings.HasPrefix(dir, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeSkillsScript copies skill directories into the CLI's skills directory and takes their
+// write permission away: $1 is the directory, then pairs of name and source. Names and paths
+// are arguments, never part of the script.
+const placeSkillsScript = `set -eu
+dest=$1; shift
+mkdir -p "$dest"
+while [ $# -ge 2 ]; do
+  rm -rf "$dest/$1"
+  cp -R "$2" "$dest/$1"
+  chmod -R a-w "$dest/$1"
+  shift 2
+done`
+
+// skillName is what a catalog name must look like to become a directory name.
+var skillName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// placeSkills puts the job's catalog where the CLI's own loader looks (SkillsDir), one
+// directory per skill under its name. The catalog is the arm's: a without_skill job's lacks
+// the skill under test, an old_skill job's holds its old version.
+func (a *Command) placeSkills(ctx context.Context, sb Sandbox, req Request) error {
+	argv := []string{"bash", "-c", placeSkillsScript, "place-skills", a.cfg.SkillsDir}
+	seen := map[string]bool{}
+	for _, ref := range req.Catalog {
+		if !skillName.MatchString(ref.Name) || seen[ref.Name] || !strings.HasSuffix(ref.Location, "/SKILL.md") {
+			continue
+		}
+		seen[ref.Name] = true
+		argv = append(argv, ref.Name, path.Dir(ref.Location))
+	}
+	timeout := req.Limits.WallTime
+	if timeout <= 0 || timeout > time.Minute {
+		timeout = time.Minute
+	}
+	res, err := sb.Exec(ctx, argv, nil, req.WorkDir, timeout)
+	switch {
+	case err != nil:
+		return fmt.Errorf("agent: command: placing the skills in %s: %w", a.cfg.SkillsDir, err)
+	case res.TimedOut:
+		return fmt.Errorf("%w: placing the skills did not finish", ErrTimeLimit)
+	case res.ExitCode != 0:
+		return fmt.Errorf("agent: command: placing the skills in %s failed (status %d): %s", a.cfg.SkillsDir, res.ExitCode, excerpt(res.Stderr))
+	}
+	return nil
+}
+
+// refusalOf is the stop reason of a trajectory's last agent step when it is a refusal or a
+// safety stop ("" else).
+func refusalOf(t *atif.Trajectory) string {
+	if t == nil {
+		return ""
+	}
+	for i := len(t.Steps) - 1; i >= 0; i-- {
+		if t.Steps[i].Source == atif.SourceAgent {
+			s, _ := t.Steps[i].Extra["stop_reason"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
 // command is the argv and stdin of one run.
-func (a *Command) command(req Request, sess *Session) ([]string, []byte) {
-	var token, baseURL string
+func (a *Command) command(req Request, sess GatewaySession) ([]string, []byte) {
+	var token, root, socket string
 	if sess != nil {
 		token = sess.Token()
-		baseURL = "http://127.0.0.1:" + strconv.Itoa(a.cfg.ForwardPort) + "/v1"
+		root = "http://127.0.0.1:" + strconv.Itoa(a.cfg.ForwardPort)
+		socket = path.Join(a.cfg.GatewayDir, cmp.Or(sess.Socket(), "gateway.sock"))
 	}
-	r := strings.NewReplacer("{{prompt}}", req.Input, "{{token}}", token, "{{base_url}}", baseURL, "{{workdir}}", req.WorkDir)
+	baseURL := ""
+	if root != "" {
+		baseURL = root + "/v1"
+	}
+	r := strings.NewReplacer("{{prompt}}", req.Input, "{{token}}", token, "{{base_url}}", baseURL,
+		"{{gateway_url}}", root, "{{workdir}}", req.WorkDir, "{{skills_dir}}", a.cfg.SkillsDir)
 	var argv []string
 	if len(a.cfg.Env) > 0 {
 		keys := make([]string, 0, len(a.cfg.Env))
@@ -189,7 +328,7 @@ func (a *Command) command(req Request, sess *Session) ([]string, []byte) {
 		}
 	}
 	if sess != nil {
-		argv = append(argv, "python3", "-c", forwarderScript, a.cfg.GatewaySocket, strconv.Itoa(a.cfg.ForwardPort))
+		argv = append(argv, "python3", "-c", forwarderScript, socket, strconv.Itoa(a.cfg.ForwardPort))
 	}
 	inArgv := false
 	for _, t := range a.cfg.Template {

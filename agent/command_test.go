@@ -1,17 +1,20 @@
 package agent
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/skillfleet/skillfleet/agent/agenttest"
 	"github.com/skillfleet/skillfleet/atif"
 )
 
@@ -138,94 +141,6 @@ func TestNewCommandRejectsBadConfigs(t *testing.T) {
 	}
 }
 
-// hostSandbox runs commands on the host, standing in for a sandbox whose loopback and
-// mounted gateway socket the command shares.
-type hostSandbox struct{}
-
-func (hostSandbox) Exec(ctx context.Context, cmd []string, stdin []byte, workdir string, _ time.Duration) (ExecResult, error) {
-	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
-	c.Stdin, c.Dir = bytes.NewReader(stdin), workdir
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
-	err := c.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return ExecResult{ExitCode: ee.ExitCode(), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
-	case err != nil:
-		return ExecResult{}, err
-	}
-	return ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
-}
-
-func TestCommandThroughTheGateway(t *testing.T) {
-	needPython(t)
-	f := newGatewayFixture(t, func(_ int, r agenttest.Request) agenttest.Reply {
-		c, _ := r.Messages()[0]["content"].(string)
-		return agenttest.Text("answer to "+c, 12, 8)
-	}, nil)
-	for _, mode := range []string{"argv", "stdin"} {
-		t.Run(mode, func(t *testing.T) {
-			tmpl := []string{"python3", "-c", cliScript, "{{prompt}}"}
-			if mode == "stdin" {
-				tmpl = tmpl[:3]
-			}
-			c := newCommand(t, CommandConfig{
-				Template: tmpl,
-				Env:      map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"},
-				Gateway:  f.g, GatewaySocket: f.socket, ForwardPort: freePort(t),
-			})
-			out, tr, err := c.Run(WithJobID(context.Background(), "job-"+mode), hostSandbox{}, Request{Input: "the question", WorkDir: os.TempDir()})
-			if err != nil || out != "answer to the question" {
-				t.Fatalf("Run = %q, %v", out, err)
-			}
-			if tr.Usage.PromptTokens != 12 || tr.Usage.CompletionTokens != 8 || tr.Turns != 1 || tr.Stop != "final" {
-				t.Errorf("transcript %+v, want the gateway's metered 12+8 tokens in 1 turn", tr)
-			}
-			// The gateway's record of the run: the CLI's question, the model's answer, its tokens.
-			traj := tr.Trajectory
-			if traj == nil || traj.Validate() != nil || len(traj.Steps) != 2 || traj.Steps[0].Message != "the question" ||
-				traj.Steps[1].Message != "answer to the question" || traj.Steps[1].Metrics == nil || traj.Steps[1].Metrics.PromptTokens != 12 {
-				t.Errorf("trajectory %+v", traj)
-			}
-			// One whole conversation, no call: the (empty) list of calls is complete.
-			if !tr.ToolsSeen || len(tr.ToolCalls) != 0 {
-				t.Errorf("tools seen %v, calls %v; want a complete empty list", tr.ToolsSeen, tr.ToolCalls)
-			}
-		})
-	}
-	last := f.up.Requests()[len(f.up.Requests())-1]
-	if last.Header.Get("Authorization") != "Bearer "+realKey {
-		t.Errorf("upstream Authorization %q", last.Header.Get("Authorization"))
-	}
-}
-
-func TestCommandBudgetExhaustedIsATokenLimit(t *testing.T) {
-	needPython(t)
-	f := newGatewayFixture(t, textReply(30, 0), nil)
-	// The CLI asks twice; the second ask is refused (429) and the CLI fails.
-	twice := "import subprocess, sys\nfor _ in range(2):\n    subprocess.run([sys.executable, '-c', sys.argv[1], 'q'], check=True)\n"
-	c := newCommand(t, CommandConfig{
-		Template: []string{"python3", "-c", twice, cliScript},
-		Env:      map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"},
-		Gateway:  f.g, GatewaySocket: f.socket, ForwardPort: freePort(t),
-	})
-	out, tr, err := c.Run(context.Background(), hostSandbox{}, Request{Input: "q", Limits: Limits{MaxTokens: 20}})
-	if !errors.Is(err, ErrTokenLimit) || out != "" || tr.Stop != "tokens" || tr.Usage.Total() != 30 {
-		t.Fatalf("Run = %q, %+v, %v; want ErrTokenLimit after 30 tokens", out, tr, err)
-	}
-	// A failed run keeps what the gateway saw: the one answered request.
-	if traj := tr.Trajectory; traj == nil || traj.Validate() != nil || len(traj.Steps) != 2 || traj.FinalMetrics.TotalPromptTokens != 30 {
-		t.Errorf("trajectory after the budget ran out: %+v", traj)
-	}
-	if !strings.Contains(err.Error(), "token budget is exhausted") {
-		t.Errorf("error %q does not quote the gateway's refusal", err)
-	}
-	if n := f.up.Count(); n != 1 {
-		t.Errorf("upstream got %d requests, want 1", n)
-	}
-}
-
 func TestToolCallsOfATrajectory(t *testing.T) {
 	tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "cli", Version: "unknown"}}
 	tr.Add(atif.SourceUser, "go")
@@ -248,28 +163,75 @@ func TestToolCallsOfATrajectory(t *testing.T) {
 	}
 }
 
-// TestGatewayTrajectoryComplete: the calls of a gateway trajectory are trusted only when it
-// holds the whole conversation.
-func TestGatewayTrajectoryComplete(t *testing.T) {
-	whole := func() *atif.Trajectory {
-		tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "cli", Version: "unknown"}}
-		tr.Add(atif.SourceUser, "go")
-		tr.Add(atif.SourceAgent, "done").Extra = map[string]any{"streamed": true}
-		return tr
+// forwarderCLI is a stand-in agent CLI: it posts its first argument to
+// $OPENAI_BASE_URL/chat/completions with $OPENAI_API_KEY and prints the answer's content.
+const forwarderCLI = `
+import json, os, sys, urllib.request, urllib.error
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "messages": [{"role": "user", "content": sys.argv[1]}]}).encode(),
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req) as r:
+        print(json.load(r)["choices"][0]["message"]["content"])
+except urllib.error.HTTPError as e:
+    print("HTTP %d: %s" % (e.code, e.read().decode()), file=sys.stderr)
+    sys.exit(3)
+`
+
+// TestForwarderCarriesTCPToTheGatewaySocket: the in-sandbox forwarder gives a CLI a TCP base
+// URL on loopback, carries its requests to a Unix socket and exits with the CLI's status.
+func TestForwarderCarriesTCPToTheGatewaySocket(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
 	}
-	unmatched, skipped, cut := whole(), whole(), whole()
-	unmatched.Extra = map[string]any{extraUnmatched: 1}
-	skipped.Extra = map[string]any{extraSkipped: 2}
-	cut.Steps[1].Extra[extraIncomplete] = true
-	for name, tc := range map[string]struct {
-		t    *atif.Trajectory
-		want bool
-	}{
-		"whole, streamed": {whole(), true}, "unmatched requests": {unmatched, false},
-		"skipped messages": {skipped, false}, "an answer cut": {cut, false}, "none": {nil, false},
-	} {
-		if got := complete(tc.t); got != tc.want {
-			t.Errorf("%s: complete = %v, want %v", name, got, tc.want)
+	dir, err := os.MkdirTemp("", "fw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			http.Error(w, `{"error":{"message":"bad token"}}`, http.StatusUnauthorized)
+			return
 		}
+		var body struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": "echo: " + body.Messages[0].Content}}}})
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	l2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l2.Addr().(*net.TCPAddr).Port)
+	_ = l2.Close()
+	run := func(token string) (string, string, int) {
+		cmd := exec.Command("python3", "-c", forwarderScript, sock, port, "python3", "-c", forwarderCLI, "hello gateway")
+		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL=http://127.0.0.1:"+port+"/v1", "OPENAI_API_KEY="+token)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	if out, errOut, code := run("good"); code != 0 || out != "echo: hello gateway\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// The CLI's exit status comes through the forwarder.
+	if _, errOut, code := run("bad"); code != 3 || !strings.Contains(errOut, "HTTP 401") {
+		t.Errorf("bad token: exit %d, stderr %q; want 3 and the socket's 401", code, errOut)
 	}
 }

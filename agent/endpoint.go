@@ -9,15 +9,35 @@ const (
 	DefaultRequestTimeout = 2 * time.Minute
 )
 
-// Price is what an endpoint's model costs, in currency units per million tokens.
+// Price is what an endpoint's model costs, in currency units per million tokens. Cache reads
+// and writes are priced apart where the provider prices them apart; a zero cache price means
+// the prompt price (a cache price of nothing is not what any provider charges).
 type Price struct {
 	PromptPerMTok     float64
 	CompletionPerMTok float64
+	CacheReadPerMTok  float64
+	CacheWritePerMTok float64
 }
 
-// Cost is the price of the given token counts.
+// Cost is the price of the given token counts, none of them from a cache.
 func (p Price) Cost(prompt, completion int64) float64 {
 	return float64(prompt)*p.PromptPerMTok/1e6 + float64(completion)*p.CompletionPerMTok/1e6
+}
+
+// CostOf is the price of a usage whose prompt tokens include cache reads and writes.
+func (p Price) CostOf(u Usage) float64 {
+	read, write := min(max(u.CacheReadTokens, 0), u.PromptTokens), max(u.CacheWriteTokens, 0)
+	write = min(write, u.PromptTokens-read)
+	plain := u.PromptTokens - read - write
+	readPrice, writePrice := p.CacheReadPerMTok, p.CacheWritePerMTok
+	if readPrice == 0 {
+		readPrice = p.PromptPerMTok
+	}
+	if writePrice == 0 {
+		writePrice = p.PromptPerMTok
+	}
+	return float64(plain)*p.PromptPerMTok/1e6 + float64(read)*readPrice/1e6 +
+		float64(write)*writePrice/1e6 + float64(u.CompletionTokens)*p.CompletionPerMTok/1e6
 }
 
 // Endpoint is one configured OpenAI-compatible Chat Completions endpoint.
@@ -57,10 +77,14 @@ func (ep Endpoint) withDefaults() Endpoint {
 	return ep
 }
 
-// Usage is the tokens a job (or a run) consumed and what they cost.
+// Usage is the tokens a job (or a run) consumed and what they cost. PromptTokens counts every
+// prompt token; CacheReadTokens and CacheWriteTokens are the part of them the provider's
+// prompt cache served or stored.
 type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
 	Cost             float64
 }
 
@@ -68,6 +92,8 @@ type Usage struct {
 func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens
 	u.CompletionTokens += o.CompletionTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
 	u.Cost += o.Cost
 }
 

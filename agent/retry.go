@@ -25,21 +25,6 @@ func retryable(status int) bool {
 		status == http.StatusTooManyRequests || status >= 500
 }
 
-// statusClass is the bounded metric label of an attempt's outcome.
-func statusClass(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return "429"
-	case status >= 500:
-		return "5xx"
-	case status >= 400:
-		return "4xx"
-	case status >= 200 && status < 300:
-		return "2xx"
-	}
-	return "other"
-}
-
 // retryAfter reads how long the server asked us to wait: Retry-After-Ms (OpenAI's), then
 // Retry-After as delta-seconds or an HTTP date (relative to now). A date in the past means now.
 // The result is capped at maxRetryAfter.

@@ -48,15 +48,18 @@ type Agent struct {
 // Step is one message of the conversation: a system prompt, a user message, or an agent turn
 // with its tool calls and what they returned.
 type Step struct {
-	StepID      int            `json:"step_id"`
-	Timestamp   string         `json:"timestamp,omitempty"`
-	Source      string         `json:"source"`
-	ModelName   string         `json:"model_name,omitempty"`
-	Message     string         `json:"message"`
-	ToolCalls   []ToolCall     `json:"tool_calls,omitempty"`
-	Observation *Observation   `json:"observation,omitempty"`
-	Metrics     *Metrics       `json:"metrics,omitempty"`
-	Extra       map[string]any `json:"extra,omitempty"`
+	StepID    int    `json:"step_id"`
+	Timestamp string `json:"timestamp,omitempty"`
+	Source    string `json:"source"`
+	ModelName string `json:"model_name,omitempty"`
+	Message   string `json:"message"`
+	// ReasoningContent is the model's thinking before this step's message, where the
+	// provider returns it (Anthropic thinking blocks, Gemini thought parts).
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall     `json:"tool_calls,omitempty"`
+	Observation      *Observation   `json:"observation,omitempty"`
+	Metrics          *Metrics       `json:"metrics,omitempty"`
+	Extra            map[string]any `json:"extra,omitempty"`
 }
 
 // ToolCall is one call an agent step made. Arguments is the JSON object the model wrote; a

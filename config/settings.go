@@ -67,16 +67,79 @@ type Agent struct {
 	Env map[string]string `yaml:"env"`
 	// MaxTokensField is the Chat Completions field the gateway sets a job's max output in:
 	// max_completion_tokens (default) or max_tokens, for servers that know only that one
-	// (Ollama, LM Studio, older llama.cpp). Command agents only.
+	// (Ollama, LM Studio, older llama.cpp). Command agents of api openai only.
 	MaxTokensField string `yaml:"max_tokens_field"`
+	// API is the protocol the agent's endpoint speaks: openai (the default), anthropic or
+	// gemini. A command agent's CLI talks to the gateway in the same protocol (Claude Code:
+	// anthropic, Gemini CLI: gemini, Codex and opencode: openai). Its default base URL and
+	// key variable follow it (see DefaultBaseURL, DefaultKeyEnv).
+	API string `yaml:"api"`
+	// SkillsDir is where a command agent's CLI loads skills from (e.g. /work/.claude/skills):
+	// each job's skills are placed there, read-only, one directory per skill.
+	SkillsDir string `yaml:"skills_dir"`
+	// ServiceTier pins the OpenAI service_tier the gateway sends for a command agent; empty
+	// drops the one a CLI sends (Codex's fast mode), so the operator chooses what is billed.
+	ServiceTier string `yaml:"service_tier"`
 	// Line is where the agent is defined, for messages.
 	Line int `yaml:"-"`
 }
 
-// Price is a model's price per million tokens, for cost reports.
+// Price is a model's price per million tokens, for cost reports. Cache reads and writes are
+// the prompt tokens a provider's prompt cache served or stored; unset, they cost the prompt
+// price.
 type Price struct {
 	PromptPerMTok     float64 `yaml:"prompt_per_mtok"`
 	CompletionPerMTok float64 `yaml:"completion_per_mtok"`
+	CacheReadPerMTok  float64 `yaml:"cache_read_per_mtok"`
+	CacheWritePerMTok float64 `yaml:"cache_write_per_mtok"`
+}
+
+// The APIs an agent's endpoint may speak.
+const (
+	APIOpenAI    = "openai"
+	APIAnthropic = "anthropic"
+	APIGemini    = "gemini"
+)
+
+// APIOf is an agent's protocol, openai when it names none.
+func (a Agent) APIOf() string {
+	if a.API == "" {
+		return APIOpenAI
+	}
+	return a.API
+}
+
+// DefaultKeyEnv is the variable an endpoint's key is read from when api_key_env names none,
+// as each provider's SDK reads it.
+func DefaultKeyEnv(api string) string {
+	switch api {
+	case APIAnthropic:
+		return "ANTHROPIC_API_KEY"
+	case APIGemini:
+		return "GEMINI_API_KEY"
+	}
+	return "OPENAI_API_KEY"
+}
+
+// DefaultBaseURL is an endpoint's base URL when base_url names none: the variable the
+// provider's SDK honours, else the provider's own endpoint. OpenAI's carries its version path;
+// Anthropic's and Gemini's SDKs add theirs.
+func DefaultBaseURL(api string, getenv func(string) string) string {
+	first := func(vals ...string) string {
+		for _, v := range vals {
+			if v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	switch api {
+	case APIAnthropic:
+		return first(getenv("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")
+	case APIGemini:
+		return first(getenv("GEMINI_BASE_URL"), getenv("GOOGLE_GEMINI_BASE_URL"), "https://generativelanguage.googleapis.com")
+	}
+	return first(getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
 }
 
 // Judge is the endpoint and model of the semantic judge, separate from the agents'.
@@ -217,6 +280,7 @@ func Load(path string) (*Settings, *pb.Limits, diag.Diagnostics) {
 			diags = append(diags, errAt(itemKeyLine(&node, "agents", i, "max_tokens_field"), "config.agents.max_tokens_field",
 				"agent %q has max_tokens_field but no command: it sets what the model gateway of a command agent sends", a.Name)...)
 		}
+		diags = append(diags, checkAPI(a, func(key string) int { return itemKeyLine(&node, "agents", i, key) }, errAt)...)
 		if a.Command != nil {
 			diags = append(diags, checkCommand(a, itemKeyLine(&node, "agents", i, "command"), itemKeyLine(&node, "agents", i, "env"), errAt)...)
 		}
@@ -237,6 +301,55 @@ func Load(path string) (*Settings, *pb.Limits, diag.Diagnostics) {
 		return nil, nil, diags
 	}
 	return &s, limits, nil
+}
+
+// checkAPI checks an agent's api and the keys that depend on it.
+func checkAPI(a Agent, lineOf func(key string) int, errAt func(int, string, string, ...any) diag.Diagnostics) diag.Diagnostics {
+	var diags diag.Diagnostics
+	switch a.API {
+	case "", APIOpenAI, APIAnthropic, APIGemini:
+	default:
+		return errAt(lineOf("api"), "config.agents.api", "agent %q: api must be openai, anthropic or gemini, got %q", a.Name, a.API)
+	}
+	if a.Command == nil && a.APIOf() != APIOpenAI {
+		// The built-in agent speaks Chat Completions only, so far: saying so beats a run of
+		// errored cases.
+		diags = append(diags, errAt(lineOf("api"), "config.agents.api",
+			"agent %q: api %s needs a command (an agent CLI behind the model gateway); the built-in agent speaks only the openai API so far", a.Name, a.API)...)
+	}
+	if a.MaxTokensField != "" && a.APIOf() != APIOpenAI {
+		diags = append(diags, errAt(lineOf("max_tokens_field"), "config.agents.max_tokens_field",
+			"agent %q: max_tokens_field is a Chat Completions field; api %s has its own", a.Name, a.API)...)
+	}
+	if a.ServiceTier != "" && (a.Command == nil || a.APIOf() != APIOpenAI) {
+		diags = append(diags, errAt(lineOf("service_tier"), "config.agents.service_tier",
+			"agent %q: service_tier is what the model gateway sends for a command agent of api openai", a.Name)...)
+	}
+	if a.SkillsDir != "" {
+		switch {
+		case a.Command == nil:
+			diags = append(diags, errAt(lineOf("skills_dir"), "config.agents.skills_dir",
+				"agent %q has skills_dir but no command: it is where an agent CLI's own loader finds the skills", a.Name)...)
+		case !validSkillsDir(a.SkillsDir):
+			diags = append(diags, errAt(lineOf("skills_dir"), "config.agents.skills_dir",
+				"agent %q: skills_dir %q must be a clean absolute path under /work, /tmp or /home/sandbox (the sandbox's writable trees), e.g. /work/.claude/skills", a.Name, a.SkillsDir)...)
+		}
+	}
+	return diags
+}
+
+// validSkillsDir is agent.Command's rule, repeated so that a bad path is a diagnostic at load
+// time: a clean absolute path inside one of the sandbox's writable trees.
+func validSkillsDir(dir string) bool {
+	if filepath.ToSlash(filepath.Clean(dir)) != dir || strings.ContainsAny(dir, "\x00\n") {
+		return false
+	}
+	for _, w := range []string{"/work/", "/tmp/", "/home/sandbox/"} {
+		if strings.HasPrefix(dir, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // RuleAlias refuses YAML anchors and aliases in skillfleet.yaml, as case files (cases.alias)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
 
 	"github.com/skillfleet/skillfleet/config"
 	"github.com/skillfleet/skillfleet/judge"
@@ -22,6 +23,10 @@ type agentIdentity struct {
 	Command        []string          `json:"command,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
 	MaxTokensField string            `json:"max_tokens_field,omitempty"`
+	// API is left out for openai, so that digests from before the key stay valid.
+	API         string `json:"api,omitempty"`
+	SkillsDir   string `json:"skills_dir,omitempty"`
+	ServiceTier string `json:"service_tier,omitempty"`
 }
 
 // workerIdentity is what every job of a worker shares: the judge and the sandbox image.
@@ -65,8 +70,13 @@ func AgentDigests(m ModelsConfig, cfg *config.Settings, image, imageID string) m
 			if turns == 0 && a.Command == nil {
 				turns = m.MaxTurns
 			}
-			out[a.Name] = identityDigest(agentIdentity{Name: a.Name, BaseURL: cmp.Or(a.BaseURL, base), Model: a.Model, MaxTurns: turns,
-				MaxTokens: a.MaxTokens, Command: a.Command, Env: a.Env, MaxTokensField: a.MaxTokensField}, w)
+			api, agentBase := "", base
+			if a.APIOf() != config.APIOpenAI {
+				api, agentBase = a.APIOf(), config.DefaultBaseURL(a.APIOf(), os.Getenv)
+			}
+			out[a.Name] = identityDigest(agentIdentity{Name: a.Name, BaseURL: cmp.Or(a.BaseURL, agentBase), Model: a.Model, MaxTurns: turns,
+				MaxTokens: a.MaxTokens, Command: a.Command, Env: a.Env, MaxTokensField: a.MaxTokensField,
+				API: api, SkillsDir: a.SkillsDir, ServiceTier: a.ServiceTier}, w)
 		}
 		out[""] = identityDigest(agentIdentity{}, w)
 	} else {

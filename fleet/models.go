@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/config"
+	"github.com/skillfleet/skillfleet/gateway"
 	"github.com/skillfleet/skillfleet/judge"
 	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/worker"
@@ -58,7 +58,7 @@ type Models struct {
 	settings *config.Settings
 
 	// gateways serve the command agents; Close stops them and removes what Build created.
-	gateways []*agent.Gateway
+	gateways []*gateway.Gateway
 	// created are the sockets and directories Build made, in creation order.
 	created []string
 }
@@ -101,7 +101,7 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 		}
 		return agent.NewClient(agent.Endpoint{
 			Name: name, BaseURL: base, APIKey: os.Getenv(keyEnv), Model: model, MaxConcurrency: maxConc,
-			Price: agent.Price{PromptPerMTok: price.PromptPerMTok, CompletionPerMTok: price.CompletionPerMTok},
+			Price: priceOf(price),
 		}, agent.ClientDeps{Registry: reg, Log: log.Named("model")})
 	}
 	if cfg != nil && len(cfg.Agents) > 0 {
@@ -173,21 +173,23 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 	return out, nil
 }
 
-// commandAgent makes a command agent with its own gateway, listening on gatewayDir/NAME/
-// gateway.sock, a directory that the agent's sandboxes get at GatewayMount.
+// commandAgent makes a command agent with its own gateway, listening on gatewayDir/NAME/, a
+// directory that the agent's sandboxes get at GatewayMount: the gateway's shared socket and
+// one socket per job, under names the sandbox cannot list.
 func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, reg prometheus.Registerer, log *zap.Logger) (worker.AgentSpec, error) {
-	base, keyEnv := a.BaseURL, a.APIKeyEnv
+	api := a.APIOf()
+	base, keyEnv := a.BaseURL, cmp.Or(a.APIKeyEnv, config.DefaultKeyEnv(api))
 	if base == "" {
 		base = defaultBase
+		if api != config.APIOpenAI {
+			base = config.DefaultBaseURL(api, os.Getenv)
+		}
 	}
-	if keyEnv == "" {
-		keyEnv = "OPENAI_API_KEY"
-	}
-	gw, err := agent.NewGateway(agent.GatewayConfig{
-		Name: a.Name, Model: a.Model, BaseURL: base, APIKey: os.Getenv(keyEnv),
-		Price:       agent.Price{PromptPerMTok: a.Price.PromptPerMTok, CompletionPerMTok: a.Price.CompletionPerMTok},
-		MaxInFlight: a.MaxConcurrency, MaxTokensField: a.MaxTokensField,
-	}, agent.GatewayDeps{Log: log.Named("gateway").With(zap.String("agent", a.Name)), Registry: reg})
+	gw, err := gateway.New(gateway.Config{
+		Name: a.Name, Model: a.Model, API: api, BaseURL: base, APIKey: os.Getenv(keyEnv),
+		Price: priceOf(a.Price), MaxInFlight: a.MaxConcurrency, MaxTokensField: a.MaxTokensField,
+		ServiceTier: a.ServiceTier,
+	}, gateway.Deps{Log: log.Named("gateway").With(zap.String("agent", a.Name)), Registry: reg})
 	if err != nil {
 		return worker.AgentSpec{}, err
 	}
@@ -204,14 +206,9 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 		return worker.AgentSpec{}, err
 	}
 	out.created = append(out.created, sock)
-	// The sandbox's user is not the worker's, and a umask may have narrowed the directory:
-	// it must be searchable for the socket in it to be reachable. The token is the credential.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return worker.AgentSpec{}, fmt.Errorf("gateway directory: %w", err)
-	}
 	cmd, err := agent.NewCommand(agent.CommandConfig{
-		Template: a.Command, Env: a.Env, Gateway: gw,
-		GatewaySocket: path.Join(GatewayMount, agent.GatewaySocketName),
+		Template: a.Command, Env: a.Env, Gateway: gw.Opener(), GatewayDir: GatewayMount,
+		SkillsDir: a.SkillsDir,
 	})
 	if err != nil {
 		return worker.AgentSpec{}, err
@@ -222,4 +219,10 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 		Mounts: []sandbox.Mount{{Source: dir, Target: GatewayMount}},
 		Model:  a.Model,
 	}, nil
+}
+
+// priceOf is a config price as the agents and the gateway take it.
+func priceOf(p config.Price) agent.Price {
+	return agent.Price{PromptPerMTok: p.PromptPerMTok, CompletionPerMTok: p.CompletionPerMTok,
+		CacheReadPerMTok: p.CacheReadPerMTok, CacheWritePerMTok: p.CacheWritePerMTok}
 }

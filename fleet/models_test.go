@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/config"
+	"github.com/skillfleet/skillfleet/gateway"
 	"github.com/skillfleet/skillfleet/sandbox"
 )
 
@@ -85,10 +86,10 @@ func TestBuildCommandAgent(t *testing.T) {
 	if len(m.Agents["builtin"].Mounts) != 0 || !slices.Equal(m.Names, []string{"cli", "builtin"}) {
 		t.Fatalf("builtin %+v, names %v", m.Agents["builtin"], m.Names)
 	}
-	sock := filepath.Join(dir, "cli", agent.GatewaySocketName)
+	sock := filepath.Join(dir, "cli", gateway.SocketName)
 	st, err := os.Stat(filepath.Join(dir, "cli"))
-	if err != nil || st.Mode().Perm() != 0o755 {
-		t.Fatalf("socket directory: %v %v, want mode 0755 so that the sandbox user reaches the socket", st, err)
+	if err != nil || st.Mode().Perm() != 0o711 {
+		t.Fatalf("socket directory: %v %v, want mode 0711: the sandbox user reaches the sockets, but cannot list the jobs' ones", st, err)
 	}
 	if st, err := os.Stat(sock); err != nil || st.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("gateway socket: %v %v", st, err)

@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ Write the result to CHANGELOG.md above the previous release's section.
 `
 
 // chatRequest is a Chat Completions body holding msgs after a system prompt.
-func chatRequest(t *testing.T, msgs ...map[string]any) string {
+func chatBodyOf(t *testing.T, msgs ...map[string]any) string {
 	t.Helper()
 	all := append([]map[string]any{{"role": "system", "content": "<available_skills><skill><name>release-notes</name><description>Writes release notes.</description></skill></available_skills>"}}, msgs...)
 	b, err := json.Marshal(map[string]any{"model": "m", "messages": all})
@@ -36,20 +36,19 @@ func chatRequest(t *testing.T, msgs ...map[string]any) string {
 func TestGatewayDetectsActivationByContent(t *testing.T) {
 	f := newGatewayFixture(t, textReply(1, 1), nil)
 	det := activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}, {Name: "other", Body: "An unrelated skill body line that is long.\nAnd its second line, long enough as well.\nAnd a third line that is never read here.\n"}})
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, det)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.TrackActivations(det)
 	user := map[string]any{"role": "user", "content": "write the release notes"}
 	call := map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
 		"function": map[string]any{"name": "shell", "arguments": `{"command":"cat /skills/release-notes/SKILL.md"}`}}}}
 	// What cat printed, frontmatter and all, as the CLI sends it back (JSON-escaped).
 	result := map[string]any{"role": "tool", "tool_call_id": "c1", "content": "---\nname: release-notes\ndescription: Writes release notes.\n---\n" + fixtureBody}
 	bodies := []string{
-		chatRequest(t, user),
-		chatRequest(t, user, call, result),
-		chatRequest(t, user, call, result, map[string]any{"role": "assistant", "content": "done"}, map[string]any{"role": "user", "content": "again"}),
+		chatBodyOf(t, user),
+		chatBodyOf(t, user, call, result),
+		chatBodyOf(t, user, call, result, map[string]any{"role": "assistant", "content": "done"}, map[string]any{"role": "user", "content": "again"}),
 	}
 	for i, b := range bodies {
 		if r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), b); r.Status != http.StatusOK {
@@ -70,11 +69,10 @@ func TestGatewayDetectsActivationByContent(t *testing.T) {
 func TestGatewayDetectsActivationInResponsesInput(t *testing.T) {
 	up := newRecordingUpstream(t, "application/json", usageAnswers)
 	f := serveGateway(t, up.URL+"/v1", nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.TrackActivations(activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}}))
 	b, err := json.Marshal(map[string]any{"model": "m", "instructions": "You are an agent.", "input": []any{
 		map[string]any{"role": "user", "content": "notes please"},
 		map[string]any{"type": "function_call_output", "call_id": "c1", "output": "     1\t# Release notes\n" + numberedLines(fixtureBody, 2)},
@@ -111,11 +109,10 @@ func TestGatewayRetriedRequestIsNotATurn(t *testing.T) {
 		}
 		return agenttest.Text("ok", 1, 1)
 	}, nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.TrackActivations(activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}}))
 	user := map[string]any{"role": "user", "content": "write the release notes"}
 	call := map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
 		"function": map[string]any{"name": "shell", "arguments": `{"command":"cat /skills/release-notes/SKILL.md"}`}}}}
@@ -124,9 +121,9 @@ func TestGatewayRetriedRequestIsNotATurn(t *testing.T) {
 		body   string
 		status int
 	}{
-		{chatRequest(t, user), http.StatusTooManyRequests},
-		{chatRequest(t, user), http.StatusOK},
-		{chatRequest(t, user, call, result), http.StatusOK},
+		{chatBodyOf(t, user), http.StatusTooManyRequests},
+		{chatBodyOf(t, user), http.StatusOK},
+		{chatBodyOf(t, user, call, result), http.StatusOK},
 	}
 	for i, st := range steps {
 		if r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), st.body); r.Status != st.status {

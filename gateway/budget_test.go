@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -108,7 +108,7 @@ func TestGatewayBudgetHoldsUnderConcurrency(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newMeteringUpstream(t, 10, tt.deflt, 4, parallel)
 			f := serveGateway(t, up.URL+"/v1", nil)
-			s, err := f.g.Open("job", Budget{MaxTokens: budget})
+			s, err := f.g.Open("job", Budget{MaxTokens: budget}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,8 +153,8 @@ func TestGatewayBudgetHoldsUnderConcurrency(t *testing.T) {
 			if r := reservedOf(s); r != 0 {
 				t.Errorf("%d tokens still reserved after every request ended", r)
 			}
-			if maxIn > DefaultGatewayMaxInFlight {
-				t.Errorf("the upstream held %d requests of one job at once, over the cap of %d", maxIn, DefaultGatewayMaxInFlight)
+			if maxIn > DefaultMaxInFlight {
+				t.Errorf("the upstream held %d requests of one job at once, over the cap of %d", maxIn, DefaultMaxInFlight)
 			}
 			if forwarded == 0 || ok != forwarded || ok+refused != parallel {
 				t.Errorf("forwarded %d, 200 %d, 429 %d of %d: every request is either forwarded and answered or refused with 429", forwarded, ok, refused, parallel)
@@ -178,16 +178,16 @@ func TestGatewayCapsAJobsRequestsInFlight(t *testing.T) {
 		arrived <- struct{}{}
 		<-release
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, chatAnswer)
+		fmt.Fprint(w, chatAnswerBody)
 	}))
 	t.Cleanup(up.Close)
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(open) // before up.Close, which waits for the held requests
-	f := serveGateway(t, up.URL+"/v1", func(c *GatewayConfig) { c.MaxInFlight = 2 })
+	f := serveGateway(t, up.URL+"/v1", func(c *Config) { c.MaxInFlight = 2 })
 	waiting := make(chan struct{}, 8)
 	f.g.onWait = func() { waiting <- struct{}{} }
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,5 +212,31 @@ func TestGatewayCapsAJobsRequestsInFlight(t *testing.T) {
 	wg.Wait()
 	if len(arrived) != 1 || !slices.Equal(statuses, []int{200, 200, 200}) {
 		t.Errorf("after the release: %d more arrivals, statuses %v; want 1 and all 200", len(arrived), statuses)
+	}
+}
+
+// TestGatewayClampsAFixedMaxOutputToTheBudget: a CLI that always asks for a large max output
+// (Claude Code sends 32,000) is forwarded with what the budget leaves as its max, not refused;
+// once the budget is spent, the 429 tells the SDKs not to retry.
+func TestGatewayClampsAFixedMaxOutputToTheBudget(t *testing.T) {
+	up := newCaptureUpstream(t, func(string) (string, string) {
+		return "application/json", `{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":400,"completion_tokens":600}}`
+	})
+	f := serveGateway(t, up.URL+"/v1", nil)
+	s, err := f.g.Open("job", Budget{MaxTokens: 1000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"max_tokens":32000,"messages":[{"role":"user","content":"hi"}]}`
+	if r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), body); r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	est := int64((len(body) + bytesPerToken - 1) / bytesPerToken)
+	if got := up.last(t).body["max_tokens"]; got != float64(1000-est) {
+		t.Errorf("max_tokens %v upstream, want what the budget left: %d", got, 1000-est)
+	}
+	r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), body)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("X-Should-Retry") != "false" {
+		t.Errorf("past the budget: %d, x-should-retry %q; want 429 and false", r.Status, r.Header.Get("X-Should-Retry"))
 	}
 }

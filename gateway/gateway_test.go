@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 )
 
@@ -29,7 +30,7 @@ type gatewayFixture struct {
 }
 
 // newGatewayFixture serves a gateway on a Unix socket in front of an agenttest upstream.
-func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) agenttest.Reply, edit func(*GatewayConfig)) gatewayFixture {
+func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) agenttest.Reply, edit func(*Config)) gatewayFixture {
 	t.Helper()
 	up := agenttest.NewFunc(t, answer)
 	f := serveGateway(t, up.BaseURL(), edit)
@@ -38,13 +39,13 @@ func newGatewayFixture(t *testing.T, answer func(n int, r agenttest.Request) age
 }
 
 // serveGateway serves a gateway on a Unix socket in front of the upstream at baseURL.
-func serveGateway(t *testing.T, baseURL string, edit func(*GatewayConfig)) gatewayFixture {
+func serveGateway(t testing.TB, baseURL string, edit func(*Config)) gatewayFixture {
 	t.Helper()
-	cfg := GatewayConfig{Model: "gw-model", BaseURL: baseURL, APIKey: realKey, Price: Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
+	cfg := Config{Model: "gw-model", BaseURL: baseURL, APIKey: realKey, Price: agent.Price{PromptPerMTok: 1e6, CompletionPerMTok: 2e6}}
 	if edit != nil {
 		edit(&cfg)
 	}
-	g, err := NewGateway(cfg, GatewayDeps{})
+	g, err := New(cfg, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ const chatBody = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 
 func TestGatewaySwapsTheTokenForTheKey(t *testing.T) {
 	f := newGatewayFixture(t, textReply(10, 5), nil)
-	s, err := f.g.Open("job-1", Budget{})
+	s, err := f.g.Open("job-1", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +157,12 @@ func TestGatewaySwapsTheTokenForTheKey(t *testing.T) {
 }
 
 func TestGatewayRefusals(t *testing.T) {
-	f := newGatewayFixture(t, textReply(1, 1), func(c *GatewayConfig) { c.MaxBodyBytes = 1024 })
-	open, err := f.g.Open("open", Budget{})
+	f := newGatewayFixture(t, textReply(1, 1), func(c *Config) { c.MaxBodyBytes = 1024 })
+	open, err := f.g.Open("open", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed, err := f.g.Open("closed", Budget{})
+	closed, err := f.g.Open("closed", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,11 @@ func TestGatewayRefusals(t *testing.T) {
 		{"the real key as token", http.MethodPost, "/v1/chat/completions", realKey, chatBody, 401, "invalid_token"},
 		{"closed session", http.MethodPost, "/v1/chat/completions", closed.Token(), chatBody, 401, "invalid_token"},
 		{"other path", http.MethodPost, "/v1/embeddings", open.Token(), chatBody, 404, "not_found"},
-		{"models", http.MethodGet, "/v1/models", open.Token(), "", 404, "not_found"},
+		{"models of another token", http.MethodGet, "/v1/models", "", "", 401, "invalid_token"},
+		{"another model", http.MethodGet, "/v1/models/gpt-other", open.Token(), "", 404, "model_not_found"},
+		{"models posted", http.MethodPost, "/v1/models", open.Token(), "", 405, "method_not_allowed"},
+		{"websocket upgrade", http.MethodGet, "/v1/responses", open.Token(), "", 426, "websocket_unsupported"},
+		{"anthropic path on an openai agent", http.MethodPost, "/v1/messages", open.Token(), chatBody, 404, "wrong_api"},
 		{"traversal", http.MethodPost, "/v1/chat/completions/../../admin", open.Token(), chatBody, 404, "not_found"},
 		{"other method", http.MethodGet, "/v1/chat/completions", open.Token(), "", 405, "method_not_allowed"},
 		{"stream not a boolean", http.MethodPost, "/v1/chat/completions", open.Token(), `{"stream":"yes","messages":[]}`, 400, "invalid_request"},
@@ -188,9 +193,24 @@ func TestGatewayRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.do(t, tt.method, tt.path, tt.token, tt.body)
+			var hdr []string
+			if tt.name == "websocket upgrade" {
+				hdr = []string{"Upgrade", "websocket", "Connection", "Upgrade"}
+			}
+			r := f.do(t, tt.method, tt.path, tt.token, tt.body, hdr...)
 			var e struct {
 				Error struct{ Code, Message string }
+			}
+			if tt.code == "wrong_api" {
+				// Refused in the shape of the protocol whose path it is, so the CLI shows it.
+				var ae struct {
+					Type  string
+					Error struct{ Type, Message string }
+				}
+				if json.Unmarshal([]byte(r.Body), &ae) != nil || ae.Type != "error" || !strings.Contains(ae.Error.Message, "api: anthropic") || r.Status != tt.status {
+					t.Errorf("got %d %s, want %d with an Anthropic error naming api: anthropic", r.Status, r.Body, tt.status)
+				}
+				return
 			}
 			if err := json.Unmarshal([]byte(r.Body), &e); err != nil {
 				t.Fatalf("%d %q: not an OpenAI error: %v", r.Status, r.Body, err)
@@ -211,11 +231,11 @@ func TestGatewayRefusals(t *testing.T) {
 func TestGatewayEnforcesTheBudget(t *testing.T) {
 	f := newGatewayFixture(t, textReply(10, 5), nil)
 	// chatBody is 58 bytes, a prompt estimate of 15 tokens; each answer reports 15 tokens.
-	s, err := f.g.Open("job", Budget{MaxTokens: 50})
+	s, err := f.g.Open("job", Budget{MaxTokens: 50}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := f.g.Open("other", Budget{MaxTokens: 50})
+	other, err := f.g.Open("other", Budget{MaxTokens: 50}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +268,7 @@ func TestGatewayRedactsTheKeyFromUpstreamAnswers(t *testing.T) {
 		r.Body = `{"error":{"message":"Incorrect API key provided: ` + realKey + `","type":"invalid_request_error"}}`
 		return r
 	}, nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +281,7 @@ func TestGatewayRedactsTheKeyFromUpstreamAnswers(t *testing.T) {
 func TestGatewayUpstreamDown(t *testing.T) {
 	f := newGatewayFixture(t, textReply(1, 1), nil)
 	f.up.Close()
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +303,7 @@ func TestGatewaySessionsAreIsolated(t *testing.T) {
 	ss := make([]*Session, sessions)
 	for i := range ss {
 		var err error
-		if ss[i], err = f.g.Open("job-"+strconv.Itoa(i), Budget{}); err != nil {
+		if ss[i], err = f.g.Open("job-"+strconv.Itoa(i), Budget{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -321,21 +341,21 @@ func TestGatewaySessionsAreIsolated(t *testing.T) {
 
 func TestGatewayCloseEndsSessions(t *testing.T) {
 	f := newGatewayFixture(t, textReply(1, 1), nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := f.g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if f.g.lookup(http.Header{"Authorization": {"Bearer " + s.Token()}}) != nil {
+	if f.g.lookup(s.Token()) != nil {
 		t.Error("a session outlived its gateway")
 	}
 }
 
 func TestNewGatewayRejectsBadBaseURLs(t *testing.T) {
 	for _, u := range []string{"", "api.openai.com/v1", "ftp://x/v1", "http:///v1"} {
-		if _, err := NewGateway(GatewayConfig{BaseURL: u, APIKey: realKey}, GatewayDeps{}); err == nil || strings.Contains(err.Error(), realKey) {
+		if _, err := New(Config{BaseURL: u, APIKey: realKey}, Deps{}); err == nil || strings.Contains(err.Error(), realKey) {
 			t.Errorf("%q: err %v, want an error without the key", u, err)
 		}
 	}
@@ -375,44 +395,6 @@ except urllib.error.HTTPError as e:
     sys.exit(3)
 `
 
-func TestForwarderCarriesTCPToTheGatewaySocket(t *testing.T) {
-	needPython(t)
-	f := newGatewayFixture(t, func(_ int, r agenttest.Request) agenttest.Reply {
-		c, _ := r.Messages()[0]["content"].(string)
-		return agenttest.Text("echo: "+c, 7, 3)
-	}, nil)
-	s, err := f.g.Open("job", Budget{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(freePort(t))
-	run := func(token string) (string, string, int) {
-		cmd := exec.Command("python3", "-c", forwarderScript, f.socket, port, "python3", "-c", cliScript, "hello gateway")
-		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL=http://127.0.0.1:"+port+"/v1", "OPENAI_API_KEY="+token)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stdout.String(), stderr.String(), code
-	}
-	out, errOut, code := run(s.Token())
-	if code != 0 || out != "echo: hello gateway\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	if u := s.Usage(); u.PromptTokens != 7 || u.CompletionTokens != 3 {
-		t.Errorf("usage %+v, want 7+3", u)
-	}
-	// The CLI's exit status comes through the forwarder.
-	if _, errOut, code := run("bad-token"); code != 3 || !strings.Contains(errOut, "HTTP 401") {
-		t.Errorf("bad token: exit %d, stderr %q; want 3 and the gateway's 401", code, errOut)
-	}
-}
-
 // The gateway's traffic shows in the model metrics under the agent's configured name and model,
 // whatever model the CLI asks for: forwarded (ok or failed) and refused requests, tokens, cost
 // and latency.
@@ -422,12 +404,12 @@ func TestGatewayMetrics(t *testing.T) {
 			return agenttest.Fail(http.StatusInternalServerError)
 		}
 		return agenttest.Text("ok", 10, 5)
-	}, func(c *GatewayConfig) { c.Name, c.Model = "codex", "gpt-x" })
-	unlimited, err := f.g.Open("job-1", Budget{})
+	}, func(c *Config) { c.Name, c.Model = "codex", "gpt-x" })
+	unlimited, err := f.g.Open("job-1", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tight, err := f.g.Open("job-2", Budget{MaxTokens: 25}) // one request of 15 tokens fits
+	tight, err := f.g.Open("job-2", Budget{MaxTokens: 25}, nil) // one request of 15 tokens fits
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,20 +434,20 @@ func TestGatewayMetrics(t *testing.T) {
 		outcome, class string
 		want           float64
 	}{{"ok", "2xx", 2}, {"failed", "5xx", 1}, {"refused", "429", 1}, {"refused", "4xx", 1}} {
-		if got := testutil.ToFloat64(m.requests.WithLabelValues("codex", "gpt-x", c.outcome, c.class)); got != c.want {
+		if got := testutil.ToFloat64(m.Requests.WithLabelValues("codex", "gpt-x", c.outcome, c.class)); got != c.want {
 			t.Errorf("requests %s/%s = %v, want %v", c.outcome, c.class, got, c.want)
 		}
 	}
-	if got := testutil.CollectAndCount(m.requests); got != 4 {
+	if got := testutil.CollectAndCount(m.Requests); got != 4 {
 		t.Errorf("%d request series, want 4: the CLI's model names must not become labels", got)
 	}
-	if p, c := testutil.ToFloat64(m.tokens.WithLabelValues("codex", "gpt-x", "prompt")), testutil.ToFloat64(m.tokens.WithLabelValues("codex", "gpt-x", "completion")); p != 20 || c != 10 {
+	if p, c := testutil.ToFloat64(m.Tokens.WithLabelValues("codex", "gpt-x", "prompt")), testutil.ToFloat64(m.Tokens.WithLabelValues("codex", "gpt-x", "completion")); p != 20 || c != 10 {
 		t.Errorf("tokens %v prompt, %v completion; want 20 and 10", p, c)
 	}
-	if got := testutil.ToFloat64(m.cost.WithLabelValues("codex", "gpt-x")); got != 40 {
+	if got := testutil.ToFloat64(m.Cost.WithLabelValues("codex", "gpt-x")); got != 40 {
 		t.Errorf("cost %v, want 40 (two answers of 10 prompt and 5 completion tokens)", got)
 	}
-	if got := testutil.CollectAndCount(m.latency); got != 1 {
+	if got := testutil.CollectAndCount(m.Latency); got != 1 {
 		t.Errorf("%d latency series, want 1", got)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -40,15 +40,15 @@ func (u *recordingUpstream) received() []string {
 }
 
 const (
-	chatAnswer      = `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`
-	responsesAnswer = `{"object":"response","output":[],"usage":{"input_tokens":3,"output_tokens":2}}`
+	chatAnswerBody      = `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`
+	responsesAnswerBody = `{"object":"response","output":[],"usage":{"input_tokens":3,"output_tokens":2}}`
 )
 
 func usageAnswers(path string) string {
 	if strings.HasSuffix(path, "/responses") {
-		return responsesAnswer
+		return responsesAnswerBody
 	}
-	return chatAnswer
+	return chatAnswerBody
 }
 
 // The gateway forwards only the fields it knows, and refuses (400, naming the field or the
@@ -73,11 +73,21 @@ func TestGatewayRefusesFieldsAndHostedTools(t *testing.T) {
 		{"n over 1", "/v1/chat/completions", `{"messages":[],"n":3}`, `"n" must be 1`},
 		{"no messages", "/v1/chat/completions", `{"temperature":1}`, `field "messages" is required`},
 		{"no input", "/v1/responses", `{"instructions":"x"}`, `field "input" is required`},
-		{"max tokens zero", "/v1/chat/completions", `{"messages":[],"max_tokens":0}`, `"max_tokens" must be a positive integer`},
+		{"max tokens zero", "/v1/chat/completions", `{"messages":[],"max_tokens":0}`, `"max_tokens" must be an integer from 1 to 16777216`},
+		// The review's overflow: a max output that fed the reservation unchecked.
+		{"max tokens overflow", "/v1/chat/completions", `{"messages":[],"max_tokens":9223372036854775807}`, `"max_tokens" must be an integer from 1`},
+		{"max output overflow", "/v1/responses", `{"input":"hi","max_output_tokens":9223372036854775807}`, `"max_output_tokens" must be an integer from 1`},
+		{"prompt template", "/v1/responses", `{"input":"hi","prompt":{"id":"pmpt_1"}}`, `field "prompt" is not forwarded`},
+		// Content the provider would fetch from outside the sandbox, or stored state.
+		{"chat image by URL", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://evil.example/x.png"}}]}]}`, `messages[0].content[0]: an image by URL`},
+		{"chat file by id", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, `a file_id names a file stored with the provider`},
+		{"responses image by URL", "/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"http://10.0.0.1/x"}]}]}`, `input[0].content[0]: an image by URL`},
+		{"responses file by URL", "/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_file","file_url":"https://evil.example/a.pdf"}]}]}`, `a file by URL is fetched`},
+		{"item reference", "/v1/responses", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, `an item_reference needs stored state`},
 		{"model not a string", "/v1/chat/completions", `{"messages":[],"model":1}`, `"model" must be a string`},
 		{"hosted tool choice", "/v1/responses", `{"input":"hi","tool_choice":{"type":"web_search_preview"}}`, `"tool_choice" of type "web_search_preview"`},
 	}
-	for _, typ := range []string{"web_search", "web_search_preview", "file_search", "mcp", "code_interpreter", "computer_use_preview", "image_generation", ""} {
+	for _, typ := range []string{"file_search", "mcp", "code_interpreter", "computer_use_preview", "image_generation", ""} {
 		tool := fmt.Sprintf(`{"type":%q,"server_url":"https://mcp.example.com"}`, typ)
 		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 			body := `{"messages":[],"tools":[{"type":"function","function":{"name":"f"}},` + tool + `]}`
@@ -90,7 +100,7 @@ func TestGatewayRefusesFieldsAndHostedTools(t *testing.T) {
 	}
 	up := newRecordingUpstream(t, "application/json", usageAnswers)
 	f := serveGateway(t, up.URL+"/v1", nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +131,7 @@ func TestGatewayRebuildsRequests(t *testing.T) {
 	tests := []struct {
 		name, path, body string
 		budget           int64
-		maxField         string // GatewayConfig.MaxTokensField
+		maxField         string // Config.MaxTokensField
 		want             string
 	}{
 		{"chat: the model is forced", "/v1/chat/completions",
@@ -158,8 +168,8 @@ func TestGatewayRebuildsRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newRecordingUpstream(t, "application/json", usageAnswers)
-			f := serveGateway(t, up.URL+"/v1", func(c *GatewayConfig) { c.MaxTokensField = tt.maxField })
-			s, err := f.g.Open("job", Budget{MaxTokens: tt.budget})
+			f := serveGateway(t, up.URL+"/v1", func(c *Config) { c.MaxTokensField = tt.maxField })
+			s, err := f.g.Open("job", Budget{MaxTokens: tt.budget}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +218,7 @@ func TestGatewayRefusesAnswersWithoutUsage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newRecordingUpstream(t, tt.contentType, func(string) string { return tt.answer })
 			f := serveGateway(t, up.URL+"/v1", nil)
-			s, err := f.g.Open("job", Budget{MaxTokens: budget})
+			s, err := f.g.Open("job", Budget{MaxTokens: budget}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,12 +236,12 @@ func TestGatewayRefusesAnswersWithoutUsage(t *testing.T) {
 
 // A gateway needs the model it forces, and a max tokens field an upstream knows.
 func TestNewGatewayRejectsBadForwardingConfigs(t *testing.T) {
-	for name, cfg := range map[string]GatewayConfig{
+	for name, cfg := range map[string]Config{
 		"no model":         {BaseURL: "http://up/v1"},
 		"bad max field":    {BaseURL: "http://up/v1", Model: "m", MaxTokensField: "max_output_tokens"},
 		"misspelled field": {BaseURL: "http://up/v1", Model: "m", MaxTokensField: "max_token"},
 	} {
-		if _, err := NewGateway(cfg, GatewayDeps{}); err == nil {
+		if _, err := New(cfg, Deps{}); err == nil {
 			t.Errorf("%s: NewGateway accepted %+v", name, cfg)
 		}
 	}
@@ -243,7 +253,7 @@ func TestNewGatewayRejectsBadForwardingConfigs(t *testing.T) {
 func TestGatewayForwardsClientTools(t *testing.T) {
 	up := newRecordingUpstream(t, "application/json", usageAnswers)
 	f := serveGateway(t, up.URL+"/v1", nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -48,10 +48,10 @@ func newSSEUpstream(t *testing.T, chunks []string, prompt, completion int) *sseU
 }
 
 // streamThrough serves a gateway in front of up and sends one streamed request.
-func streamThrough(t *testing.T, up *sseUpstream, budget Budget, body string, edit func(*GatewayConfig)) (got string, status int, s *Session, g *Gateway) {
+func streamThrough(t *testing.T, up *sseUpstream, budget Budget, body string, edit func(*Config)) (got string, status int, s *Session, g *Gateway) {
 	t.Helper()
 	f := serveGateway(t, up.URL+"/v1", edit)
-	s, err := f.g.Open("job", budget)
+	s, err := f.g.Open("job", budget, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestGatewayStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newSSEUpstream(t, tt.chunks, 10, 5)
-			got, status, s, g := streamThrough(t, up, Budget{}, tt.body, func(c *GatewayConfig) { c.MaxResponseBytes = tt.maxResponse })
+			got, status, s, g := streamThrough(t, up, Budget{}, tt.body, func(c *Config) { c.MaxResponseBytes = tt.maxResponse })
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, got)
 			}
@@ -94,7 +94,7 @@ func TestGatewayStreams(t *testing.T) {
 				}
 				var chunk struct {
 					Choices []struct{ Delta struct{ Content string } }
-					Usage   *tokenUsage
+					Usage   *openAIUsage
 				}
 				if err := json.Unmarshal([]byte(data), &chunk); err != nil {
 					t.Fatalf("the client got a broken event %q: %v", data, err)
@@ -123,7 +123,7 @@ func TestGatewayStreams(t *testing.T) {
 			if u := s.Usage(); u.PromptTokens != 10 || u.CompletionTokens != 5 {
 				t.Errorf("session usage %+v, want 10 prompt and 5 completion tokens", u)
 			}
-			if n := testutil.ToFloat64(g.m.tokens.WithLabelValues("gateway", "gw-model", "completion")); n != 5 {
+			if n := testutil.ToFloat64(g.m.Tokens.WithLabelValues("gateway", "gw-model", "completion")); n != 5 {
 				t.Errorf("completion tokens metric %v, want 5", n)
 			}
 		})
@@ -159,11 +159,11 @@ func TestGatewayMetersAStreamItsClientAbandons(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":50}}\n\ndata: [DONE]\n\n")
 	}))
 	t.Cleanup(up.Close)
-	g, err := NewGateway(GatewayConfig{Model: "gw-model", BaseURL: up.URL + "/v1", APIKey: realKey}, GatewayDeps{})
+	g, err := New(Config{Model: "gw-model", BaseURL: up.URL + "/v1", APIKey: realKey}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := g.Open("job", Budget{MaxTokens: 120})
+	s, err := g.Open("job", Budget{MaxTokens: 120}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestGatewayMetersAStreamItsClientAbandons(t *testing.T) {
 // An upstream that ignores stream: true and answers with one JSON body is metered from it.
 func TestGatewayMetersANonStreamedAnswerToAStreamRequest(t *testing.T) {
 	f := newGatewayFixture(t, textReply(7, 3), nil) // agenttest answers JSON whatever is asked
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestGatewayResponsesAPI(t *testing.T) {
 			}))
 			t.Cleanup(up.Close)
 			f := serveGateway(t, up.URL+"/v1", nil)
-			s, err := f.g.Open("job", Budget{})
+			s, err := f.g.Open("job", Budget{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

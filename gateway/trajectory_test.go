@@ -1,4 +1,4 @@
-package agent
+package gateway
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 	"github.com/skillfleet/skillfleet/atif"
 	sftest "github.com/skillfleet/skillfleet/internal/testutil"
@@ -84,8 +85,8 @@ func TestGatewayTrajectoryChatCompletions(t *testing.T) {
 		agenttest.ToolCalls(10, 2, call("c1", "shell", jsonArgs("command", "ls"))),
 		agenttest.ToolCalls(20, 3, call("c2", "read_file", jsonArgs("path", "a.txt")), call("c3", "read_file", `{"path":`)),
 		agenttest.Text("All done.", 30, 4))
-	f := serveGateway(t, up.BaseURL(), func(c *GatewayConfig) { c.Name = "my-cli" })
-	s, err := f.g.Open("job", Budget{})
+	f := serveGateway(t, up.BaseURL(), func(c *Config) { c.Name = "my-cli" })
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestGatewayTrajectoryChatCompletions(t *testing.T) {
 	if strings.Join(sources, ",") != "system,system,user,agent,agent,agent" {
 		t.Fatalf("step sources %v", sources)
 	}
-	if a := traj.Agent; a.Name != "my-cli" || a.Version != CommandAgentVersion || a.ModelName != "gw-model" {
+	if a := traj.Agent; a.Name != "my-cli" || a.Version != agent.CommandAgentVersion || a.ModelName != "gw-model" {
 		t.Errorf("agent %+v", a)
 	}
 	read := traj.Steps[4]
@@ -148,7 +149,7 @@ func TestGatewayTrajectoryResponses(t *testing.T) {
 		`{"object":"response","model":"up-model","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me look."}]},{"type":"function_call","call_id":"fc1","name":"shell","arguments":"{\"command\":\"cat notes.md\"}"},{"type":"function_call","call_id":"fc2","name":"shell","arguments":"{\"command\":\"ls\"}"}],"usage":{"input_tokens":11,"output_tokens":3}}`,
 		`{"object":"response","model":"up-model","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"The notes say hi."}]},{"type":"custom_tool_call","call_id":"ct1","name":"apply_patch","input":"*** Begin Patch"}],"usage":{"input_tokens":25,"output_tokens":5}}`)
 	f := serveGateway(t, up.URL+"/v1", nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +170,8 @@ func TestGatewayTrajectoryResponses(t *testing.T) {
 	if len(traj.Steps) != 4 {
 		t.Fatalf("%d steps, want system, user, agent, agent:\n%s", len(traj.Steps), got)
 	}
-	if traj.Agent.Name != CommandAgentName {
-		t.Errorf("agent name %q, want %q for a gateway without a name", traj.Agent.Name, CommandAgentName)
+	if traj.Agent.Name != agent.CommandAgentName {
+		t.Errorf("agent name %q, want %q for a gateway without a name", traj.Agent.Name, agent.CommandAgentName)
 	}
 	turn := traj.Steps[2]
 	if turn.Message != "Let me look." || len(turn.ToolCalls) != 2 || turn.Observation == nil || len(turn.Observation.Results) != 2 ||
@@ -231,7 +232,7 @@ func TestGatewayTrajectoryStreamedAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := scriptedUpstream(t, "text/event-stream", tt.stream)
 			f := serveGateway(t, up.URL+"/v1", nil)
-			s, err := f.g.Open("job", Budget{})
+			s, err := f.g.Open("job", Budget{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,7 +276,7 @@ func TestGatewayTrajectoryKeepsTheLastRequest(t *testing.T) {
 		return agenttest.Text("to second", 7, 2)
 	})
 	f := serveGateway(t, up.BaseURL(), nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestGatewayTrajectoryRedactsTheKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := scriptedUpstream(t, tt.contentType, tt.body)
 			f := serveGateway(t, up.URL+"/v1", nil)
-			s, err := f.g.Open("job", Budget{})
+			s, err := f.g.Open("job", Budget{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -365,7 +366,7 @@ func TestGatewayTrajectorySkipsMalformedMessages(t *testing.T) {
 				map[string]any{"role": 7, "content": "a number for a role"},
 				map[string]any{"role": "narrator", "content": "an unknown role"},
 				map[string]any{"role": "user", "content": 3.5},
-				map[string]any{"role": "user", "content": []any{"plain", map[string]any{"type": "image_url", "image_url": map[string]any{"url": "x"}}, 5}},
+				map[string]any{"role": "user", "content": []any{"plain", map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}}, 5}},
 				map[string]any{"role": "assistant", "content": "", "tool_calls": []any{
 					map[string]any{"id": "n1", "type": "function", "function": map[string]any{"arguments": "{}"}},
 					map[string]any{"type": "function", "function": map[string]any{"name": "shell", "arguments": map[string]any{"command": "pwd"}}}}},
@@ -381,7 +382,7 @@ func TestGatewayTrajectorySkipsMalformedMessages(t *testing.T) {
 			body: map[string]any{"instructions": "sys", "input": []any{
 				"a bare string",
 				map[string]any{"type": "function_call_output", "call_id": "x", "output": "before any agent step"},
-				map[string]any{"type": "item_reference", "id": "r1"},
+				map[string]any{"type": "mystery_item", "id": "r1"},
 				map[string]any{"role": "critic", "content": "an unknown role"},
 				map[string]any{"type": "function_call", "name": "shell", "arguments": "not json"},
 				map[string]any{"type": "function_call_output", "call_id": "x", "output": "a result naming no call"},
@@ -398,13 +399,13 @@ func TestGatewayTrajectorySkipsMalformedMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			answer := chatAnswer
+			answer := chatAnswerBody
 			if tt.path == "/v1/responses" {
 				answer = `{"object":"response","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}],"usage":{"input_tokens":3,"output_tokens":2}}`
 			}
 			up := scriptedUpstream(t, "application/json", answer)
 			f := serveGateway(t, up.URL+"/v1", nil)
-			s, err := f.g.Open("job", Budget{})
+			s, err := f.g.Open("job", Budget{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -445,7 +446,7 @@ func cmpOr(s, dflt string) string {
 // bounded answer, and a session without requests still gives a valid document.
 func TestSessionTrajectoryBounds(t *testing.T) {
 	f := serveGateway(t, "http://127.0.0.1:1/v1", nil)
-	s, err := f.g.Open("job", Budget{})
+	s, err := f.g.Open("job", Budget{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,12 +456,12 @@ func TestSessionTrajectoryBounds(t *testing.T) {
 		t.Errorf("empty session: %+v", empty)
 	}
 
-	req := &preparedRequest{params: map[string]json.RawMessage{"messages": json.RawMessage(`[{"role":"user","content":"q"}]`)}}
-	s.observe(req)
+	req := &chatRequest{params: map[string]json.RawMessage{"messages": json.RawMessage(`[{"role":"user","content":"q"}]`)}}
+	seq := s.observe(Generate, req)
 	long := strings.Repeat("é", maxAnswerText) // twice the cap in bytes
-	ans := parseAnswer([]byte(jsonOf(t, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": long}}}})), false)
+	ans := chatAnswer([]byte(jsonOf(t, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": long}}}})))
 	for range maxTrajectoryRequests + 5 {
-		s.recordAnswer(req, &tokenUsage{PromptTokens: 1, CompletionTokens: 1}, ans)
+		s.recordAnswer(seq, false, Tokens{Prompt: 1, Completion: 1}, ans)
 	}
 	s.mu.Lock()
 	kept := len(s.traj.usage)
@@ -497,12 +498,16 @@ func FuzzTrajectoryBuilder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, conv []byte, responses bool) {
 		b := &trajectoryBuilder{t: &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "a", Version: "1"}},
 			byCall: map[string]int{}, open: -1}
+		var a *Turn
 		if responses {
-			b.responses(json.RawMessage(`"sys"`), conv)
+			b.conversation((&responsesRequest{params: map[string]json.RawMessage{"instructions": json.RawMessage(`"sys"`), "input": conv}}).Conversation())
+			a = responsesAnswer(conv)
 		} else {
-			b.chat(conv)
+			b.conversation((&chatRequest{params: map[string]json.RawMessage{"messages": conv}}).Conversation())
+			a = chatAnswer(conv)
 		}
-		if a := parseAnswer(conv, responses); a != nil {
+		if a != nil {
+			a.bound()
 			b.answer(a)
 		}
 		if err := b.t.Validate(); err != nil {
@@ -537,16 +542,30 @@ func TestAnswerIsBounded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := jsonOf(t, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": tt.message, "tool_calls": tt.calls}}}})
-			a := parseAnswer([]byte(body), false)
+			a := chatAnswer([]byte(body))
 			if a == nil {
 				t.Fatal("no answer")
 			}
-			if len(a.message) != tt.wantMessageLen || len(a.calls) != tt.wantCalls || a.incomplete != tt.wantIncomplete {
-				t.Errorf("message of %d bytes, %d calls, incomplete %v; want %d, %d, %v", len(a.message), len(a.calls), a.incomplete, tt.wantMessageLen, tt.wantCalls, tt.wantIncomplete)
+			a.bound()
+			if len(a.Text) != tt.wantMessageLen || len(a.Calls) != tt.wantCalls || a.Incomplete != tt.wantIncomplete {
+				t.Errorf("message of %d bytes, %d calls, incomplete %v; want %d, %d, %v", len(a.Text), len(a.Calls), a.Incomplete, tt.wantMessageLen, tt.wantCalls, tt.wantIncomplete)
 			}
-			if len(a.calls) > 0 && string(a.calls[0].args) != tt.wantArgs {
-				t.Errorf("first call's arguments %s, want %s", a.calls[0].args, tt.wantArgs)
+			if len(a.Calls) > 0 && string(a.Calls[0].Args) != tt.wantArgs {
+				t.Errorf("first call's arguments %s, want %s", a.Calls[0].Args, tt.wantArgs)
 			}
 		})
 	}
+}
+
+func call(id, name, args string) agenttest.Call {
+	return agenttest.Call{ID: id, Name: name, Arguments: args}
+}
+
+// jsonArgs is a JSON object of string pairs, as a model writes tool arguments.
+func jsonArgs(kv ...string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return string(mustJSON(m))
 }

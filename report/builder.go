@@ -354,6 +354,8 @@ func (b *Builder) usageLocked() Usage {
 		total.PromptTokens += cs.usage.PromptTokens
 		total.CompletionTokens += cs.usage.CompletionTokens
 		total.Cost += cs.usage.Cost
+		total.CacheReadTokens += cs.usage.CacheReadTokens
+		total.CacheWriteTokens += cs.usage.CacheWriteTokens
 	}
 	return total
 }

@@ -56,12 +56,18 @@ type Usage struct {
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
 	Cost             float64 `json:"cost"`
+	// CacheReadTokens and CacheWriteTokens are the part of PromptTokens a provider's prompt
+	// cache served or stored.
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
 
 func (u *Usage) add(o *skillfleetv1.Usage) {
 	u.PromptTokens += o.GetPromptTokens()
 	u.CompletionTokens += o.GetCompletionTokens()
 	u.Cost += o.GetCost()
+	u.CacheReadTokens += o.GetCacheReadTokens()
+	u.CacheWriteTokens += o.GetCacheWriteTokens()
 }
 
 func (u Usage) zero() bool { return u.PromptTokens == 0 && u.CompletionTokens == 0 && u.Cost == 0 }

@@ -115,7 +115,11 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 			oneLine(arm, maxValueRunes), base.Total, text.Plural(base.Total, "case", "cases"), base.Passed, base.Failed, base.Errored, base.TimedOut, base.Skipped)
 	}
 	if u := r.Usage; u != nil {
-		t.printf("models: %d prompt + %d completion tokens, cost %.4f\n", u.PromptTokens, u.CompletionTokens, u.Cost)
+		cache := ""
+		if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+			cache = fmt.Sprintf(" (%d prompt tokens read from the cache, %d written to it)", u.CacheReadTokens, u.CacheWriteTokens)
+		}
+		t.printf("models: %d prompt + %d completion tokens%s, cost %.4f\n", u.PromptTokens, u.CompletionTokens, cache, u.Cost)
 	}
 	if t.err != nil {
 		return fmt.Errorf("report: writing text: %w", t.err)

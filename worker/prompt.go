@@ -276,7 +276,8 @@ func trajectoryOf(tr agent.Transcript) *assert.Trajectory {
 }
 
 func usageOf(u agent.Usage) *pb.Usage {
-	return &pb.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: u.Cost}
+	return &pb.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Cost: u.Cost,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
 }
 
 // sandboxTools adapts a job's sandbox to what the agent's tools need.

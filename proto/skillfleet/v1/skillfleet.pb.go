@@ -1214,10 +1214,15 @@ func (x *Timings) GetTotalMs() int64 {
 
 // Usage counts model tokens a job spent.
 type Usage struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	PromptTokens     int64                  `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
-	CompletionTokens int64                  `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
-	Cost             float64                `protobuf:"fixed64,3,opt,name=cost,proto3" json:"cost,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// prompt_tokens counts every prompt token, those the provider's prompt cache served or
+	// stored included.
+	PromptTokens     int64   `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64   `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	Cost             float64 `protobuf:"fixed64,3,opt,name=cost,proto3" json:"cost,omitempty"`
+	// The part of prompt_tokens the provider's prompt cache served (read) or stored (written).
+	CacheReadTokens  int64 `protobuf:"varint,4,opt,name=cache_read_tokens,json=cacheReadTokens,proto3" json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `protobuf:"varint,5,opt,name=cache_write_tokens,json=cacheWriteTokens,proto3" json:"cache_write_tokens,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1269,6 +1274,20 @@ func (x *Usage) GetCompletionTokens() int64 {
 func (x *Usage) GetCost() float64 {
 	if x != nil {
 		return x.Cost
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheReadTokens() int64 {
+	if x != nil {
+		return x.CacheReadTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
 	}
 	return 0
 }
@@ -2640,11 +2659,13 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tqueued_ms\x18\x01 \x01(\x03R\bqueuedMs\x12(\n" +
 	"\x10sandbox_start_ms\x18\x02 \x01(\x03R\x0esandboxStartMs\x12!\n" +
 	"\fexecution_ms\x18\x03 \x01(\x03R\vexecutionMs\x12\x19\n" +
-	"\btotal_ms\x18\x04 \x01(\x03R\atotalMs\"m\n" +
+	"\btotal_ms\x18\x04 \x01(\x03R\atotalMs\"\xc7\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
-	"\x04cost\x18\x03 \x01(\x01R\x04cost\"\xef\t\n" +
+	"\x04cost\x18\x03 \x01(\x01R\x04cost\x12*\n" +
+	"\x11cache_read_tokens\x18\x04 \x01(\x03R\x0fcacheReadTokens\x12,\n" +
+	"\x12cache_write_tokens\x18\x05 \x01(\x03R\x10cacheWriteTokens\"\xef\t\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +

@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/agent/agenttest"
+)
+
+// benchRequests are one request of each protocol's CLI, from the goldens, and the API their
+// gateway speaks.
+var benchRequests = []struct{ api, golden string }{
+	{APIOpenAI, "codex-current.responses.json"},
+	{APIAnthropic, "claude-code-2.1.messages-stream.json"},
+	{APIGemini, "gemini-cli-0.56.stream.json"},
+}
+
+// unixClient is an HTTP client of the Unix socket sock.
+func unixClient(tb testing.TB, sock string) *http.Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}, MaxIdleConnsPerHost: 16}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// rawProxy serves a plain reverse proxy to target on a Unix socket: what the gateway's own
+// cost is measured beyond.
+func rawProxy(tb testing.TB, target string) *http.Client {
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "rp")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "p.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1
+	// A benchmark's clients hang up between runs; the proxy's complaints are not results.
+	p.ErrorLog = log.New(io.Discard, "", 0)
+	srv := &http.Server{Handler: p}
+	go func() { _ = srv.Serve(l) }()
+	tb.Cleanup(func() { _ = srv.Close() })
+	return unixClient(tb, sock)
+}
+
+// send posts one golden request and reads the answer whole.
+func send(b *testing.B, c *http.Client, g cliGolden, token string) {
+	req, err := http.NewRequest(g.Method, "http://gateway"+g.Path, bytes.NewReader(g.Body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range g.Headers {
+		req.Header.Set(k, strings.ReplaceAll(v, "TOKEN", token))
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s: status %d", g.Path, resp.StatusCode)
+	}
+}
+
+// percentiles reports the p50 and p95 of ds as metrics.
+func percentiles(b *testing.B, ds []time.Duration) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds()), "p95-µs")
+}
+
+// BenchmarkGatewayRequest is the gateway's cost per request of each protocol's CLI (a real
+// request body, a short streamed answer), beside a plain reverse proxy to the same upstream
+// on the same kind of socket: the difference is the gateway's checks, rebuilding, metering and
+// trajectory. Run: go test -run '^$' -bench GatewayRequest -benchtime 2000x ./gateway
+func BenchmarkGatewayRequest(b *testing.B) {
+	up := agenttest.NewAny(b, agenttest.Scripted(func(int, agenttest.Conv) (agenttest.Turn, *agenttest.Reply) {
+		return agenttest.Turn{Text: "The notes are written.", Usage: agenttest.Tokens{Prompt: 900, Completion: 12}}, nil
+	}), agenttest.NoRecord())
+	for _, br := range benchRequests {
+		g := loadGolden(b, br.golden)
+		base := up.URL
+		if br.api == APIOpenAI {
+			base = up.BaseURL()
+		}
+		b.Run(br.api+"/gateway", func(b *testing.B) {
+			f := serveGateway(b, base, func(c *Config) { c.API = br.api })
+			s, err := f.g.Open("bench", Budget{}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := unixClient(b, f.socket)
+			ds := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				send(b, c, g, s.Token())
+				ds = append(ds, time.Since(start))
+			}
+			b.StopTimer()
+			percentiles(b, ds)
+			b.ReportMetric(float64(len(g.Body)), "body-bytes")
+		})
+		b.Run(br.api+"/raw-proxy", func(b *testing.B) {
+			c := rawProxy(b, up.URL)
+			ds := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				send(b, c, g, "raw")
+				ds = append(ds, time.Since(start))
+			}
+			b.StopTimer()
+			percentiles(b, ds)
+		})
+	}
+}
+
+// BenchmarkGatewayStreamRelay is the relay rate of a long streamed answer (4 MiB of text in
+// small Chat Completions chunks) through the gateway and through a plain reverse proxy.
+// Run: go test -run '^$' -bench GatewayStreamRelay -benchtime 20x ./gateway
+func BenchmarkGatewayStreamRelay(b *testing.B) {
+	var sse strings.Builder
+	chunk := strings.Repeat("relay ", 20)
+	for sse.Len() < 4<<20 {
+		fmt.Fprintf(&sse, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", chunk)
+	}
+	sse.WriteString(`data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":100000}}` + "\n\ndata: [DONE]\n\n")
+	body := sse.String()
+	up := newCaptureUpstream(b, func(string) (string, string) { return "text/event-stream", body })
+	g := cliGolden{Method: http.MethodPost, Path: "/v1/chat/completions", Headers: map[string]string{"Authorization": "Bearer TOKEN", "Content-Type": "application/json"},
+		Body: []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"write a lot"}]}`)}
+	b.Run("gateway", func(b *testing.B) {
+		f := serveGateway(b, up.URL+"/v1", nil)
+		s, err := f.g.Open("bench", Budget{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := unixClient(b, f.socket)
+		b.SetBytes(int64(len(body)))
+		b.ResetTimer()
+		for range b.N {
+			send(b, c, g, s.Token())
+		}
+	})
+	b.Run("raw-proxy", func(b *testing.B) {
+		c := rawProxy(b, up.URL)
+		b.SetBytes(int64(len(body)))
+		b.ResetTimer()
+		for range b.N {
+			send(b, c, g, "raw")
+		}
+	})
+}

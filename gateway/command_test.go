@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/agent/agenttest"
+	"github.com/skillfleet/skillfleet/atif"
+)
+
+// newCommand makes a command agent, failing the test on error.
+func newCommand(t *testing.T, cfg agent.CommandConfig) *agent.Command {
+	t.Helper()
+	c, err := agent.NewCommand(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// hostSandbox runs commands on the host, standing in for a sandbox whose loopback and
+// mounted gateway socket the command shares.
+type hostSandbox struct{}
+
+func (hostSandbox) Exec(ctx context.Context, cmd []string, stdin []byte, workdir string, _ time.Duration) (agent.ExecResult, error) {
+	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	c.Stdin, c.Dir = bytes.NewReader(stdin), workdir
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return agent.ExecResult{ExitCode: ee.ExitCode(), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+	case err != nil:
+		return agent.ExecResult{}, err
+	}
+	return agent.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+}
+
+func TestCommandThroughTheGateway(t *testing.T) {
+	needPython(t)
+	f := newGatewayFixture(t, func(_ int, r agenttest.Request) agenttest.Reply {
+		c, _ := r.Messages()[0]["content"].(string)
+		return agenttest.Text("answer to "+c, 12, 8)
+	}, nil)
+	for _, mode := range []string{"argv", "stdin"} {
+		t.Run(mode, func(t *testing.T) {
+			tmpl := []string{"python3", "-c", cliScript, "{{prompt}}"}
+			if mode == "stdin" {
+				tmpl = tmpl[:3]
+			}
+			c := newCommand(t, agent.CommandConfig{
+				Template: tmpl,
+				Env:      map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"},
+				Gateway:  f.g.Opener(), GatewayDir: filepath.Dir(f.socket), ForwardPort: freePort(t),
+			})
+			out, tr, err := c.Run(agent.WithJobID(context.Background(), "job-"+mode), hostSandbox{}, agent.Request{Input: "the question", WorkDir: os.TempDir()})
+			if err != nil || out != "answer to the question" {
+				t.Fatalf("Run = %q, %v", out, err)
+			}
+			if tr.Usage.PromptTokens != 12 || tr.Usage.CompletionTokens != 8 || tr.Turns != 1 || tr.Stop != "final" {
+				t.Errorf("transcript %+v, want the gateway's metered 12+8 tokens in 1 turn", tr)
+			}
+			// The gateway's record of the run: the CLI's question, the model's answer, its tokens.
+			traj := tr.Trajectory
+			if traj == nil || traj.Validate() != nil || len(traj.Steps) != 2 || traj.Steps[0].Message != "the question" ||
+				traj.Steps[1].Message != "answer to the question" || traj.Steps[1].Metrics == nil || traj.Steps[1].Metrics.PromptTokens != 12 {
+				t.Errorf("trajectory %+v", traj)
+			}
+			// One whole conversation, no call: the (empty) list of calls is complete.
+			if !tr.ToolsSeen || len(tr.ToolCalls) != 0 {
+				t.Errorf("tools seen %v, calls %v; want a complete empty list", tr.ToolsSeen, tr.ToolCalls)
+			}
+		})
+	}
+	last := f.up.Requests()[len(f.up.Requests())-1]
+	if last.Header.Get("Authorization") != "Bearer "+realKey {
+		t.Errorf("upstream Authorization %q", last.Header.Get("Authorization"))
+	}
+}
+
+func TestCommandBudgetExhaustedIsATokenLimit(t *testing.T) {
+	needPython(t)
+	f := newGatewayFixture(t, textReply(30, 0), nil)
+	// The CLI asks twice; the second ask is refused (429) and the CLI fails.
+	twice := "import subprocess, sys\nfor _ in range(2):\n    subprocess.run([sys.executable, '-c', sys.argv[1], 'q'], check=True)\n"
+	c := newCommand(t, agent.CommandConfig{
+		Template: []string{"python3", "-c", twice, cliScript},
+		Env:      map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"},
+		Gateway:  f.g.Opener(), GatewayDir: filepath.Dir(f.socket), ForwardPort: freePort(t),
+	})
+	out, tr, err := c.Run(context.Background(), hostSandbox{}, agent.Request{Input: "q", Limits: agent.Limits{MaxTokens: 20}})
+	if !errors.Is(err, agent.ErrTokenLimit) || out != "" || tr.Stop != "tokens" || tr.Usage.Total() != 30 {
+		t.Fatalf("Run = %q, %+v, %v; want ErrTokenLimit after 30 tokens", out, tr, err)
+	}
+	// A failed run keeps what the gateway saw: the one answered request.
+	if traj := tr.Trajectory; traj == nil || traj.Validate() != nil || len(traj.Steps) != 2 || traj.FinalMetrics.TotalPromptTokens != 30 {
+		t.Errorf("trajectory after the budget ran out: %+v", traj)
+	}
+	if !strings.Contains(err.Error(), "token budget is exhausted") {
+		t.Errorf("error %q does not quote the gateway's refusal", err)
+	}
+	if n := f.up.Count(); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
+	}
+}
+
+// TestGatewayTrajectoryComplete: the calls of a gateway trajectory are trusted only when it
+// holds the whole conversation.
+func TestGatewayTrajectoryComplete(t *testing.T) {
+	whole := func() *atif.Trajectory {
+		tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "cli", Version: "unknown"}}
+		tr.Add(atif.SourceUser, "go")
+		tr.Add(atif.SourceAgent, "done").Extra = map[string]any{"streamed": true}
+		return tr
+	}
+	unmatched, skipped, cut := whole(), whole(), whole()
+	unmatched.Extra = map[string]any{extraUnmatched: 1}
+	skipped.Extra = map[string]any{extraSkipped: 2}
+	cut.Steps[1].Extra[extraIncomplete] = true
+	for name, tc := range map[string]struct {
+		t    *atif.Trajectory
+		want bool
+	}{
+		"whole, streamed": {whole(), true}, "unmatched requests": {unmatched, false},
+		"skipped messages": {skipped, false}, "an answer cut": {cut, false}, "none": {nil, false},
+	} {
+		if got := complete(tc.t); got != tc.want {
+			t.Errorf("%s: complete = %v, want %v", name, got, tc.want)
+		}
+	}
+}
