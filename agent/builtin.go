@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/atif"
 	"go.uber.org/zap"
@@ -117,6 +116,8 @@ var (
 	ErrTokenLimit  = errors.New("agent: token limit exceeded")
 	ErrTimeLimit   = errors.New("agent: wall time limit reached")
 	ErrEmptyOutput = errors.New("agent: the final message is empty")
+	// ErrModelRefused is a provider's refusal or safety stop: no answer to judge.
+	ErrModelRefused = errors.New("agent: the model refused or was stopped for safety")
 )
 
 // errWallTime is the cause of the run's own deadline.
@@ -164,10 +165,7 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	}
 
 	system := systemPrompt(req.Catalog, ts.names, req.WorkDir)
-	msgs := []openai.ChatCompletionMessageParamUnion{
-		openai.SystemMessage(system),
-		openai.UserMessage(req.Input),
-	}
+	msgs := []Message{{Role: RoleUser, Text: req.Input}}
 	traj := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: BuiltInAgentName, Version: BuiltInAgentVersion, ModelName: a.c.Model()}}
 	traj.Add(atif.SourceSystem, system)
 	traj.Add(atif.SourceUser, req.Input)
@@ -215,33 +213,30 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			return ended(err)
 		}
 		tr.Turns++
-		p := openai.ChatCompletionNewParams{Messages: msgs}
-		if len(tools) > 0 {
-			p.Tools = tools
-		}
-		comp, u, err := a.c.Chat(ctx, p)
+		ans, u, err := a.c.Converse(ctx, Conversation{System: system, Messages: msgs, Tools: tools})
 		tr.Usage.Add(u)
 		if err != nil {
 			return ended(fmt.Errorf("agent: turn %d: %w", tr.Turns, err))
 		}
-		step := traj.Add(atif.SourceAgent, comp.Choices[0].Message.Content)
-		step.ModelName = comp.Model
-		step.Metrics = &atif.Metrics{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CostUSD: u.Cost}
+		step := traj.Add(atif.SourceAgent, ans.Text)
+		step.ModelName = ans.Model
+		step.ReasoningContent = ans.Reasoning
+		step.Metrics = &atif.Metrics{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CacheReadTokens, CostUSD: u.Cost}
 		if lim.MaxTokens > 0 && tr.Usage.Total() > lim.MaxTokens {
 			return fail("tokens", fmt.Errorf("%w: %d tokens used, limit %d", ErrTokenLimit, tr.Usage.Total(), lim.MaxTokens))
 		}
-		msg := comp.Choices[0].Message
-		a.log.Debug("agent turn", zap.Int("turn", tr.Turns), zap.Int("tool_calls", len(msg.ToolCalls)),
+		a.log.Debug("agent turn", zap.Int("turn", tr.Turns), zap.Int("tool_calls", len(ans.Calls)),
 			zap.Int64("tokens", tr.Usage.Total()))
-		if len(msg.ToolCalls) == 0 {
-			out := msg.Content
+		if ans.Stop == StopRefusal || ans.Stop == StopSafety {
+			// The provider's refusal or safety stop is no answer to judge: the case errors
+			// with its reason, whatever text came with it.
+			step.Extra = map[string]any{"stop_reason": ans.StopDetail}
+			return fail("error", fmt.Errorf("%w (turn %d): %s %q", ErrModelRefused, tr.Turns, ans.Stop, ans.StopDetail))
+		}
+		if len(ans.Calls) == 0 {
+			out := ans.Text
 			if strings.TrimSpace(out) == "" {
-				// A refusal is what the model said; assertions judge it like any answer.
-				out = msg.Refusal
-			}
-			if strings.TrimSpace(out) == "" {
-				return fail("error", fmt.Errorf("%w (turn %d, finish reason %q)", ErrEmptyOutput, tr.Turns,
-					comp.Choices[0].FinishReason))
+				return fail("error", fmt.Errorf("%w (turn %d, finish reason %q)", ErrEmptyOutput, tr.Turns, ans.StopDetail))
 			}
 			step.Message = out
 			tr.Stop = "final"
@@ -251,12 +246,9 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			// No turn is left to show the model these calls' results: do not run them.
 			return fail("turns", fmt.Errorf("%w (%d turns)", ErrTurnLimit, lim.MaxTurns))
 		}
-		msgs = append(msgs, msg.ToParam())
-		for _, call := range msg.ToolCalls {
-			name, args := call.Function.Name, call.Function.Arguments
-			if call.Type == "custom" {
-				name, args = call.Custom.Name, call.Custom.Input
-			}
+		msgs = append(msgs, Message{Role: RoleAssistant, Text: ans.Text, Calls: ans.Calls, Replay: ans.Replay})
+		for _, call := range ans.Calls {
+			name, args := call.Name, call.Arguments
 			res, err := ts.run(ctx, sb, name, args)
 			tr.ToolCalls = append(tr.ToolCalls, res.call)
 			id := call.ID
@@ -280,7 +272,7 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			if res.activated != "" && blind[res.activated] {
 				activate(res.activated)
 			}
-			msgs = append(msgs, openai.ToolMessage(res.content, call.ID))
+			msgs = append(msgs, Message{Role: RoleTool, Text: res.content, CallID: call.ID, CallName: name})
 		}
 	}
 }

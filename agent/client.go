@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -33,12 +32,13 @@ type ClientDeps struct {
 	Now func() time.Time
 }
 
-// Client is the model client of one endpoint, shared by the built-in agent and the judge. It is
-// safe for concurrent use; the adaptive concurrency limit is per Client, so make one Client per
+// Client is the model client of one endpoint, shared by the built-in agent and the judge,
+// whatever protocol the endpoint speaks (Endpoint.API; see model.go). It is safe for
+// concurrent use; the adaptive concurrency limit is per Client, so make one Client per
 // endpoint and share it.
 type Client struct {
 	ep    Endpoint
-	chat  openai.ChatCompletionService
+	p     provider
 	lim   *limiter
 	m     *modelmetrics.Metrics
 	log   *zap.Logger
@@ -46,16 +46,7 @@ type Client struct {
 	now   func() time.Time
 }
 
-// NewClient makes the client of ep.
-//
-// It builds the SDK's chat completion service from explicit options only. openai.NewClient is
-// deliberately not used: it always applies the SDK's environment defaults first (OPENAI_BASE_URL,
-// OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS) and
-// the switch that turns them off is internal to the SDK. Our options would override the base
-// URL and key, but the organisation, project and custom headers would still ride along, and with
-// an empty APIKey (a local server) OPENAI_ADMIN_KEY would be sent as the bearer token to
-// whatever endpoint is configured. The SDK's own retries are off (WithMaxRetries(0)): Chat
-// retries itself, bounded, observable and with an injectable sleep.
+// NewClient makes the client of ep, speaking ep.API (openai when empty).
 func NewClient(ep Endpoint, deps ClientDeps) (*Client, error) {
 	ep = ep.withDefaults()
 	if ep.Name == "" {
@@ -89,17 +80,22 @@ func NewClient(ep Endpoint, deps ClientDeps) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: metrics: %w", err)
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(ep.BaseURL),
-		option.WithHTTPClient(deps.HTTP),
-		option.WithMaxRetries(0),
-	}
-	if ep.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(ep.APIKey))
+	var p provider
+	switch ep.API {
+	case "", APIOpenAI:
+		p = newOpenAIProvider(ep, deps.HTTP)
+	case APIAnthropic:
+		p = newAnthropicProvider(ep, deps.HTTP)
+	case APIGemini:
+		if p, err = newGeminiProvider(ep, deps.HTTP); err != nil {
+			return nil, fmt.Errorf("agent: endpoint %q: %w", ep.Name, err)
+		}
+	default:
+		return nil, fmt.Errorf("agent: endpoint %q: api %q: want openai, anthropic or gemini", ep.Name, ep.API)
 	}
 	c := &Client{
 		ep:    ep,
-		chat:  openai.NewChatCompletionService(opts...),
+		p:     p,
 		m:     m,
 		log:   deps.Log.With(zap.String("endpoint", ep.Name)),
 		sleep: deps.Sleep,
@@ -140,36 +136,39 @@ type attempt struct {
 	err       error
 }
 
-// Chat sends one chat completion request (p.Model defaults to the endpoint's model). It retries
-// 408, 409, 429, 5xx, per-attempt timeouts and connection errors up to MaxRetries times,
-// waiting what Retry-After says (capped at a minute) or an exponential backoff with jitter; it
-// never retries other statuses. Usage is the completion's tokens and their cost. A failure is an
-// *Error, or ctx's error when ctx ended.
-func (c *Client) Chat(ctx context.Context, p openai.ChatCompletionNewParams) (*openai.ChatCompletion, Usage, error) {
-	if p.Model == "" {
-		p.Model = c.ep.Model
-	}
-	model := p.Model
+// Converse sends one turn of a conversation to the endpoint's model. It retries 408, 409,
+// 429, 5xx and the provider's own retryable errors (Anthropic's 529), per-attempt timeouts
+// and connection errors up to MaxRetries times, waiting what Retry-After says (capped at a
+// minute) or an exponential backoff with jitter; it never retries other statuses. Usage is the
+// answer's tokens and their cost. A failure is an *Error, or ctx's error when ctx ended.
+func (c *Client) Converse(ctx context.Context, conv Conversation) (*Answer, Usage, error) {
+	model := cmp.Or(conv.Model, c.ep.Model)
+	conv.Model = model
 	for n := 0; ; n++ {
-		comp, a := c.do(ctx, p)
+		ans, u, a := c.do(ctx, conv)
 		if a.err == nil {
 			c.m.Requests.WithLabelValues(c.ep.Name, model, "ok", a.class).Inc()
-			u := Usage{PromptTokens: comp.Usage.PromptTokens, CompletionTokens: comp.Usage.CompletionTokens}
-			u.Cost = c.ep.Price.Cost(u.PromptTokens, u.CompletionTokens)
+			u.Cost = c.ep.Price.CostOf(u)
 			c.m.Tokens.WithLabelValues(c.ep.Name, model, "prompt").Add(float64(u.PromptTokens))
 			c.m.Tokens.WithLabelValues(c.ep.Name, model, "completion").Add(float64(u.CompletionTokens))
-			c.m.Cost.WithLabelValues(c.ep.Name, model).Add(u.Cost)
-			if len(comp.Choices) == 0 {
-				// Tokens were still paid for; count them, then refuse the answer.
-				err := &Error{Endpoint: c.ep.Name, StatusCode: a.status, Attempts: n + 1,
-					Err: fmt.Errorf("%w: no choices", ErrMalformedResponse)}
-				return nil, u, err
+			if u.CacheReadTokens > 0 {
+				c.m.Tokens.WithLabelValues(c.ep.Name, model, "cache_read").Add(float64(u.CacheReadTokens))
 			}
-			return comp, u, nil
+			if u.CacheWriteTokens > 0 {
+				c.m.Tokens.WithLabelValues(c.ep.Name, model, "cache_write").Add(float64(u.CacheWriteTokens))
+			}
+			c.m.Cost.WithLabelValues(c.ep.Name, model).Add(u.Cost)
+			return ans, u, nil
 		}
 		if ctx.Err() != nil {
 			c.m.Requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
 			return nil, Usage{}, fmt.Errorf("model endpoint %q: %w", c.ep.Name, ctx.Err())
+		}
+		if u.Total() > 0 {
+			// An answer that was paid for but cannot be used (no choices): its tokens count.
+			u.Cost = c.ep.Price.CostOf(u)
+			c.m.Requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
+			return nil, u, &Error{Endpoint: c.ep.Name, StatusCode: a.status, Attempts: n + 1, Err: a.err}
 		}
 		if !a.retryable || n >= c.ep.MaxRetries {
 			c.m.Requests.WithLabelValues(c.ep.Name, model, "failed", a.class).Inc()
@@ -193,16 +192,15 @@ func (c *Client) Chat(ctx context.Context, p openai.ChatCompletionNewParams) (*o
 }
 
 // do makes one attempt within a concurrency slot and classifies its outcome.
-func (c *Client) do(ctx context.Context, p openai.ChatCompletionNewParams) (*openai.ChatCompletion, attempt) {
+func (c *Client) do(ctx context.Context, conv Conversation) (*Answer, Usage, attempt) {
 	if err := c.lim.acquire(ctx); err != nil {
-		return nil, attempt{class: "transport", err: err}
+		return nil, Usage{}, attempt{class: "transport", err: err}
 	}
 	actx, cancel := context.WithTimeout(ctx, c.ep.RequestTimeout)
 	defer cancel()
-	var raw *http.Response
 	start := c.now()
-	comp, err := c.chat.New(actx, p, option.WithResponseInto(&raw))
-	c.m.Latency.WithLabelValues(c.ep.Name, p.Model).Observe(c.now().Sub(start).Seconds())
+	ans, u, raw, err := c.p.send(actx, conv, conv.Model)
+	c.m.Latency.WithLabelValues(c.ep.Name, conv.Model).Observe(c.now().Sub(start).Seconds())
 
 	var a attempt
 	switch {
@@ -211,17 +209,19 @@ func (c *Client) do(ctx context.Context, p openai.ChatCompletionNewParams) (*ope
 		if raw != nil {
 			a.status = raw.StatusCode
 		}
-		if comp == nil {
+		if ans == nil {
 			a.err = fmt.Errorf("%w: empty body", ErrMalformedResponse)
+		}
+	case raw != nil && raw.StatusCode < 400:
+		// An HTTP answer the provider could not read, or one without an answer in it.
+		a = attempt{status: raw.StatusCode, class: modelmetrics.StatusClass(raw.StatusCode), header: raw.Header, err: err}
+		if !errors.Is(err, ErrMalformedResponse) {
+			a.err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)
 		}
 	case raw != nil:
 		// An HTTP answer: the status decides, whatever error the SDK made of the body.
-		a = attempt{status: raw.StatusCode, class: modelmetrics.StatusClass(raw.StatusCode), header: raw.Header, err: err}
-		if raw.StatusCode < 400 {
-			a.err = fmt.Errorf("%w: %w", ErrMalformedResponse, err)
-		} else {
-			a.retryable = retryable(raw.StatusCode)
-		}
+		a = attempt{status: raw.StatusCode, class: modelmetrics.StatusClass(raw.StatusCode), header: raw.Header, err: err,
+			retryable: c.p.retryable(raw.StatusCode, err)}
 	case ctx.Err() == nil && actx.Err() != nil:
 		a = attempt{class: "timeout", retryable: true,
 			err: fmt.Errorf("attempt timed out after %s: %w", c.ep.RequestTimeout, err)}
@@ -232,21 +232,24 @@ func (c *Client) do(ctx context.Context, p openai.ChatCompletionNewParams) (*ope
 	switch {
 	case a.err == nil:
 		sig = signalSuccess
-	case a.status == http.StatusTooManyRequests:
+	case a.status == http.StatusTooManyRequests || a.status == statusOverloaded:
 		sig = signalOverload
 	}
 	c.lim.release(sig)
-	return comp, a
+	return ans, u, a
 }
+
+// statusOverloaded is Anthropic's "overloaded" status: the same signal to the concurrency
+// limit as a 429.
+const statusOverloaded = 529
 
 // serverMessage is the API error's message, clipped, with the key redacted in case a proxy
 // echoes it.
 func (c *Client) serverMessage(err error) string {
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) {
+	msg := strings.TrimSpace(c.p.message(err))
+	if msg == "" {
 		return ""
 	}
-	msg := strings.TrimSpace(apiErr.Message)
 	if c.ep.APIKey != "" {
 		msg = strings.ReplaceAll(msg, c.ep.APIKey, "[redacted]")
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -67,8 +66,8 @@ func newTestClient(t *testing.T, baseURL string, edit func(*Endpoint)) clientFix
 	return clientFixture{c: c, sleep: fs, reg: reg}
 }
 
-func userParams(text string) openai.ChatCompletionNewParams {
-	return openai.ChatCompletionNewParams{Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)}}
+func userParams(text string) Conversation {
+	return Conversation{Messages: []Message{{Role: RoleUser, Text: text}}}
 }
 
 func TestChatHonoursRetryAfter(t *testing.T) {
@@ -93,11 +92,11 @@ func TestChatHonoursRetryAfter(t *testing.T) {
 				agenttest.Fail(http.StatusTooManyRequests, tt.header...),
 				agenttest.Text("hello", 10, 2))
 			f := newTestClient(t, srv.BaseURL(), nil)
-			comp, _, err := f.c.Chat(context.Background(), userParams("hi"))
+			comp, _, err := f.c.Converse(context.Background(), userParams("hi"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := comp.Choices[0].Message.Content; got != "hello" {
+			if got := comp.Text; got != "hello" {
 				t.Errorf("content = %q", got)
 			}
 			want := []time.Duration{tt.want, tt.want, tt.want}
@@ -137,7 +136,7 @@ func TestChatRetriesServerErrorsWithBackoff(t *testing.T) {
 		agenttest.Reply{Status: http.StatusInternalServerError, Body: "plain text, not JSON"},
 		agenttest.Text("ok", 1, 1))
 	f := newTestClient(t, srv.BaseURL(), nil)
-	if _, _, err := f.c.Chat(context.Background(), userParams("hi")); err != nil {
+	if _, _, err := f.c.Converse(context.Background(), userParams("hi")); err != nil {
 		t.Fatal(err)
 	}
 	got := f.sleep.got()
@@ -161,7 +160,7 @@ func TestChatGivesUpAfterMaxRetries(t *testing.T) {
 		return agenttest.Fail(http.StatusServiceUnavailable)
 	})
 	f := newTestClient(t, srv.BaseURL(), func(ep *Endpoint) { ep.MaxRetries = 2 })
-	_, _, err := f.c.Chat(context.Background(), userParams("hi"))
+	_, _, err := f.c.Converse(context.Background(), userParams("hi"))
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v, want *Error", err)
@@ -183,7 +182,7 @@ func TestChatGivesUpAfterMaxRetries(t *testing.T) {
 func TestChatNegativeMaxRetriesMeansNone(t *testing.T) {
 	srv := agenttest.NewScript(t, agenttest.Fail(http.StatusInternalServerError))
 	f := newTestClient(t, srv.BaseURL(), func(ep *Endpoint) { ep.MaxRetries = -1 })
-	if _, _, err := f.c.Chat(context.Background(), userParams("hi")); err == nil {
+	if _, _, err := f.c.Converse(context.Background(), userParams("hi")); err == nil {
 		t.Fatal("want an error")
 	}
 	if srv.Count() != 1 {
@@ -196,7 +195,7 @@ func TestChatDoesNotRetryClientErrors(t *testing.T) {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			srv := agenttest.NewScript(t, agenttest.Fail(status))
 			f := newTestClient(t, srv.BaseURL(), nil)
-			_, _, err := f.c.Chat(context.Background(), userParams("hi"))
+			_, _, err := f.c.Converse(context.Background(), userParams("hi"))
 			var e *Error
 			if !errors.As(err, &e) || e.StatusCode != status || e.Attempts != 1 {
 				t.Fatalf("err = %v, want *Error with status %d after 1 attempt", err, status)
@@ -212,7 +211,7 @@ func TestChatRedactsKeyEchoedByServer(t *testing.T) {
 	srv := agenttest.NewScript(t, agenttest.Reply{Status: 401, Header: map[string]string{"Content-Type": "application/json"},
 		Body: `{"error":{"message":"Incorrect API key provided: sk-configured","type":"auth"}}`})
 	f := newTestClient(t, srv.BaseURL(), nil)
-	_, _, err := f.c.Chat(context.Background(), userParams("hi"))
+	_, _, err := f.c.Converse(context.Background(), userParams("hi"))
 	if err == nil || strings.Contains(err.Error(), "sk-configured") || !strings.Contains(err.Error(), "[redacted]") {
 		t.Fatalf("err = %v, want the key redacted", err)
 	}
@@ -239,12 +238,12 @@ func TestChatRetriesConnectionErrors(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	f := newTestClient(t, srv.URL+"/v1", nil)
-	comp, _, err := f.c.Chat(context.Background(), userParams("hi"))
+	comp, _, err := f.c.Converse(context.Background(), userParams("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if comp.Choices[0].Message.Content != "after reset" || len(f.sleep.got()) != 1 {
-		t.Errorf("content %q after %d waits, want a retry", comp.Choices[0].Message.Content, len(f.sleep.got()))
+	if comp.Text != "after reset" || len(f.sleep.got()) != 1 {
+		t.Errorf("content %q after %d waits, want a retry", comp.Text, len(f.sleep.got()))
 	}
 	if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "retried", "transport")); got != 1 {
 		t.Errorf("retried transport attempts = %v, want 1", got)
@@ -254,12 +253,12 @@ func TestChatRetriesConnectionErrors(t *testing.T) {
 func TestChatRetriesAttemptTimeout(t *testing.T) {
 	srv := agenttest.NewScript(t, agenttest.Reply{Block: true}, agenttest.Text("second try", 1, 1))
 	f := newTestClient(t, srv.BaseURL(), func(ep *Endpoint) { ep.RequestTimeout = 20 * time.Millisecond })
-	comp, _, err := f.c.Chat(context.Background(), userParams("hi"))
+	comp, _, err := f.c.Converse(context.Background(), userParams("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if comp.Choices[0].Message.Content != "second try" {
-		t.Errorf("content = %q", comp.Choices[0].Message.Content)
+	if comp.Text != "second try" {
+		t.Errorf("content = %q", comp.Text)
 	}
 	if got := testutil.ToFloat64(f.c.m.Requests.WithLabelValues("test", "agent-model", "retried", "timeout")); got != 1 {
 		t.Errorf("retried timeouts = %v, want 1", got)
@@ -271,7 +270,7 @@ func TestChatStopsWhenContextEndsDuringWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := newTestClient(t, srv.BaseURL(), nil)
 	f.c.sleep = func(context.Context, time.Duration) error { cancel(); return context.Canceled }
-	_, _, err := f.c.Chat(ctx, userParams("hi"))
+	_, _, err := f.c.Converse(ctx, userParams("hi"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -293,7 +292,7 @@ func TestChatRejectsMalformedSuccess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := agenttest.NewScript(t, tt.rep)
 			f := newTestClient(t, srv.BaseURL(), nil)
-			_, _, err := f.c.Chat(context.Background(), userParams("hi"))
+			_, _, err := f.c.Converse(context.Background(), userParams("hi"))
 			if !errors.Is(err, ErrMalformedResponse) {
 				t.Fatalf("err = %v, want ErrMalformedResponse", err)
 			}
@@ -315,7 +314,7 @@ func TestConcurrencyLimitAdaptsToRateLimits(t *testing.T) {
 	if got := f.c.ConcurrencyLimit(); got != 3 {
 		t.Fatalf("initial limit = %v, want min(4, max) = 3", got)
 	}
-	if _, _, err := f.c.Chat(context.Background(), userParams("hi")); err != nil {
+	if _, _, err := f.c.Converse(context.Background(), userParams("hi")); err != nil {
 		t.Fatal(err)
 	}
 	// Seen at each wait: after the 1st, 2nd and 3rd 429.
@@ -326,7 +325,7 @@ func TestConcurrencyLimitAdaptsToRateLimits(t *testing.T) {
 	want := []float64{2, 2.5, 2.9, 3, 3}
 	got := []float64{f.c.ConcurrencyLimit()}
 	for range 4 {
-		if _, _, err := f.c.Chat(context.Background(), userParams("hi")); err != nil {
+		if _, _, err := f.c.Converse(context.Background(), userParams("hi")); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, f.c.ConcurrencyLimit())
@@ -377,7 +376,7 @@ func TestUsageAndCost(t *testing.T) {
 	f := newTestClient(t, srv.BaseURL(), nil)
 	var total Usage
 	for range 2 {
-		_, u, err := f.c.Chat(context.Background(), userParams("hi"))
+		_, u, err := f.c.Converse(context.Background(), userParams("hi"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +413,7 @@ func TestEnvironmentCannotRedirectOrLeak(t *testing.T) {
 		t.Run("key "+key, func(t *testing.T) {
 			srv := agenttest.NewScript(t, agenttest.Text("here", 1, 1))
 			f := newTestClient(t, srv.BaseURL(), func(ep *Endpoint) { ep.APIKey = key })
-			if _, _, err := f.c.Chat(context.Background(), userParams("hi")); err != nil {
+			if _, _, err := f.c.Converse(context.Background(), userParams("hi")); err != nil {
 				t.Fatal(err)
 			}
 			reqs := srv.Requests()

@@ -40,10 +40,15 @@ func (p Price) CostOf(u Usage) float64 {
 		float64(write)*writePrice/1e6 + float64(u.CompletionTokens)*p.CompletionPerMTok/1e6
 }
 
-// Endpoint is one configured OpenAI-compatible Chat Completions endpoint.
+// Endpoint is one configured model endpoint.
 type Endpoint struct {
 	// Name is the endpoint's name in the config; it is a metric label, so it must be bounded.
-	Name    string
+	Name string
+	// API is the protocol the endpoint speaks: openai (the default: Chat Completions),
+	// anthropic (Messages) or gemini (generateContent).
+	API string
+	// BaseURL is the endpoint's base URL as its protocol's SDK takes it: OpenAI's with its
+	// version path, Anthropic's and Gemini's without.
 	BaseURL string
 	// APIKey is resolved by the caller (from an env var it names); it is never logged. Empty
 	// sends no Authorization header (local servers).

@@ -11,8 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
 	"github.com/skillfleet/skillfleet/internal/text"
 )
 
@@ -93,16 +91,16 @@ func stringParam(desc string) map[string]any {
 	return map[string]any{"type": "string", "description": desc}
 }
 
-func objectSchema(props map[string]any, required ...string) shared.FunctionParameters {
-	return shared.FunctionParameters{"type": "object", "properties": props, "required": required,
+func objectSchema(props map[string]any, required ...string) map[string]any {
+	return map[string]any{"type": "object", "properties": props, "required": required,
 		"additionalProperties": false}
 }
 
-// definitions are the offered tools as JSON-schema function tools.
-func (ts *toolset) definitions() []openai.ChatCompletionToolUnionParam {
-	var out []openai.ChatCompletionToolUnionParam
+// definitions are the offered tools, with the JSON schemas of their arguments.
+func (ts *toolset) definitions() []ToolSpec {
+	var out []ToolSpec
 	for _, n := range ts.names {
-		var def shared.FunctionDefinitionParam
+		var def ToolSpec
 		switch n {
 		case toolBash:
 			desc := "Run a command with bash -c in the sandbox and return its exit code, stdout and stderr."
@@ -113,24 +111,24 @@ func (ts *toolset) definitions() []openai.ChatCompletionToolUnionParam {
 				}
 				desc += " Restricted by the skill's allowed-tools to one simple command (no pipes, redirections, ; or $) matching: " + strings.Join(rs, " ") + "."
 			}
-			def = shared.FunctionDefinitionParam{Name: toolBash, Description: openai.String(desc),
+			def = ToolSpec{Name: toolBash, Description: desc,
 				Parameters: objectSchema(map[string]any{"command": stringParam("The command to run.")}, "command")}
 		case toolRead:
 			desc := "Read a file in the sandbox and return its content."
 			if ts.skillsOnly {
 				desc = "Read one of the SKILL.md files listed in <available_skills> (other files are not allowed by the skill's allowed-tools)."
 			}
-			def = shared.FunctionDefinitionParam{Name: toolRead, Description: openai.String(desc),
+			def = ToolSpec{Name: toolRead, Description: desc,
 				Parameters: objectSchema(map[string]any{"path": stringParam("Path of the file; absolute, or relative to the working directory.")}, "path")}
 		case toolWrite:
-			def = shared.FunctionDefinitionParam{Name: toolWrite,
-				Description: openai.String("Write content to a file in the sandbox, creating or replacing it."),
+			def = ToolSpec{Name: toolWrite,
+				Description: "Write content to a file in the sandbox, creating or replacing it.",
 				Parameters: objectSchema(map[string]any{
 					"path":    stringParam("Path of the file; absolute, or relative to the working directory."),
 					"content": stringParam("The complete new content of the file."),
 				}, "path", "content")}
 		}
-		out = append(out, openai.ChatCompletionFunctionTool(def))
+		out = append(out, def)
 	}
 	return out
 }

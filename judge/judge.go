@@ -1,13 +1,12 @@
 package judge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -208,36 +207,26 @@ func (j *Judge) sample(ctx context.Context, criterion, input, reference, output 
 	if votes > 1 {
 		temp = VoteTemperature
 	}
-	p := openai.ChatCompletionNewParams{
-		Model: j.model,
-		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage(systemPrompt(reference)),
-			openai.UserMessage(userMessage(criterion, input, reference, output)),
-		},
-		Temperature: openai.Float(temp),
-		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
-			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name:   VerdictSchemaName,
-				Strict: openai.Bool(true),
-				Schema: verdictSchema(),
-			}},
-		},
-	}
-	comp, u, err := j.c.Chat(ctx, p)
+	ans, u, err := j.c.Converse(ctx, agent.Conversation{
+		Model:       j.model,
+		System:      systemPrompt(reference),
+		Messages:    []agent.Message{{Role: agent.RoleUser, Text: userMessage(criterion, input, reference, output)}},
+		Temperature: &temp,
+		Schema:      &agent.Schema{Name: VerdictSchemaName, Description: "The judge's verdict on the criterion.", Schema: verdictSchema()},
+	})
 	if err != nil {
 		return Verdict{}, u, &sampleError{msg: err.Error()}
 	}
-	msg := comp.Choices[0].Message
-	if msg.Refusal != "" && strings.TrimSpace(msg.Content) == "" {
-		return Verdict{}, u, &sampleError{schema: true, msg: "refused: " + text.ClipEscaped(msg.Refusal, 120)}
+	if ans.Stop == agent.StopRefusal || ans.Stop == agent.StopSafety {
+		return Verdict{}, u, &sampleError{schema: true, msg: "refused: " + text.ClipEscaped(cmp.Or(ans.Text, ans.StopDetail), 120)}
 	}
-	v, err := parseVerdict(msg.Content)
+	v, err := parseVerdict(ans.Text)
 	if err != nil {
 		why := err.Error()
-		if fr := comp.Choices[0].FinishReason; fr != "" && fr != "stop" {
-			why += " (finish reason " + fr + ")"
+		if ans.Stop != agent.StopEnd && ans.StopDetail != "" {
+			why += " (finish reason " + ans.StopDetail + ")"
 		}
-		return Verdict{}, u, &sampleError{schema: true, msg: why + "; answer: " + text.ClipEscaped(msg.Content, 80)}
+		return Verdict{}, u, &sampleError{schema: true, msg: why + "; answer: " + text.ClipEscaped(ans.Text, 80)}
 	}
 	return v, u, nil
 }
