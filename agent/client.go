@@ -30,6 +30,9 @@ type ClientDeps struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock for latencies and Retry-After dates (default: time.Now).
 	Now func() time.Time
+	// Rate paces requests to the endpoint's rate budget, shared by the fleet (nil: none);
+	// give it the same clock.
+	Rate *RateGate
 }
 
 // Client is the model client of one endpoint, shared by the built-in agent and the judge,
@@ -44,6 +47,7 @@ type Client struct {
 	log   *zap.Logger
 	sleep func(context.Context, time.Duration) error
 	now   func() time.Time
+	rate  *RateGate
 }
 
 // NewClient makes the client of ep, speaking ep.API (openai when empty).
@@ -100,6 +104,7 @@ func NewClient(ep Endpoint, deps ClientDeps) (*Client, error) {
 		log:   deps.Log.With(zap.String("endpoint", ep.Name)),
 		sleep: deps.Sleep,
 		now:   deps.Now,
+		rate:  deps.Rate,
 	}
 	gauge := m.Limit.WithLabelValues(ep.Name)
 	c.lim = newLimiter(ep.MaxConcurrency, gauge.Set)
@@ -144,8 +149,10 @@ type attempt struct {
 func (c *Client) Converse(ctx context.Context, conv Conversation) (*Answer, Usage, error) {
 	model := cmp.Or(conv.Model, c.ep.Model)
 	conv.Model = model
+	est := estimateTokens(conv)
 	for n := 0; ; n++ {
-		ans, u, a := c.do(ctx, conv)
+		ans, u, a := c.do(ctx, conv, est)
+		c.rate.Settle(u.Total(), est)
 		if a.err == nil {
 			c.m.Requests.WithLabelValues(c.ep.Name, model, "ok", a.class).Inc()
 			u.Cost = c.ep.Price.CostOf(u)
@@ -191,8 +198,13 @@ func (c *Client) Converse(ctx context.Context, conv Conversation) (*Answer, Usag
 	}
 }
 
-// do makes one attempt within a concurrency slot and classifies its outcome.
-func (c *Client) do(ctx context.Context, conv Conversation) (*Answer, Usage, attempt) {
+// do makes one attempt within a concurrency slot and classifies its outcome. It waits for
+// the rate budget (est tokens) before it takes the slot, so a paced request holds no slot
+// another could use.
+func (c *Client) do(ctx context.Context, conv Conversation, est int64) (*Answer, Usage, attempt) {
+	if err := c.rate.Wait(ctx, est); err != nil {
+		return nil, Usage{}, attempt{class: "transport", err: err}
+	}
 	if err := c.lim.acquire(ctx); err != nil {
 		return nil, Usage{}, attempt{class: "transport", err: err}
 	}
@@ -236,6 +248,9 @@ func (c *Client) do(ctx context.Context, conv Conversation) (*Answer, Usage, att
 		sig = signalOverload
 	}
 	c.lim.release(sig)
+	if raw != nil {
+		c.rate.Observe(a.status, raw.Header)
+	}
 	return ans, u, a
 }
 

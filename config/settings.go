@@ -44,10 +44,11 @@ type Settings struct {
 	Judge *Judge `yaml:"judge"`
 }
 
-// Agent is one OpenAI-compatible endpoint and model. Without Command it runs the built-in
-// agent (its model loop in the worker, its tool calls in the sandbox); with Command it is a
-// command agent: an agent CLI run inside the sandbox, whose model traffic goes through the
-// worker's model gateway to this endpoint, so the sandbox only ever holds a per-job token.
+// Agent is one model endpoint (api: openai, anthropic or gemini) and model. Without Command it
+// runs the built-in agent (its model loop in the worker, its tool calls in the sandbox); with
+// Command it is a command agent: an agent CLI run inside the sandbox, whose model traffic goes
+// through the worker's model gateway to this endpoint, so the sandbox only ever holds a
+// per-job token.
 type Agent struct {
 	Name           string `yaml:"name"`
 	BaseURL        string `yaml:"base_url"`
@@ -70,9 +71,10 @@ type Agent struct {
 	// (Ollama, LM Studio, older llama.cpp). Command agents of api openai only.
 	MaxTokensField string `yaml:"max_tokens_field"`
 	// API is the protocol the agent's endpoint speaks: openai (the default), anthropic or
-	// gemini. A command agent's CLI talks to the gateway in the same protocol (Claude Code:
-	// anthropic, Gemini CLI: gemini, Codex and opencode: openai). Its default base URL and
-	// key variable follow it (see DefaultBaseURL, DefaultKeyEnv).
+	// gemini. The built-in agent speaks it natively; a command agent's CLI talks to the
+	// gateway in the same protocol (Claude Code: anthropic, Gemini CLI: gemini, Codex and
+	// opencode: openai). Its default base URL and key variable follow it (see
+	// DefaultBaseURL, DefaultKeyEnv).
 	API string `yaml:"api"`
 	// SkillsDir is where a command agent's CLI loads skills from (e.g. /work/.claude/skills):
 	// each job's skills are placed there, read-only, one directory per skill.
@@ -80,6 +82,9 @@ type Agent struct {
 	// ServiceTier pins the OpenAI service_tier the gateway sends for a command agent; empty
 	// drops the one a CLI sends (Codex's fast mode), so the operator chooses what is billed.
 	ServiceTier string `yaml:"service_tier"`
+	// RateLimit is the endpoint's rate, which the whole fleet shares: the built-in agent's
+	// requests are paced to it (nil: not paced).
+	RateLimit *RateLimit `yaml:"rate_limit"`
 	// Line is where the agent is defined, for messages.
 	Line int `yaml:"-"`
 }
@@ -93,6 +98,19 @@ type Price struct {
 	CacheReadPerMTok  float64 `yaml:"cache_read_per_mtok"`
 	CacheWritePerMTok float64 `yaml:"cache_write_per_mtok"`
 }
+
+// RateLimit is an endpoint's rate as its provider (or its operator, for a share of an
+// organisation's limit) sets it; 0 is no limit of that kind.
+type RateLimit struct {
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	TokensPerMinute   int `yaml:"tokens_per_minute"`
+}
+
+// The most a rate limit may say: beyond them a value is a typo, not a limit.
+const (
+	maxRequestsPerMinute = 1_000_000
+	maxTokensPerMinute   = 1_000_000_000
+)
 
 // The APIs an agent's endpoint may speak.
 const (
@@ -144,11 +162,15 @@ func DefaultBaseURL(api string, getenv func(string) string) string {
 
 // Judge is the endpoint and model of the semantic judge, separate from the agents'.
 type Judge struct {
+	// API is the protocol of the judge's endpoint: openai (the default), anthropic or gemini.
+	API       string `yaml:"api"`
 	BaseURL   string `yaml:"base_url"`
 	APIKeyEnv string `yaml:"api_key_env"`
 	Model     string `yaml:"model"`
 	Votes     int    `yaml:"votes"`
 	Price     Price  `yaml:"price"`
+	// RateLimit is the judge's endpoint's rate, shared by the fleet (nil: not paced).
+	RateLimit *RateLimit `yaml:"rate_limit"`
 }
 
 // Limits are the per-job sandbox limits, in human units: sizes like "256Mi" or "1g", CPUs as
@@ -281,6 +303,8 @@ func Load(path string) (*Settings, *pb.Limits, diag.Diagnostics) {
 				"agent %q has max_tokens_field but no command: it sets what the model gateway of a command agent sends", a.Name)...)
 		}
 		diags = append(diags, checkAPI(a, func(key string) int { return itemKeyLine(&node, "agents", i, key) }, errAt)...)
+		diags = append(diags, checkRateLimit(a.RateLimit, "config.agents.rate_limit", fmt.Sprintf("agent %q", a.Name), a.Command != nil,
+			itemKeyLine(&node, "agents", i, "rate_limit"), errAt)...)
 		if a.Command != nil {
 			diags = append(diags, checkCommand(a, itemKeyLine(&node, "agents", i, "command"), itemKeyLine(&node, "agents", i, "env"), errAt)...)
 		}
@@ -296,6 +320,12 @@ func Load(path string) (*Settings, *pb.Limits, diag.Diagnostics) {
 		if j.APIKeyEnv != "" && !envName.MatchString(j.APIKeyEnv) {
 			diags = append(diags, errAt(line, "config.judge.api_key_env", "api_key_env %q is not an environment variable name", j.APIKeyEnv)...)
 		}
+		diags = append(diags, checkRateLimit(j.RateLimit, "config.judge.rate_limit", "the judge", false, keyLine(&node, "judge", "rate_limit"), errAt)...)
+		switch j.API {
+		case "", APIOpenAI, APIAnthropic, APIGemini:
+		default:
+			diags = append(diags, errAt(keyLine(&node, "judge", "api"), "config.judge.api", "the judge's api must be openai, anthropic or gemini, got %q", j.API)...)
+		}
 	}
 	if diags.HasErrors() {
 		return nil, nil, diags
@@ -310,12 +340,6 @@ func checkAPI(a Agent, lineOf func(key string) int, errAt func(int, string, stri
 	case "", APIOpenAI, APIAnthropic, APIGemini:
 	default:
 		return errAt(lineOf("api"), "config.agents.api", "agent %q: api must be openai, anthropic or gemini, got %q", a.Name, a.API)
-	}
-	if a.Command == nil && a.APIOf() != APIOpenAI {
-		// The built-in agent speaks Chat Completions only, so far: saying so beats a run of
-		// errored cases.
-		diags = append(diags, errAt(lineOf("api"), "config.agents.api",
-			"agent %q: api %s needs a command (an agent CLI behind the model gateway); the built-in agent speaks only the openai API so far", a.Name, a.API)...)
 	}
 	if a.MaxTokensField != "" && a.APIOf() != APIOpenAI {
 		diags = append(diags, errAt(lineOf("max_tokens_field"), "config.agents.max_tokens_field",
@@ -350,6 +374,25 @@ func validSkillsDir(dir string) bool {
 		}
 	}
 	return false
+}
+
+// checkRateLimit checks a rate_limit: counts within bounds, and only where something paces to
+// it (not a command agent, whose model gateway does not pace yet).
+func checkRateLimit(r *RateLimit, rule, who string, command bool, line int, errAt func(int, string, string, ...any) diag.Diagnostics) diag.Diagnostics {
+	if r == nil {
+		return nil
+	}
+	var diags diag.Diagnostics
+	if command {
+		diags = append(diags, errAt(line, rule, "%s has a command: rate_limit paces the built-in agent, and the model gateway of command agents does not pace yet", who)...)
+	}
+	if r.RequestsPerMinute < 0 || r.RequestsPerMinute > maxRequestsPerMinute {
+		diags = append(diags, errAt(line, rule, "%s: requests_per_minute must be from 0 (no limit) to %d, got %d", who, maxRequestsPerMinute, r.RequestsPerMinute)...)
+	}
+	if r.TokensPerMinute < 0 || r.TokensPerMinute > maxTokensPerMinute {
+		diags = append(diags, errAt(line, rule, "%s: tokens_per_minute must be from 0 (no limit) to %d, got %d", who, maxTokensPerMinute, r.TokensPerMinute)...)
+	}
+	return diags
 }
 
 // RuleAlias refuses YAML anchors and aliases in skillfleet.yaml, as case files (cases.alias)

@@ -96,6 +96,9 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"purge the results", "$JS.API.STREAM.PURGE.SKILLFLEET_RESULTS"},
 		{"change a lane consumer", "$JS.API.CONSUMER.CREATE.SKILLFLEET_JOBS.workers-ondemand"},
 		{"read another stream", "$JS.API.STREAM.MSG.GET.KV_skillfleet_runs"},
+		// The rate budgets: booked and deferred, never purged or removed.
+		{"purge the rate budgets", "$JS.API.STREAM.PURGE.KV_skillfleet_rates"},
+		{"delete the rate budgets", "$JS.API.STREAM.DELETE.KV_skillfleet_rates"},
 		// Listing run ids: a stream's info with a subjects_filter names every subject, and the
 		// jobs, results and run-state streams all have the run id in theirs.
 		{"list run ids from the run state", "$JS.API.STREAM.INFO.KV_skillfleet_runs"},

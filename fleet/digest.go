@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 
 	"github.com/skillfleet/skillfleet/config"
 	"github.com/skillfleet/skillfleet/judge"
@@ -31,7 +30,9 @@ type agentIdentity struct {
 
 // workerIdentity is what every job of a worker shares: the judge and the sandbox image.
 type workerIdentity struct {
-	JudgeBaseURL    string   `json:"judge_base_url,omitempty"`
+	JudgeBaseURL string `json:"judge_base_url,omitempty"`
+	// JudgeAPI is left out for openai, so that digests from before the key stay valid.
+	JudgeAPI        string   `json:"judge_api,omitempty"`
 	JudgeModel      string   `json:"judge_model,omitempty"`
 	JudgeVotes      int      `json:"judge_votes,omitempty"`
 	JudgePrompts    []string `json:"judge_prompts"`
@@ -54,14 +55,19 @@ func AgentDigests(m ModelsConfig, cfg *config.Settings, image, imageID string) m
 	if imageID == "" {
 		return nil
 	}
-	base := m.defaultBaseURL()
+
 	w := workerIdentity{JudgeModel: m.JudgeModel, JudgeVotes: 1, JudgePrompts: []string{judge.PromptVersion, judge.ReferencePromptVersion},
 		SandboxImageID: imageID, SandboxImageRef: image}
+	judgeAPI := m.API
 	if cfg != nil && cfg.Judge != nil {
 		w.JudgeBaseURL, w.JudgeModel, w.JudgeVotes = cfg.Judge.BaseURL, cfg.Judge.Model, max(cfg.Judge.Votes, 1)
+		judgeAPI = cfg.Judge.API
+	}
+	if judgeAPI != "" && judgeAPI != config.APIOpenAI {
+		w.JudgeAPI = judgeAPI
 	}
 	if w.JudgeBaseURL == "" && w.JudgeModel != "" {
-		w.JudgeBaseURL = base
+		w.JudgeBaseURL = m.baseURLFor(cmp.Or(judgeAPI, config.APIOpenAI))
 	}
 	out := map[string]string{}
 	if cfg != nil && len(cfg.Agents) > 0 {
@@ -70,17 +76,22 @@ func AgentDigests(m ModelsConfig, cfg *config.Settings, image, imageID string) m
 			if turns == 0 && a.Command == nil {
 				turns = m.MaxTurns
 			}
-			api, agentBase := "", base
+			api := ""
 			if a.APIOf() != config.APIOpenAI {
-				api, agentBase = a.APIOf(), config.DefaultBaseURL(a.APIOf(), os.Getenv)
+				api = a.APIOf()
 			}
+			agentBase := m.baseURLFor(a.APIOf())
 			out[a.Name] = identityDigest(agentIdentity{Name: a.Name, BaseURL: cmp.Or(a.BaseURL, agentBase), Model: a.Model, MaxTurns: turns,
 				MaxTokens: a.MaxTokens, Command: a.Command, Env: a.Env, MaxTokensField: a.MaxTokensField,
 				API: api, SkillsDir: a.SkillsDir, ServiceTier: a.ServiceTier}, w)
 		}
 		out[""] = identityDigest(agentIdentity{}, w)
 	} else {
-		out[""] = identityDigest(agentIdentity{BaseURL: base, Model: m.Model, MaxTurns: m.MaxTurns}, w)
+		api := ""
+		if m.API != "" && m.API != config.APIOpenAI {
+			api = m.API
+		}
+		out[""] = identityDigest(agentIdentity{BaseURL: m.baseURLFor(cmp.Or(m.API, config.APIOpenAI)), Model: m.Model, MaxTurns: m.MaxTurns, API: api}, w)
 	}
 	return out
 }

@@ -40,6 +40,9 @@ type InProcessConfig struct {
 	Flaky      flaky.Config
 	Quarantine flaky.Policy
 	Log        *zap.Logger
+	// Rates, when set, is bound to the fleet's rate budgets (Topology.Rates) once its NATS is
+	// up: the store of the models the Executor runs (ModelsConfig.RateStore).
+	Rates *LateRates
 	// Registry receives the coordinator's and workers' metrics; nil keeps them private.
 	Registry prometheus.Registerer
 }
@@ -101,6 +104,9 @@ func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err
 	}
 	if f.Topology, err = queue.Ensure(ctx, f.Conn, cfg.Queue); err != nil {
 		return nil, err
+	}
+	if cfg.Rates != nil {
+		cfg.Rates.Bind(f.Topology.Rates())
 	}
 	reg := cfg.Registry
 	cc := cfg.Coordinator

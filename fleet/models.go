@@ -23,7 +23,11 @@ import (
 // read from environment variables only (never flags, so they stay out of process listings), by
 // the worker process alone: sandboxes never see them.
 type ModelsConfig struct {
-	// BaseURL of the default endpoint; empty: $OPENAI_BASE_URL, else https://api.openai.com/v1.
+	// API is the protocol of the default agent's and judge's endpoint (--api): openai (the
+	// default), anthropic or gemini.
+	API string
+	// BaseURL of the default endpoint; empty: the API's variable ($OPENAI_BASE_URL,
+	// $ANTHROPIC_BASE_URL, $GEMINI_BASE_URL or $GOOGLE_GEMINI_BASE_URL), else the provider's.
 	BaseURL string
 	// Model of the built-in default agent; empty (and no agents configured): prompt cases are
 	// errored.
@@ -35,11 +39,31 @@ type ModelsConfig struct {
 	// agent, bind-mounted into their sandboxes; it must be a path the Docker engine can
 	// bind-mount. Empty: a fresh private directory under os.TempDir(), removed by Close.
 	GatewayDir string
+	// RateStore is the rate budget the fleet shares (a topology's Rates()): every built-in
+	// agent's and the judge's endpoint gets a gate on it, so that their rate_limit is the
+	// fleet's and a 429 holds the whole fleet back. Nil: an endpoint with a rate_limit is paced
+	// by this process alone; one without is not paced.
+	RateStore agent.RateStore
 }
 
-// defaultBaseURL is the endpoint of agents and a judge that name none.
+// defaultBaseURL is the endpoint of openai agents and a judge that name none (--base-url
+// speaks the default API).
 func (m ModelsConfig) defaultBaseURL() string {
-	return cmp.Or(m.BaseURL, os.Getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
+	if m.API != "" && m.API != config.APIOpenAI {
+		return config.DefaultBaseURL(config.APIOpenAI, os.Getenv)
+	}
+	return cmp.Or(m.BaseURL, config.DefaultBaseURL(config.APIOpenAI, os.Getenv))
+}
+
+// baseURLFor is the base URL of an endpoint of api that names none.
+func (m ModelsConfig) baseURLFor(api string) string {
+	if api == config.APIOpenAI {
+		return m.defaultBaseURL()
+	}
+	if m.API == api && m.BaseURL != "" {
+		return m.BaseURL
+	}
+	return config.DefaultBaseURL(api, os.Getenv)
 }
 
 // GatewayMount is where a command agent's gateway directory appears in its sandbox.
@@ -92,17 +116,13 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 		}
 	}()
 	defaultBase := m.defaultBaseURL()
-	newClient := func(name, base, keyEnv, model string, maxConc int, price config.Price) (*agent.Client, error) {
-		if base == "" {
-			base = defaultBase
-		}
-		if keyEnv == "" {
-			keyEnv = "OPENAI_API_KEY"
-		}
+	limits := rateLimits(cfg)
+	newClient := func(name, api, base, keyEnv, model string, maxConc int, price config.Price) (*agent.Client, error) {
+		api = cmp.Or(api, config.APIOpenAI)
 		return agent.NewClient(agent.Endpoint{
-			Name: name, BaseURL: base, APIKey: os.Getenv(keyEnv), Model: model, MaxConcurrency: maxConc,
-			Price: priceOf(price),
-		}, agent.ClientDeps{Registry: reg, Log: log.Named("model")})
+			Name: name, API: api, BaseURL: cmp.Or(base, m.baseURLFor(api)), APIKey: os.Getenv(cmp.Or(keyEnv, config.DefaultKeyEnv(api))),
+			Model: model, MaxConcurrency: maxConc, Price: priceOf(price),
+		}, agent.ClientDeps{Registry: reg, Log: log.Named("model"), Rate: m.rateGate(name, limits[name], log)})
 	}
 	if cfg != nil && len(cfg.Agents) > 0 {
 		if m.Model != "" {
@@ -128,7 +148,7 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 				out.Names = append(out.Names, a.Name)
 				continue
 			}
-			c, err := newClient(a.Name, a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price)
+			c, err := newClient(a.Name, a.APIOf(), a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price)
 			if err != nil {
 				return out, fmt.Errorf("agent %s: %w", a.Name, err)
 			}
@@ -136,15 +156,15 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 			if turns == 0 {
 				turns = m.MaxTurns
 			}
-			out.Agents[a.Name] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: turns, MaxTokens: a.MaxTokens}, Model: a.Model}
+			out.Agents[a.Name] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: turns, MaxTokens: a.MaxTokens}, Model: reportedModel(a.APIOf(), a.Model)}
 			out.Names = append(out.Names, a.Name)
 		}
 	} else if m.Model != "" {
-		c, err := newClient("agent", "", "", m.Model, 0, config.Price{})
+		c, err := newClient("agent", m.API, "", "", m.Model, 0, config.Price{})
 		if err != nil {
 			return out, err
 		}
-		out.Agents[""] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: m.MaxTurns}, Model: m.Model}
+		out.Agents[""] = worker.AgentSpec{Agent: agent.NewBuiltIn(c, log.Named("agent")), Limits: agent.Limits{MaxTurns: m.MaxTurns}, Model: reportedModel(m.API, m.Model)}
 	}
 	judgeModel, j := m.JudgeModel, (*config.Judge)(nil)
 	if cfg != nil && cfg.Judge != nil {
@@ -160,9 +180,9 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 	}
 	var jc *agent.Client
 	if j != nil {
-		jc, err = newClient("judge", j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price)
+		jc, err = newClient("judge", j.API, j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price)
 	} else {
-		jc, err = newClient("judge", "", "", judgeModel, 0, config.Price{})
+		jc, err = newClient("judge", m.API, "", "", judgeModel, 0, config.Price{})
 	}
 	if err != nil {
 		return out, fmt.Errorf("judge: %w", err)
@@ -217,8 +237,46 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 		Agent:  cmd,
 		Limits: agent.Limits{MaxTokens: a.MaxTokens},
 		Mounts: []sandbox.Mount{{Source: dir, Target: GatewayMount}},
-		Model:  a.Model,
+		Model:  reportedModel(api, a.Model),
 	}, nil
+}
+
+// reportedModel is the model a result reports: qualified by its provider when that is not
+// OpenAI's protocol, so that a comparison refuses two runs of the same model name through
+// different providers (and a run from before the api key compares as it did).
+func reportedModel(api, model string) string {
+	if api == "" || api == config.APIOpenAI {
+		return model
+	}
+	return api + "/" + model
+}
+
+// rateLimits are the configured rate limits by endpoint name: the agents' names and "judge".
+func rateLimits(cfg *config.Settings) map[string]*config.RateLimit {
+	out := map[string]*config.RateLimit{}
+	if cfg == nil {
+		return out
+	}
+	for _, a := range cfg.Agents {
+		out[a.Name] = a.RateLimit
+	}
+	if cfg.Judge != nil && cfg.Judge.RateLimit != nil {
+		out["judge"] = cfg.Judge.RateLimit
+	}
+	return out
+}
+
+// rateGate is the rate gate of the endpoint named name, keyed by that name in the store: on
+// m.RateStore when there is one, else pacing this process alone at lim, else none.
+func (m ModelsConfig) rateGate(name string, lim *config.RateLimit, log *zap.Logger) *agent.RateGate {
+	var rl agent.RateLimit
+	if lim != nil {
+		rl = agent.RateLimit{RequestsPerMinute: lim.RequestsPerMinute, TokensPerMinute: lim.TokensPerMinute}
+	}
+	if m.RateStore == nil && rl == (agent.RateLimit{}) {
+		return nil
+	}
+	return agent.NewRateGate(name, rl, agent.RateGateDeps{Store: m.RateStore, Log: log.Named("rate")})
 }
 
 // priceOf is a config price as the agents and the gateway take it.

@@ -104,8 +104,10 @@ func standinDir(t *testing.T) string {
 	return dir
 }
 
-// TestSameVerdictsThroughEveryProtocol runs sameSuite against the built-in agent and three
-// stand-in CLIs built on the official SDKs (Anthropic Messages, Gemini, OpenAI Responses),
+// TestSameVerdictsThroughEveryProtocol runs sameSuite against the built-in agent on each
+// provider's protocol (OpenAI Chat Completions, Anthropic Messages, Gemini, natively through
+// the official SDKs) and three stand-in CLIs built on those SDKs (Anthropic, Gemini, OpenAI
+// Responses),
 // each in a real sandbox behind the model gateway in its own protocol, loading its skills
 // from its skills_dir as the real CLI's loader does, with one scripted model: every case gets
 // the same verdict and the same assertion results through every protocol, the trajectories
@@ -128,6 +130,9 @@ func TestSameVerdictsThroughEveryProtocol(t *testing.T) {
 	doc, err := yaml.Marshal(map[string]any{
 		"agents": []map[string]any{
 			{"name": "builtin", "model": "agent-model", "base_url": srv.BaseURL(), "api_key_env": "SAME_UPSTREAM_KEY", "max_turns": 6},
+			// The built-in agent natively on each provider's protocol.
+			{"name": "builtin-anthropic", "api": "anthropic", "model": "b-claude-model", "base_url": srv.URL, "api_key_env": "SAME_UPSTREAM_KEY", "max_turns": 6},
+			{"name": "builtin-gemini", "api": "gemini", "model": "b-gemini-model", "base_url": srv.URL, "api_key_env": "SAME_UPSTREAM_KEY", "max_turns": 6},
 			cli("claude", "anthropic", "anthropic", "/work/.claude/skills",
 				map[string]string{"ANTHROPIC_BASE_URL": "{{gateway_url}}", "ANTHROPIC_API_KEY": "{{token}}"}, "-stream"),
 			cli("gemini", "gemini", "gemini", "/work/.gemini/skills",
@@ -249,7 +254,8 @@ func TestSameVerdictsThroughEveryProtocol(t *testing.T) {
 			limited[c.Protocol+"/"+c.Model]++
 		}
 	}
-	for _, m := range []string{"openai-chat/agent-model", "anthropic/claude-model", "gemini/gemini-model", "openai-responses/codex-model"} {
+	for _, m := range []string{"openai-chat/agent-model", "anthropic/claude-model", "gemini/gemini-model", "openai-responses/codex-model",
+		"anthropic/b-claude-model", "gemini/b-gemini-model"} {
 		if limited[m] != 4 {
 			t.Errorf("requests of notes-after-rate-limit %v: want 4 for %s (one refused, three answered)", limited, m)
 		}

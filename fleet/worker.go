@@ -85,6 +85,9 @@ func (d *WorkerDaemon) Run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The models pace their endpoints on the fleet's shared budget, bound once NATS is.
+	rates := &LateRates{}
+	cfg.Models.RateStore = rates
 	models, err := BuildModels(cfg.Models, cfg.Agents, reg, log)
 	if err != nil {
 		return &ConfigError{Err: err}
@@ -111,6 +114,7 @@ func (d *WorkerDaemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rates.Bind(topo.Rates())
 	// The coordinator owns the topology; what its consumers enforce is what this worker obeys.
 	lanes := topo.LaneConsumers()
 	ackWait, maxDeliver := lanes[0].AckWait(), lanes[0].MaxDeliver()

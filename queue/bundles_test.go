@@ -288,7 +288,7 @@ func TestWorkerTopologyReadsBundlesByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wtopo.RawBundles() != nil || wtopo.RawRuns() != nil || wtopo.RawJobs() != nil || wtopo.RawResults() != nil {
+	if wtopo.RawBundles() != nil || wtopo.RawRuns() != nil || wtopo.RawRates() != nil || wtopo.RawJobs() != nil || wtopo.RawResults() != nil {
 		t.Fatal("OpenWorker bound more than the lane consumers")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

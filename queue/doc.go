@@ -1,6 +1,6 @@
 // Package queue owns skillfleet's JetStream topology: the jobs work queue with its two priority
-// lanes, the results stream, the run-state KV bucket and the bundle object store; the
-// connections to NATS; and the embedded nats-server of local mode and tests.
+// lanes, the results stream, the run-state KV bucket, the rate budgets' KV bucket and the bundle
+// object store; the connections to NATS; and the embedded nats-server of local mode and tests.
 //
 // It is a leaf: it deals in subjects, ids and bytes, and knows nothing of the wire contract's
 // messages. The delivery rules it implements (see DESIGN.md, Reliability) are:

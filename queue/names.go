@@ -22,6 +22,9 @@ const (
 	ExhaustedConsumer = "coordinator"
 	// RunsBucket is the KV bucket of run state, keyed by run id.
 	RunsBucket = "skillfleet_runs"
+	// RatesBucket is the KV bucket of the rate budgets the fleet shares, keyed by endpoint
+	// budget (RateStore).
+	RatesBucket = "skillfleet_rates"
 	// BundlesBucket is the object store of suite bundles, keyed by content digest.
 	BundlesBucket = "skillfleet_bundles"
 

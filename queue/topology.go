@@ -27,6 +27,9 @@ type Topology struct {
 	onDemand, scheduled jetstream.Consumer
 	// runs is the run-state KV bucket, keyed by run id.
 	runs jetstream.KeyValue
+	// rates is the shared rate budgets' KV bucket; nil on a topology opened without it
+	// (OpenWorker), which Rates binds on first use.
+	rates jetstream.KeyValue
 	// exhausted is the coordinators' consumer of the kept MAX_DELIVERIES advisories.
 	exhausted jetstream.Consumer
 	// bundles is the bundle object store.
@@ -35,7 +38,7 @@ type Topology struct {
 	artifacts jetstream.Stream
 }
 
-// Ensure creates the streams, consumers, KV bucket and object store, or updates them to cfg.
+// Ensure creates the streams, consumers, KV buckets and object store, or updates them to cfg.
 // It is idempotent and safe to run from every coordinator and worker at start-up. A stream that
 // exists with another retention policy or storage type is reported with ErrIncompatibleStream,
 // naming it, and left alone: the server cannot change either in place.
@@ -73,6 +76,9 @@ func Ensure(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RunsBucket, err)
+	}
+	if t.rates, err = js.CreateOrUpdateKeyValue(ctx, ratesBucketConfig(cfg)); err != nil {
+		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RatesBucket, err)
 	}
 	if err := checkObjectStoreShrink(ctx, js, cfg.BundlesMaxBytes); err != nil {
 		return nil, err
@@ -121,6 +127,9 @@ func Open(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	if t.runs, err = js.KeyValue(ctx, RunsBucket); err != nil {
 		return nil, fmt.Errorf("queue: open KV bucket %s (has Ensure run?): %w", RunsBucket, err)
 	}
+	if t.rates, err = js.KeyValue(ctx, RatesBucket); err != nil {
+		return nil, fmt.Errorf("queue: open KV bucket %s (has Ensure run?): %w", RatesBucket, err)
+	}
 	if t.bundles, err = js.ObjectStore(ctx, BundlesBucket); err != nil {
 		return nil, fmt.Errorf("queue: open object store %s (has Ensure run?): %w", BundlesBucket, err)
 	}
@@ -136,6 +145,20 @@ func (t *Topology) consumer(lane Lane) jetstream.Consumer {
 		return t.scheduled
 	}
 	return nil
+}
+
+// ratesBucketConfig is the shared rate budgets' bucket: the latest TAT per key only, and a key
+// idle for a day dropped (a TAT that far in the past books the same as none).
+func ratesBucketConfig(cfg Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:       RatesBucket,
+		Description:  "skillfleet rate budgets shared by the fleet: a GCRA arrival time per endpoint budget",
+		History:      1,
+		TTL:          24 * time.Hour,
+		MaxValueSize: 1024, // a message with its headers and key; a TAT is 19 digits
+		Storage:      jetstream.FileStorage,
+		Replicas:     cfg.Replicas,
+	}
 }
 
 func jobsStreamConfig(cfg Config) jetstream.StreamConfig {
@@ -324,7 +347,7 @@ func ensureLaneConsumer(ctx context.Context, s jetstream.Stream, lane Lane, cfg 
 
 // OpenWorker binds what a worker uses, and nothing more: the two lane consumers, by name,
 // without a stream lookup. The streams, the run store and the object store stay unbound; GetBundle then reads a
-// bundle by its name alone. A worker's NATS user thereby needs no STREAM.INFO on any stream:
+// bundle by its name alone; Rates binds the rate budgets' bucket when first used. A worker's NATS user thereby needs no STREAM.INFO on any stream:
 // with a subjects_filter, that lists every subject, and so every run id (the jobs, results and
 // run-state streams) or every bundle (the object store) (deploy/nats/permissions.conf).
 func OpenWorker(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {

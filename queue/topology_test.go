@@ -110,6 +110,13 @@ func TestEnsureCreatesTheTopology(t *testing.T) {
 	if kv.Bucket() != queue.RunsBucket || kv.History() != 1 {
 		t.Errorf("runs bucket %s history %d", kv.Bucket(), kv.History())
 	}
+	rates, err := topo.RawRates().Status(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rates.Bucket() != queue.RatesBucket || rates.History() != 1 {
+		t.Errorf("rates bucket %s history %d", rates.Bucket(), rates.History())
+	}
 	obs, err := topo.RawBundles().Status(testCtx(t))
 	if err != nil {
 		t.Fatal(err)

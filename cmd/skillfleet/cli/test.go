@@ -85,7 +85,11 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			ms, err := fleet.BuildModels(models.ModelsConfig, cfg, nil, log)
+			// The in-process fleet binds the models' rate store to its NATS when it starts.
+			rates := &fleet.LateRates{}
+			mc := models.ModelsConfig
+			mc.RateStore = rates
+			ms, err := fleet.BuildModels(mc, cfg, nil, log)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -107,7 +111,7 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			if err != nil {
 				return err
 			}
-			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, workspace: workspaceDir, gates: gates,
+			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, rates: rates, workspace: workspaceDir, gates: gates,
 				suite: suiteName, history: hist, quarantine: qp})
 		},
 	}
@@ -169,6 +173,8 @@ type localOptions struct {
 	limits  *pb.Limits
 	// models run prompt cases; none: they are errored ("no agent configured").
 	models fleet.Models
+	// rates is the models' rate store, bound to the in-process fleet's NATS.
+	rates *fleet.LateRates
 	// workspace, when set, receives the run in the evaluation guide's layout.
 	workspace string
 	// gates are --fail-if-worse and --fail-unless-better (with --baseline).
@@ -200,7 +206,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	known := slices.Sorted(maps.Keys(o.models.Agents))
 	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{
 		Workers: o.workers, Slots: 1, Log: o.log, Coordinator: coordinator.Config{KnownAgents: known}, History: o.history,
-		Quarantine: o.quarantine, Executor: sandboxes.Executor(o.models, o.log),
+		Quarantine: o.quarantine, Executor: sandboxes.Executor(o.models, o.log), Rates: o.rates,
 		Worker: worker.Config{AgentDigests: o.models.AgentDigests(o.image, sandboxes.Runner.ImageID())},
 	})
 	if err != nil {

@@ -1,0 +1,314 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// RateStore is the rate budget a fleet shares (queue's RateStore, in a fleet): per key, the
+// generic cell rate algorithm's state, booked by every worker of every process alike.
+type RateStore interface {
+	// Reserve books cost cells of key's budget of one cell per interval (burst of them at
+	// once) and says how long to wait before sending. A negative cost gives cells back;
+	// interval 0 books nothing and reads what Defer set.
+	Reserve(ctx context.Context, key string, interval time.Duration, burst int, cost float64, now time.Time) (time.Duration, error)
+	// Defer holds key's budget until at least until.
+	Defer(ctx context.Context, key string, until time.Time) error
+}
+
+// RateLimit is an endpoint's configured rate: requests and tokens per minute (0: none).
+type RateLimit struct {
+	RequestsPerMinute int
+	TokensPerMinute   int
+}
+
+// RateGateDeps are a RateGate's collaborators; zero fields get working defaults.
+type RateGateDeps struct {
+	// Store is the fleet's shared budget; nil paces this process alone at the configured rate.
+	Store RateStore
+	// StoreTimeout bounds one call to the store (default 1 s); past it, or on an error, the
+	// gate paces on its own at the configured rate until the store answers again.
+	StoreTimeout time.Duration
+	// Log gets the store's outages, once each (default: no logging).
+	Log *zap.Logger
+	// Now and Sleep are the clock (defaults: time.Now and a timer); tests inject theirs.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+const (
+	// paceHeadroom stretches the configured intervals by 2%: paced at exactly the limit, a
+	// request that a millisecond less of network or scheduling delay brings closer to the one
+	// two before it than the provider's window is refused (against a window of 2 a second,
+	// about a third of them were). 2% of the interval absorbs that jitter for 2% of the rate.
+	paceHeadroom        = 1.02
+	defaultStoreTimeout = time.Second
+	// storeRetryAfter is how long the gate paces on its own after the store failed before it
+	// asks the store again: an outage costs each request nothing once it is noticed.
+	storeRetryAfter = 5 * time.Second
+)
+
+// RateGate paces one endpoint's requests to its configured rate (less a 2% headroom for the
+// network's jitter), shared by the whole fleet through a RateStore, and holds every worker back when the provider says its limit is
+// reached (Observe). Wait before each attempt, Settle once its tokens are known. A nil gate
+// lets everything through. It is safe for concurrent use.
+type RateGate struct {
+	reqKey, tokKey string
+	// reqInterval and tokInterval are the time one request and one token are worth (0: no
+	// limit of that kind).
+	reqInterval, tokInterval time.Duration
+	store                    RateStore
+	timeout                  time.Duration
+	log                      *zap.Logger
+	now                      func() time.Time
+	sleep                    func(context.Context, time.Duration) error
+
+	// storeMu serialises this process's calls to the store: its callers then never lose a
+	// compare-and-swap to each other, only to other processes.
+	storeMu sync.Mutex
+
+	mu sync.Mutex
+	// local is the gate's own budget, used while the store cannot be reached.
+	local map[string]time.Time
+	// down is set from the first failed store call of an outage until one succeeds; retryAt is
+	// when the store is asked again.
+	down    bool
+	retryAt time.Time
+}
+
+// NewRateGate makes the gate of the endpoint named endpoint (its budget keys are
+// endpoint.requests and endpoint.tokens in the store).
+func NewRateGate(endpoint string, lim RateLimit, deps RateGateDeps) *RateGate {
+	if deps.Log == nil {
+		deps.Log = zap.NewNop()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Sleep == nil {
+		deps.Sleep = sleepCtx
+	}
+	if deps.StoreTimeout <= 0 {
+		deps.StoreTimeout = defaultStoreTimeout
+	}
+	g := &RateGate{
+		reqKey: endpoint + ".requests", tokKey: endpoint + ".tokens",
+		store: deps.Store, timeout: deps.StoreTimeout, now: deps.Now, sleep: deps.Sleep,
+		log:   deps.Log.With(zap.String("endpoint", endpoint)),
+		local: map[string]time.Time{},
+	}
+	if lim.RequestsPerMinute > 0 {
+		g.reqInterval = time.Duration(float64(time.Minute) * paceHeadroom / float64(lim.RequestsPerMinute))
+	}
+	if lim.TokensPerMinute > 0 {
+		// At a billion tokens a minute a token is worth 60 ns: never let it round to nothing.
+		g.tokInterval = max(time.Duration(float64(time.Minute)*paceHeadroom/float64(lim.TokensPerMinute)), 1)
+	}
+	return g
+}
+
+// Wait books one request and estimatedTokens tokens and waits until the budget allows them to
+// be sent, or ctx ends. Requests go one at a time fleet-wide (a burst of one, so the fleet
+// paces evenly); tokens are booked when sent and paid for after, so a request waits only for
+// the tokens booked before it. Without a store, or while it cannot be reached, the gate paces
+// this process alone at the configured rate.
+func (g *RateGate) Wait(ctx context.Context, estimatedTokens int64) error {
+	if g == nil {
+		return nil
+	}
+	now := g.now()
+	// A request is always checked against its budget, limited or not: a deferral (Observe)
+	// holds it.
+	wait := g.reserve(ctx, g.reqKey, g.reqInterval, 1, 1, now)
+	if g.tokInterval > 0 && estimatedTokens > 0 {
+		burst := int(min(estimatedTokens, math.MaxInt32))
+		wait = max(wait, g.reserve(ctx, g.tokKey, g.tokInterval, burst, float64(estimatedTokens), now))
+	}
+	if wait <= 0 {
+		return ctx.Err()
+	}
+	return g.sleep(ctx, wait)
+}
+
+// Settle books the difference between a request's actual tokens and the estimate Wait booked:
+// more when it used more, less (at most the estimate, never taking the budget below now) when
+// it used less, or failed without an answer (actual 0).
+func (g *RateGate) Settle(actualTokens, estimated int64) {
+	if g == nil || g.tokInterval <= 0 {
+		return
+	}
+	// At most the estimate comes back: what Wait booked, never tokens booked by others.
+	diff := max(actualTokens, 0) - max(estimated, 0)
+	if diff == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	g.reserve(ctx, g.tokKey, g.tokInterval, 1, float64(diff), g.now())
+}
+
+// Observe reads what an answer says about the endpoint's limits and holds every worker back
+// when it says to wait: Retry-After (or Retry-After-Ms) on a 429 or 529; and, on any answer,
+// a limit with nothing remaining until its reset (OpenAI's x-ratelimit-remaining-requests and
+// -tokens with x-ratelimit-reset-*, durations such as "6m0s"; Anthropic's
+// anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-remaining with -reset, RFC
+// 3339 times). A hold is capped at a minute, as a Retry-After is.
+func (g *RateGate) Observe(status int, h http.Header) {
+	if g == nil || h == nil {
+		return
+	}
+	now := g.now()
+	var until time.Time
+	later := func(t time.Time) {
+		if t.After(until) {
+			until = t
+		}
+	}
+	if status == http.StatusTooManyRequests || status == statusOverloaded {
+		if d, ok := retryAfter(h, now); ok {
+			later(now.Add(d))
+		}
+	}
+	for _, kind := range []string{"requests", "tokens"} {
+		if exhausted(h.Get("x-ratelimit-remaining-" + kind)) {
+			if d, err := time.ParseDuration(strings.TrimSpace(h.Get("x-ratelimit-reset-" + kind))); err == nil && d > 0 {
+				later(now.Add(capRetryAfter(d)))
+			}
+		}
+	}
+	for _, kind := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
+		if exhausted(h.Get("anthropic-ratelimit-" + kind + "-remaining")) {
+			if t, err := time.Parse(time.RFC3339, strings.TrimSpace(h.Get("anthropic-ratelimit-"+kind+"-reset"))); err == nil {
+				later(minTime(t, now.Add(maxRetryAfter)))
+			}
+		}
+	}
+	if !until.After(now) {
+		return
+	}
+	g.mu.Lock()
+	if until.After(g.local[g.reqKey]) {
+		g.local[g.reqKey] = until
+	}
+	g.mu.Unlock()
+	if !g.useStore(now) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	g.storeMu.Lock()
+	err := g.store.Defer(ctx, g.reqKey, until)
+	g.storeMu.Unlock()
+	g.noteStore(err)
+}
+
+// exhausted says whether a remaining-count header says nothing remains.
+func exhausted(v string) bool {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	return err == nil && n <= 0
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// reserve books cost cells of key: in the store when it answers, else in the gate's own
+// budget at the same rate. It returns the wait.
+func (g *RateGate) reserve(ctx context.Context, key string, interval time.Duration, burst int, cost float64, now time.Time) time.Duration {
+	if g.useStore(now) {
+		sctx, cancel := context.WithTimeout(ctx, g.timeout)
+		g.storeMu.Lock()
+		wait, err := g.store.Reserve(sctx, key, interval, burst, cost, now)
+		g.storeMu.Unlock()
+		cancel()
+		if err == nil {
+			g.noteStore(nil)
+			return wait
+		}
+		if ctx.Err() != nil {
+			return 0 // the caller's context ended, not the store: its sleep says so
+		}
+		g.noteStore(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return gcra(g.local, key, interval, burst, cost, now)
+}
+
+// useStore says whether to ask the store now: there is one, and it is not in an outage the
+// gate noticed less than storeRetryAfter ago.
+func (g *RateGate) useStore(now time.Time) bool {
+	if g.store == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.down || !now.Before(g.retryAt)
+}
+
+// noteStore records a store call's outcome, logging an outage's start and end once each.
+func (g *RateGate) noteStore(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil {
+		if g.down {
+			g.down = false
+			g.log.Info("rate store reachable again; pacing with the fleet")
+		}
+		return
+	}
+	if !g.down {
+		g.down = true
+		g.log.Warn("rate store unreachable; pacing this process alone at the configured rate", zap.Error(err))
+	}
+	g.retryAt = g.now().Add(storeRetryAfter)
+}
+
+// gcra is the generic cell rate algorithm on the theoretical arrival times in tats, as the
+// store keeps them (queue.RateStore.Reserve): the same arithmetic, one process.
+func gcra(tats map[string]time.Time, key string, interval time.Duration, burst int, cost float64, now time.Time) time.Duration {
+	base := tats[key]
+	if base.Before(now) {
+		base = now
+	}
+	next := base.Add(time.Duration(cost * float64(interval)))
+	if cost < 0 {
+		if next.Before(now) {
+			next = now
+		}
+		tats[key] = next
+		return 0
+	}
+	tats[key] = next
+	return max(next.Sub(now)-time.Duration(burst)*interval, 0)
+}
+
+// estimateTokens is a conversation's tokens before it is sent: its size at about four bytes a
+// token, plus its max output.
+func estimateTokens(c Conversation) int64 {
+	n := len(c.System)
+	for _, m := range c.Messages {
+		n += len(m.Text)
+		for _, call := range m.Calls {
+			n += len(call.Name) + len(call.Arguments)
+		}
+	}
+	for _, t := range c.Tools {
+		n += len(t.Name) + len(t.Description)
+		if p, err := json.Marshal(t.Parameters); err == nil {
+			n += len(p)
+		}
+	}
+	return int64(n/4) + max(c.MaxOutput, 0)
+}
