@@ -24,6 +24,9 @@ sandbox: build deps
 # Without it, demo runs the cases that need no model and says how to run the others.
 MODEL       ?=
 JUDGE_MODEL ?= $(MODEL)
+# API is the protocol of MODEL's endpoint: openai, anthropic (ANTHROPIC_API_KEY) or gemini
+# (GEMINI_API_KEY).
+API         ?= openai
 
 demo: sandbox
 ifeq ($(strip $(MODEL)),)
@@ -31,7 +34,7 @@ ifeq ($(strip $(MODEL)),)
 	@echo "demo: the prompt cases need a model and were not run; run them too with: make demo MODEL=<model> OPENAI_BASE_URL=<endpoint> [OPENAI_API_KEY=<key>]"
 else
 	OPENAI_BASE_URL="$(OPENAI_BASE_URL)" OPENAI_API_KEY="$(OPENAI_API_KEY)" \
-		$(SKILLFLEET) test --workers 4 --model "$(MODEL)" --judge-model "$(JUDGE_MODEL)" examples/skills
+		$(SKILLFLEET) test --workers 4 --api "$(API)" --model "$(MODEL)" --judge-model "$(JUDGE_MODEL)" examples/skills
 endif
 
 test: sandbox
