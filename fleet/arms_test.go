@@ -133,6 +133,45 @@ func TestBaselineArms(t *testing.T) {
 	if s := c.Overall; !s.Significant || s.Delta != 1 || s.Test != stats.TestMcNemarExact || math.Abs(s.P-2.0/256) > 1e-12 {
 		t.Errorf("eight cases: overall %+v, want a significant delta of 1 by McNemar, p = 2/256", s)
 	}
+
+	// A suite of one skill: its without_skill jobs are shown no skill at all, which is the
+	// question (does my one skill help?), not a job from an old coordinator.
+	one := t.TempDir()
+	greeter, err := os.ReadFile(filepath.Join(arms, "current", "greeter", "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := strings.Replace(string(greeter), "requires:\n  - skill: helper\n", "", 1)
+	if alone == string(greeter) {
+		t.Fatal("the greeter fixture no longer requires helper: update this test")
+	}
+	if err := os.MkdirAll(filepath.Join(one, "greeter", "test"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(one, "greeter", "SKILL.md"), []byte(alone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(one, "greeter", "test", "cases.yaml"), []byte(cases.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	single := suite.Load([]string{one}, skill.Options{})
+	if single.Diagnostics.HasErrors() || len(single.Catalog.Skills()) != 1 {
+		t.Fatalf("the one-skill suite: %v", single.Diagnostics)
+	}
+	buf.Reset()
+	if _, err := suite.WriteBundle(&buf, single.Graph, single.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	rep = runToEnd(t, f, buf.Bytes(), &pb.RunSpec{Name: "one", Baseline: "without_skill"})
+	for _, cs := range rep.Cases {
+		if want := map[string]string{"": report.StatusPassed, "without_skill": report.StatusFailed}[cs.Arm]; cs.Status != want {
+			t.Errorf("one skill: %s [%s] %s, want %s%s", cs.Case, cs.Arm, cs.Status, want, evidence(cs))
+		}
+	}
+	c = compareArms(t, f, rep.Run, "without_skill")
+	if s := c.Overall; !s.Significant || s.Delta != 1 || math.Abs(s.P-2.0/256) > 1e-12 {
+		t.Errorf("one skill, eight cases: overall %+v, want a significant delta of 1, p = 2/256", s)
+	}
 }
 
 // compareArms compares a finished run's with_skill arm against its baseline arm, as

@@ -65,6 +65,14 @@ func armCatalog(cat *pb.Catalog, job *pb.Job) []*pb.CatalogEntry {
 	return entries
 }
 
+// emptyByArm says a job's empty catalog is its arm's doing: a without_skill job of a suite of
+// one skill is shown no skill at all, which is the question its arm asks. Such a job came by
+// reference to the run's catalog (catalog_digest), which a coordinator older than the field
+// would not have sent.
+func emptyByArm(job *pb.Job) bool {
+	return job.GetArm() == armWithoutSkill && job.GetCatalogDigest() != ""
+}
+
 // sandboxPath is where a catalog entry's file lies under SkillsMount: its bundle path, an old
 // version's without the baseline directory, so the agent of an old_skill job finds the skill
 // where the agent of a with_skill job does (/skills/<name>/SKILL.md) and the two arms differ

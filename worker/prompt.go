@@ -79,7 +79,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		}
 		return erroredResult(job, reason), nil
 	}
-	if len(job.GetCatalog()) == 0 {
+	if len(job.GetCatalog()) == 0 && !emptyByArm(job) {
 		// Every bundle holds the job's own skill: a job without a catalog comes from a
 		// coordinator older than the field, and its agent would be shown no skill.
 		return erroredResult(job, "the job carries no skill catalog (a coordinator older than this worker planned it): upgrade the coordinator"), nil

@@ -78,11 +78,19 @@ type Stat struct {
 	Max    float64 `json:"max"`
 }
 
-// ConfigurationSummary is run_summary's entry for one configuration.
+// ConfigurationSummary is run_summary's entry for one configuration. The stats are over its
+// decided runs (passed or failed); errored, timed-out and skipped runs are counted apart, as
+// the comparison counts them, and a configuration without a decided run has no stats (null):
+// an arm whose every epoch errored has no pass rate, not one of 0.
 type ConfigurationSummary struct {
-	PassRate    Stat `json:"pass_rate"`
-	TimeSeconds Stat `json:"time_seconds"`
-	Tokens      Stat `json:"tokens"`
+	PassRate    *Stat `json:"pass_rate"`
+	TimeSeconds *Stat `json:"time_seconds"`
+	Tokens      *Stat `json:"tokens"`
+	// Decided counts the runs the stats are over; Errored, TimedOut and Skipped those left out.
+	Decided  int `json:"decided"`
+	Errored  int `json:"errored"`
+	TimedOut int `json:"timed_out"`
+	Skipped  int `json:"skipped"`
 }
 
 // RunSummary is run_summary: one entry per configuration, and "delta" (with_skill minus the
@@ -120,6 +128,7 @@ func BenchmarkOf(skill string, configurations map[string][]*pb.Result, now time.
 	for _, conf := range slices.Sorted(maps.Keys(configurations)) {
 		var rates, secs, tokens []float64
 		left := 0
+		var sum ConfigurationSummary
 		for _, r := range configurations[conf] {
 			run := runOf(r, conf, ids[r.GetCaseName()])
 			b.Runs = append(b.Runs, run)
@@ -132,11 +141,20 @@ func BenchmarkOf(skill string, configurations map[string][]*pb.Result, now time.
 				rates = append(rates, run.Result.PassRate)
 				secs = append(secs, run.Result.TimeSeconds)
 				tokens = append(tokens, float64(run.Result.Tokens))
+			case pb.Verdict_VERDICT_ERRORED:
+				sum.Errored++
+				left++
+			case pb.Verdict_VERDICT_TIMED_OUT:
+				sum.TimedOut++
+				left++
 			default:
+				sum.Skipped++
 				left++
 			}
 		}
-		b.RunSummary.Configurations[conf] = ConfigurationSummary{PassRate: statOf(rates), TimeSeconds: statOf(secs), Tokens: statOf(tokens)}
+		sum.Decided = len(rates)
+		sum.PassRate, sum.TimeSeconds, sum.Tokens = statOf(rates), statOf(secs), statOf(tokens)
+		b.RunSummary.Configurations[conf] = sum
 		if left > 0 {
 			b.Notes = append(b.Notes, fmt.Sprintf("%s: %d errored, timed-out or skipped runs left out of run_summary", conf, left))
 		}
@@ -154,7 +172,10 @@ func BenchmarkOf(skill string, configurations map[string][]*pb.Result, now time.
 	if !hasBase {
 		base, hasBase = b.RunSummary.Configurations[OldSkill]
 	}
-	if ok && hasBase {
+	switch {
+	case ok && hasBase && (with.Decided == 0 || base.Decided == 0):
+		b.Notes = append(b.Notes, "no delta: a configuration has no decided run (every one errored, timed out or was skipped)")
+	case ok && hasBase:
 		b.RunSummary.Delta = map[string]string{
 			"pass_rate":    signed(with.PassRate.Mean-base.PassRate.Mean, 2),
 			"time_seconds": signed(with.TimeSeconds.Mean-base.TimeSeconds.Mean, 1),
@@ -227,9 +248,9 @@ func evalIDs(configurations map[string][]*pb.Result) map[string]int {
 }
 
 // statOf is the mean, sample standard deviation (0 for fewer than two values), min and max.
-func statOf(xs []float64) Stat {
+func statOf(xs []float64) *Stat {
 	if len(xs) == 0 {
-		return Stat{}
+		return nil
 	}
 	s := Stat{Min: xs[0], Max: xs[0]}
 	for _, x := range xs {
@@ -245,7 +266,7 @@ func statOf(xs []float64) Stat {
 		s.Stddev = math.Sqrt(ss / float64(len(xs)-1))
 	}
 	s.Mean, s.Stddev = round4(s.Mean), round4(s.Stddev)
-	return s
+	return &s
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,7 +94,7 @@ func TestBenchmarkFieldNames(t *testing.T) {
 		{"run", keys(run), []string{"configuration", "eval_id", "eval_name", "expectations", "notes", "result", "run_number"}},
 		{"run result", keys(run["result"]), []string{"errors", "failed", "pass_rate", "passed", "time_seconds", "tokens", "tool_calls", "total"}},
 		{"run_summary", keys(summary), []string{"delta", "with_skill", "without_skill"}},
-		{"configuration summary", keys(summary["with_skill"]), []string{"pass_rate", "time_seconds", "tokens"}},
+		{"configuration summary", keys(summary["with_skill"]), []string{"decided", "errored", "pass_rate", "skipped", "time_seconds", "timed_out", "tokens"}},
 		{"stat", keys(summary["with_skill"].(map[string]any)["tokens"]), []string{"max", "mean", "min", "stddev"}},
 		{"delta", keys(summary["delta"]), []string{"pass_rate", "time_seconds", "tokens"}},
 		{"expectation", keys(run["expectations"].([]any)[0]), []string{"evidence", "passed", "text"}},
@@ -109,8 +110,8 @@ func TestBenchmarkFigures(t *testing.T) {
 	b := BenchmarkOf("pdf-tools", benchFixture(), time.Unix(0, 0))
 	with := b.RunSummary.Configurations[WithSkill]
 	// The errored run is left out: three runs, pass rates 1, 0.5, 1.
-	if with.PassRate != (Stat{Mean: 0.8333, Stddev: 0.2887, Min: 0.5, Max: 1}) {
-		t.Errorf("with_skill pass_rate %+v", with.PassRate)
+	if with.PassRate == nil || *with.PassRate != (Stat{Mean: 0.8333, Stddev: 0.2887, Min: 0.5, Max: 1}) || with.Decided != 3 || with.Errored != 1 {
+		t.Errorf("with_skill pass_rate %+v over %d decided runs, %d errored", with.PassRate, with.Decided, with.Errored)
 	}
 	if d := b.RunSummary.Delta; d["pass_rate"] != "+0.46" || d["time_seconds"] != "+12.5" || d["tokens"] != "+1767" {
 		t.Errorf("delta %v", d)
@@ -129,5 +130,35 @@ func TestBenchmarkFigures(t *testing.T) {
 		if got := signed(tt.x, tt.decimals); got != tt.want {
 			t.Errorf("signed(%v, %d) = %q, want %q", tt.x, tt.decimals, got, tt.want)
 		}
+	}
+}
+
+// TestBenchmarkAllErroredArm: an arm whose every epoch errored or timed out has no pass rate
+// (null, not 0.0), counts what it left out, and gives no delta: before, it read as a pass rate
+// of 0 and a delta that credited the skill with every errored baseline.
+func TestBenchmarkAllErroredArm(t *testing.T) {
+	conf := benchFixture()
+	conf[WithoutSkill] = []*pb.Result{
+		benchResult("eval-2", 1, pb.Verdict_VERDICT_ERRORED, 0, 0, 0, 0),
+		benchResult("eval-2", 2, pb.Verdict_VERDICT_TIMED_OUT, 0, 0, 0, 0),
+		benchResult("summary", 1, pb.Verdict_VERDICT_ERRORED, 0, 0, 0, 0),
+	}
+	b := BenchmarkOf("pdf-tools", conf, time.Unix(0, 0))
+	base := b.RunSummary.Configurations[WithoutSkill]
+	if base.PassRate != nil || base.Tokens != nil || base.Decided != 0 || base.Errored != 2 || base.TimedOut != 1 {
+		t.Errorf("without_skill %+v, want no stats, 2 errored and 1 timed out", base)
+	}
+	if b.RunSummary.Delta != nil {
+		t.Errorf("delta %v, want none against an arm with no decided run", b.RunSummary.Delta)
+	}
+	doc, err := json.Marshal(b.RunSummary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), `"without_skill":{"pass_rate":null`) {
+		t.Errorf("run_summary %s: want without_skill's pass_rate null", doc)
+	}
+	if !slices.ContainsFunc(b.Notes, func(n string) bool { return strings.Contains(n, "no delta") }) {
+		t.Errorf("notes %q do not say why there is no delta", b.Notes)
 	}
 }
