@@ -44,6 +44,9 @@ type conn struct {
 	// first read and then the connection looks as idle as a silent one, and the socket no
 	// longer holds the bytes requestPending looks for.
 	lastRead atomic.Int64
+	// idleAt is when the connection last went idle after a request (unix nanoseconds; 0:
+	// never): bytes read before it belong to the request already answered.
+	idleAt int64
 	once     sync.Once
 }
 
@@ -60,10 +63,11 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// reading reports whether bytes came in within readGrace of now.
+// reading reports whether bytes of a request not yet answered came in within readGrace of
+// now. The caller holds the listener's mu (idleAt).
 func (c *conn) reading(now time.Time) bool {
 	at := c.lastRead.Load()
-	return at != 0 && now.Sub(time.Unix(0, at)) < readGrace
+	return at != 0 && at > c.idleAt && now.Sub(time.Unix(0, at)) < readGrace
 }
 
 func (c *conn) Close() error {
@@ -126,23 +130,31 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 // when it churns faster than a client's next request on a kept-alive connection. The caller
 // holds mu.
 func (l *capListener) oldestIdle(ip string, sameIP bool) *conn {
+	// Spared for this eviction only: marking them busy would keep them for good, since the
+	// server tells nothing more of a connection that stays idle (an answered keep-alive
+	// connection whose last read was moments ago would then hold its slot until IdleTimeout,
+	// and a burst of them would lock every new client out).
+	var spared map[*conn]bool
 	for {
-		old := l.oldestCandidate(ip, sameIP)
+		old := l.oldestCandidate(ip, sameIP, spared)
 		// A connection whose request is in its socket, or being read from it, is a client the
 		// server has not got to the end of yet (a starved CPU, a burst of accepts): it is not
 		// evicted. Silent ones have neither, so this costs one look per eviction in a flood.
 		if old == nil || (!old.reading(time.Now()) && (old.served || !requestPending(old.Conn))) {
 			return old
 		}
-		old.busy = true
+		if spared == nil {
+			spared = map[*conn]bool{}
+		}
+		spared[old] = true
 	}
 }
 
 // oldestCandidate is oldestIdle without the look at the socket; the caller holds mu.
-func (l *capListener) oldestCandidate(ip string, sameIP bool) *conn {
+func (l *capListener) oldestCandidate(ip string, sameIP bool, spared map[*conn]bool) *conn {
 	var old *conn
 	for c := range l.conns {
-		if c.busy || (sameIP && c.ip != ip) {
+		if c.busy || spared[c] || (sameIP && c.ip != ip) {
 			continue
 		}
 		if old == nil || (old.served && !c.served) || (old.served == c.served && c.seq < old.seq) {
@@ -187,6 +199,7 @@ func (l *capListener) setState(nc net.Conn, st http.ConnState) {
 			l.seq++
 			c.seq = l.seq
 			c.served = true
+			c.idleAt = time.Now().UnixNano()
 		}
 	case http.StateClosed:
 		l.untrack(c)
@@ -199,12 +212,17 @@ func (l *capListener) open() int {
 	return len(l.conns)
 }
 
-// remoteIP is the host part of a remote address; every unix-socket peer shares "".
+// remoteIP is the host part of a remote address, the key of the per-address cap: an IPv6
+// address counts by its /64, the block one host or site gets, so that a host cannot spread
+// a flood over the addresses of its own prefix. Every unix-socket peer shares "".
 func remoteIP(a net.Addr) string {
 	if a == nil {
 		return ""
 	}
 	if ta, ok := a.(*net.TCPAddr); ok {
+		if ta.IP.To4() == nil && len(ta.IP) == net.IPv6len {
+			return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
+		}
 		return ta.IP.String()
 	}
 	host, _, err := net.SplitHostPort(a.String())

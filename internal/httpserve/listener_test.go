@@ -1,8 +1,11 @@
 package httpserve
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -74,4 +77,63 @@ func isClosed(c net.Conn) bool {
 	_ = c.SetReadDeadline(time.Unix(1, 0))
 	_, err := c.Read(make([]byte, 1))
 	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// TestAnsweredKeepAliveConnectionsAreEvictable: the review's lockout. A burst of clients that
+// each got an answer and kept their connection open filled the cap; the listener spared each
+// answered connection for having read bytes a moment ago and marked it busy for good, so every
+// new client was refused until the idle timeout. An answered, idle keep-alive connection is
+// always evictable: a new client is served at once, burst after burst.
+func TestAnsweredKeepAliveConnectionsAreEvictable(t *testing.T) {
+	s := serve(t, authed, Config{MaxConns: 8, MaxConnsPerIP: -1, IdleTimeout: time.Minute})
+	addr := s.Addr().String()
+	var kept []net.Conn
+	t.Cleanup(func() {
+		for _, c := range kept {
+			_ = c.Close()
+		}
+	})
+	ask := func() (net.Conn, int) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n")); err != nil {
+			return c, 0
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return c, 0
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return c, resp.StatusCode
+	}
+	for round := range 3 {
+		for i := range 8 {
+			c, status := ask()
+			kept = append(kept, c)
+			if status != http.StatusOK {
+				t.Fatalf("round %d, client %d: status %d; the answered keep-alive connections before it held the cap", round, i, status)
+			}
+		}
+	}
+}
+
+// TestRemoteIPCountsIPv6ByPrefix: the per-address cap counts an IPv6 host by its /64.
+func TestRemoteIPCountsIPv6ByPrefix(t *testing.T) {
+	key := func(ip string) string { return remoteIP(&net.TCPAddr{IP: net.ParseIP(ip), Port: 1}) }
+	if a, b := key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"); a != b {
+		t.Errorf("one /64 counts as two addresses: %q, %q", a, b)
+	}
+	if a, b := key("2001:db8:1:2::1"), key("2001:db8:1:3::1"); a == b {
+		t.Errorf("two /64s count as one: %q", a)
+	}
+	if got := key("192.0.2.7"); got != "192.0.2.7" {
+		t.Errorf("IPv4 key %q", got)
+	}
+	if got := key("::ffff:192.0.2.7"); got != "192.0.2.7" {
+		t.Errorf("IPv4-mapped key %q", got)
+	}
 }
