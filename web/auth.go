@@ -317,7 +317,15 @@ func (srv *Server) logout(w http.ResponseWriter, r *http.Request, v *visitor) {
 // localPath keeps a post-login destination on this site: a path, never a scheme-relative
 // "//host" or a "/\host" some browsers read as one.
 func localPath(p string) string {
-	if p == "" || p[0] != '/' || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	// Browsers drop tabs and newlines from a URL and read a backslash as a slash, so a path
+	// holding any of them (or another control character) could become //host: refused, as
+	// is anything a URL parser reads a scheme, a host or user info in.
+	if p == "" || p[0] != '/' || strings.HasPrefix(p, "//") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return p

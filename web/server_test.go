@@ -186,6 +186,11 @@ func TestLogin(t *testing.T) {
 		{"no open redirect: scheme-relative", operatorToken, "//evil.example/", nil, http.StatusSeeOther, "/"},
 		{"no open redirect: absolute", operatorToken, "https://evil.example/", nil, http.StatusSeeOther, "/"},
 		{"no open redirect: backslash", operatorToken, "/\\evil.example", nil, http.StatusSeeOther, "/"},
+		// Browsers drop the tab: /\t/evil.example would be //evil.example.
+		{"no open redirect: tab", operatorToken, "/\t/evil.example", nil, http.StatusSeeOther, "/"},
+		{"no open redirect: newline", operatorToken, "/\n/evil.example", nil, http.StatusSeeOther, "/"},
+		{"no open redirect: inner backslash", operatorToken, "/x/..\\evil.example", nil, http.StatusSeeOther, "/"},
+		{"a local path with a query is kept", operatorToken, "/runs?suite=a%2Fb", nil, http.StatusSeeOther, "/runs?suite=a%2Fb"},
 		{"another site's form", operatorToken, "/", []string{"Origin", "https://evil.example"}, http.StatusForbidden, ""},
 		{"another site, no Origin", operatorToken, "/", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden, ""},
 		{"this site's form", operatorToken, "/", []string{"Origin", "http://example.com"}, http.StatusSeeOther, "/"},
