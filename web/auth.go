@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,11 @@ func (s *sessions) start(name string, r role) (*session, error) {
 	ss := &session{id: id, csrf: csrf, name: name, role: r, created: now, expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A holder's own logins make room for its next one: logging in over and over (a viewer's
+	// token will do) ends only its holder's sessions, never other people's.
+	if own := s.ofHolderLocked(name, now); len(own) >= maxSessionsPerHolder {
+		delete(s.byID, own[0].id)
+	}
 	if len(s.byID) >= s.max {
 		s.evictLocked(now)
 	}
@@ -109,20 +115,46 @@ func (s *sessions) start(name string, r role) (*session, error) {
 	return ss, nil
 }
 
-// evictLocked drops the expired sessions, and the oldest when none had expired.
+// maxSessionsPerHolder bounds the live logins of one token's holder: a person's browsers
+// and devices, with room to spare.
+const maxSessionsPerHolder = 32
+
+// ofHolderLocked is a holder's live sessions, oldest first; the caller holds mu.
+func (s *sessions) ofHolderLocked(name string, now time.Time) []*session {
+	var own []*session
+	for _, ss := range s.byID {
+		if ss.name == name && now.Before(ss.expires) {
+			own = append(own, ss)
+		}
+	}
+	slices.SortFunc(own, func(a, b *session) int { return a.created.Compare(b.created) })
+	return own
+}
+
+// evictLocked drops the expired sessions and, when none had expired, the oldest session of
+// the holder with the most: with every holder bounded, the many holders' sessions are what
+// the cap trims, each holder's oldest first.
 func (s *sessions) evictLocked(now time.Time) {
-	var oldest *session
+	count := map[string]int{}
 	for id, ss := range s.byID {
 		if !now.Before(ss.expires) {
 			delete(s.byID, id)
 			continue
 		}
-		if oldest == nil || ss.created.Before(oldest.created) {
-			oldest = ss
+		count[ss.name]++
+	}
+	if len(s.byID) < s.max {
+		return
+	}
+	var victim *session
+	for _, ss := range s.byID {
+		if victim == nil || count[ss.name] > count[victim.name] ||
+			(count[ss.name] == count[victim.name] && ss.created.Before(victim.created)) {
+			victim = ss
 		}
 	}
-	if len(s.byID) >= s.max && oldest != nil {
-		delete(s.byID, oldest.id)
+	if victim != nil {
+		delete(s.byID, victim.id)
 	}
 }
 

@@ -1,0 +1,47 @@
+package web
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestLoginFloodEndsOnlyItsHoldersSessions: the review's logout flood. Any token, a viewer's
+// too, logged in 10,000 times and the cap on sessions evicted everybody else's. A holder's own
+// logins now make room for its next one, and the cap trims the holder with the most sessions.
+func TestLoginFloodEndsOnlyItsHoldersSessions(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s := newSessions(time.Hour, 100, clock, rand.Reader)
+	var others []*session
+	for i := range 80 {
+		now = now.Add(time.Second)
+		ss, err := s.start(fmt.Sprintf("person-%d", i), roleViewer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, ss)
+	}
+	for range 10000 {
+		now = now.Add(time.Millisecond)
+		if _, err := s.start("mallory", roleViewer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ss := range others {
+		r, _ := http.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: ss.id})
+		if s.get(r) == nil {
+			t.Fatalf("person-%d was logged out by another holder's logins", i)
+		}
+	}
+	s.mu.Lock()
+	own := len(s.ofHolderLocked("mallory", now))
+	total := len(s.byID)
+	s.mu.Unlock()
+	if own > maxSessionsPerHolder || total > 100 {
+		t.Errorf("mallory holds %d sessions, %d in all; want at most %d and the cap of 100", own, total, maxSessionsPerHolder)
+	}
+}
