@@ -262,6 +262,13 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 		return 0, false
 	}
 	res.Secret = nil
+	if planned(r.plan.Jobs[idx], res) {
+		// The secret proves the sender got this job, not that the result speaks of it: a
+		// worker's result naming another case, agent, arm or epoch of the run would be
+		// credited to it. Identity comes from the job.
+		c.log.Warn("a result naming another case than its job's: counted for its job", zap.String("run", r.id), zap.String("job", res.GetJobId()),
+			zap.String("worker", res.GetWorkerId()))
+	}
 	if demoteUnprovenReuse(r.key, res) {
 		c.log.Warn("a reuse the coordinator did not offer counted as errored", zap.String("run", r.id), zap.String("job", res.GetJobId()),
 			zap.String("worker", res.GetWorkerId()), zap.String("reused_from", res.GetReusedFrom()))
@@ -411,4 +418,29 @@ func (c *Coordinator) follow(ctx context.Context, id string) (<-chan queue.Resul
 		}
 	}()
 	return out, int(it.Backlog()), func() { cancel(); it.Stop() }, nil
+}
+
+// planned sets a result's identity (skill, case, agent, arm, epoch, kind) to its planned job's
+// and reports whether the result had named another.
+func planned(j suite.Job, res *pb.Result) (differed bool) {
+	arm := ""
+	if j.Arm != suite.ArmWithSkill {
+		arm = string(j.Arm)
+	}
+	kind := pb.CaseKind_CASE_KIND_COMMAND
+	if j.Case.Kind == suite.KindPrompt {
+		kind = pb.CaseKind_CASE_KIND_PROMPT
+	}
+	differed = res.GetSkill() != j.Case.Skill.Name || res.GetCaseName() != j.Case.Name || res.GetAgent() != j.Agent ||
+		normArm(res.GetArm()) != arm || res.GetEpoch() != int32(j.Epoch) || res.GetKind() != kind
+	res.Skill, res.CaseName, res.Agent, res.Arm, res.Epoch, res.Kind = j.Case.Skill.Name, j.Case.Name, j.Agent, arm, int32(j.Epoch), kind
+	return differed
+}
+
+// normArm is a result's arm as a job carries it: "" for with_skill.
+func normArm(a string) string {
+	if a == string(suite.ArmWithSkill) {
+		return ""
+	}
+	return a
 }

@@ -14,6 +14,7 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
+	"github.com/skillfleet/skillfleet/report"
 )
 
 // twoCaseSuite has two prompt cases, so a run can be stopped with one result in and one to go.
@@ -289,5 +290,52 @@ func TestLegacyRunResumes(t *testing.T) {
 	eventually(t, "the new result without a secret refused", func() bool { return results(reg, "forged") == 1 })
 	if s, err := c2.Status(ctx, st.GetId()); err != nil || s.GetDoneJobs() != 1 {
 		t.Fatalf("status %v, %v; want 1 job done", s, err)
+	}
+}
+
+// TestAResultCountsForItsOwnJob: the review's cross-case credit. A worker holding one job's
+// secret published a result with that job's id and secret that named the run's other case:
+// the report credited the other case. Identity now comes from the job: the result counts for
+// the job it proves, and the other case is still waiting for its own.
+func TestAResultCountsForItsOwnJob(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	c, reg := startCoordinator(t, topo, t.TempDir())
+	defer func() { _ = c.Close(ctx) }()
+	st, err := c.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := takeJob(t, topo)
+	other := map[string]string{"a": "b", "b": "a"}[job.GetCaseName()]
+	data, err := proto.Marshal(&pb.Result{
+		JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: other,
+		Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Attempt: 1,
+		Verdict: pb.Verdict_VERDICT_PASSED, Secret: job.GetSecret(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.PublishResult(ctx, job.GetRunId(), job.GetId(), 1, data); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the result accepted", func() bool { return results(reg, "accepted") == 1 })
+	rep, err := c.Report(ctx, st.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The result has no assertion results, so its pass counts as errored: what matters is
+	// which case it counts for.
+	for _, cs := range rep.Cases {
+		switch cs.Case {
+		case job.GetCaseName():
+			if cs.Status == report.StatusPending {
+				t.Errorf("case %s (the job's own) is still pending: the result went elsewhere", cs.Case)
+			}
+		case other:
+			if cs.Status != report.StatusPending {
+				t.Errorf("case %s is %s: it was credited with another job's result", cs.Case, cs.Status)
+			}
+		}
 	}
 }
