@@ -34,6 +34,18 @@ var (
 		// old_skill arm, never skills of the suite.
 		".skillfleet-baseline",
 	}
+	// resourceDirs are the directories of a skill (at any depth below it, up to the next skill)
+	// whose SKILL.md files are not skills: the specification's references/, assets/ and
+	// scripts/, and the examples, templates and test fixtures skills ship, which hold
+	// SKILL.md files to read, copy or test against. Discovery reports them (RuleDiscoveryNested)
+	// instead; given as a root, such a directory's skills are listed. Every other directory
+	// below a skill is searched like any other, since repositories keep their skills below a
+	// SKILL.md of their own and skills keep sub-skills in their directories.
+	resourceDirs = []string{
+		"references", "reference", "assets", "scripts", // the specification's optional directories
+		"examples", "example", "templates", "template", // material to read or copy
+		"test", "tests", "testdata", "fixtures", "evals", "eval", // test fixtures
+	}
 	// fileNames make a directory a skill, the first present winning: the reference
 	// validator accepts a lowercase skill.md too.
 	fileNames = []string{FileName, "skill.md"}
@@ -128,12 +140,15 @@ func NewCatalog(skills ...*Skill) (*Catalog, diag.Diagnostics) {
 }
 
 // Discover finds and parses the skills below roots. Each root is searched at any depth (up to
-// Options.MaxDepth) for directories holding a SKILL.md; a root that holds one is itself the
-// only skill of that root. A skill directory is a leaf: its subdirectories are not searched,
-// because skills ship templates and examples (some of them SKILL.md files) in scripts/,
-// assets/ and the like, which are not skills of the root. A lowercase skill.md counts when there
-// is no SKILL.md. Hidden directories are searched; SkippedDirNames are not. Symlinked
-// directories are followed when they stay inside the root and do not loop.
+// Options.MaxDepth) for directories holding a SKILL.md (a lowercase skill.md counts when there
+// is no SKILL.md). A skill directory is searched too: a root that is a skill lists the skills
+// below it, and a skill's sub-skills are skills. Only the SKILL.md files below a skill's
+// resource directories (references/, assets/, scripts/, examples/, templates/ and test
+// fixture directories, see resourceDirs) are not skills: they are reported, as
+// RuleDiscoveryNested warnings, never skipped silently. Hidden directories are searched;
+// SkippedDirNames are not. Symlinked directories are followed when they stay inside the root
+// and do not loop, after the rest of the root, and what they lead to is listed once, under its
+// real path.
 //
 // Roots layer like PATH: the first root to define a name wins, later ones are shadowed. The
 // returned diagnostics hold discovery problems and every file's parse diagnostics.
@@ -152,14 +167,21 @@ func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry,
 	var found []string
 	var rootOf []int
 	seen := map[string]bool{} // real paths of skill directories, across roots
+	var groups []*nestedGroup
 	for i, root := range roots {
-		w := &walker{opts: opts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen}
+		w := &walker{opts: opts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen, groupAt: map[string]*nestedGroup{}}
 		w.run()
 		ds = append(ds, w.diags...)
+		groups = append(groups, w.groups...)
 		for _, f := range w.files {
 			found = append(found, f)
 			rootOf = append(rootOf, i)
 		}
+	}
+
+	// After every root: a fixture that another root lists as a skill is not reported.
+	for _, g := range groups {
+		ds = append(ds, g.diagnostic(seen)...)
 	}
 
 	skills, parseDiags := parseAll(found)
@@ -230,12 +252,31 @@ func (c *Catalog) index(skills []*Skill, rootOf []int) diag.Diagnostics {
 type walker struct {
 	opts       Options
 	root       string // as given
+	dir        string // the root directory as given (a SKILL.md root stands for its directory)
 	realRoot   string // absolute, symlinks resolved
 	readDir    func(string) ([]os.DirEntry, error)
 	visited    map[string]bool
 	seenSkills map[string]bool
 	files      []string
 	diags      diag.Diagnostics
+	// links are symlinked directories met during the walk, followed only after every
+	// directory reachable without links has been searched, so that what they lead to is
+	// named by its real path and placed in its real scope.
+	links   []link
+	groups  []*nestedGroup // in discovery order
+	groupAt map[string]*nestedGroup
+}
+
+// link is a symlinked directory inside the root, waiting to be searched.
+type link struct {
+	target string // absolute, symlinks resolved
+	depth  int    // depth of the link's own path
+}
+
+// scope is where a directory lies relative to the skills above it.
+type scope struct {
+	skill string       // the nearest skill directory at or above, or ""
+	group *nestedGroup // set below a skill's resource directory: SKILL.md files there are not skills
 }
 
 func (w *walker) run() {
@@ -258,8 +299,69 @@ func (w *walker) run() {
 		w.diags = append(w.diags, diag.Error(RuleDiscoveryRoot, w.root, 0, fmt.Sprintf("skills root cannot be resolved: %v", err)))
 		return
 	}
-	w.realRoot = real
-	w.walk(dir, real, 0)
+	w.dir, w.realRoot = dir, real
+	w.walk(dir, real, 0, scope{})
+	// Links may add links; each target is searched at most once (visited), so this ends.
+	for len(w.links) > 0 {
+		l := w.links[0]
+		w.links = w.links[1:]
+		if w.visited[l.target] {
+			continue // already searched under its real path, or through an earlier link
+		}
+		p, sc := w.scopeOf(l.target)
+		w.walk(p, l.target, l.depth, sc)
+	}
+}
+
+// isResourceDir reports whether a directory of this name below a skill holds resources and
+// fixtures rather than skills (case-insensitively: Examples/ is the same directory to a reader).
+func isResourceDir(name string) bool {
+	return slices.ContainsFunc(resourceDirs, func(d string) bool { return strings.EqualFold(d, name) })
+}
+
+// nestedGroup is a resource directory of a skill and the SKILL.md files found below it.
+type nestedGroup struct {
+	dir   string // as listed, below the root as given
+	skill string // the skill directory it belongs to
+	files []nestedFile
+}
+
+type nestedFile struct {
+	path string // the SKILL.md, below the root as given
+	real string // its directory, symlinks resolved
+}
+
+// nestedShown bounds the files a discovery.nested message names; the count is always whole.
+const nestedShown = 5
+
+// diagnostic reports the group's SKILL.md files that are not listed as skills through any
+// root (listed is the real paths of the listed skill directories).
+func (g *nestedGroup) diagnostic(listed map[string]bool) diag.Diagnostics {
+	var rels []string
+	for _, f := range g.files {
+		if listed[f.real] {
+			continue
+		}
+		rel, err := filepath.Rel(g.dir, f.path)
+		if err != nil {
+			rel = f.path
+		}
+		rels = append(rels, filepath.ToSlash(rel))
+	}
+	if len(rels) == 0 {
+		return nil
+	}
+	shown := strings.Join(rels[:min(len(rels), nestedShown)], ", ")
+	if len(rels) > nestedShown {
+		shown += fmt.Sprintf(" and %d more", len(rels)-nestedShown)
+	}
+	what, verb, them := "1 "+FileName, "is not listed as a skill", "it"
+	if len(rels) > 1 {
+		what, verb, them = fmt.Sprintf("%d %s files", len(rels), FileName), "are not listed as skills", "them"
+	}
+	return diag.Diagnostics{diag.Warning(RuleDiscoveryNested, g.dir, 0, fmt.Sprintf(
+		"%s below this directory of skill %s %s (%s): a skill's references, assets, scripts, examples, templates and test directories hold examples and fixtures; to list %s, give %s as a skills root",
+		what, g.skill, verb, shown, them, g.dir))}
 }
 
 func realPath(p string) (string, error) {
@@ -270,54 +372,99 @@ func realPath(p string) (string, error) {
 	return filepath.Abs(r)
 }
 
-// walk searches dir, whose symlink-free absolute path is real.
-func (w *walker) walk(dir, real string, depth int) {
+// walk searches dir, whose symlink-free absolute path is real, in scope sc.
+func (w *walker) walk(dir, real string, depth int, sc scope) {
 	if w.visited[real] {
 		return // reached before through a symlink (or the reverse)
 	}
 	w.visited[real] = true
-	// One lstat tells whether dir is a skill; listing it (several system calls) is only needed
-	// to descend. In a large root nearly every directory is a skill, so this halves the
-	// system calls of a walk.
+	isSkill := false
 	for _, fn := range fileNames {
 		info, err := os.Lstat(filepath.Join(dir, fn))
 		if err != nil {
 			continue
 		}
 		if w.isSkillFile(dir, fn, info.Mode().Type()) {
-			w.addSkill(dir, real, fn)
-			return
+			isSkill = true
+			if sc.group != nil {
+				sc.group.files = append(sc.group.files, nestedFile{path: filepath.Join(dir, fn), real: real})
+			} else {
+				w.addSkill(dir, real, fn)
+				sc = scope{skill: dir}
+			}
 		}
 		break
 	}
+	// A skill directory is searched too: repositories keep their skills below a SKILL.md of
+	// their own, and skills keep sub-skills in their directories.
+	if w.opts.MaxDepth > 0 && depth >= w.opts.MaxDepth {
+		return
+	}
 	entries, err := w.readDir(dir)
 	if err != nil && len(entries) == 0 {
-		rule, sev := RuleDiscoveryUnreadable, diag.SeverityWarning
-		if depth == 0 {
+		rule, sev, msg := RuleDiscoveryUnreadable, diag.SeverityWarning, "directory cannot be read, skipped"
+		switch {
+		case isSkill:
+			msg = "skill directory cannot be listed; no skill below it is searched"
+		case depth == 0:
 			rule, sev = RuleDiscoveryRoot, diag.SeverityError
 		}
 		w.diags = append(w.diags, diag.Diagnostic{Rule: rule, Severity: sev, File: dir,
-			Message: fmt.Sprintf("directory cannot be read, skipped: %v", unwrapPathError(err))})
-		return
-	}
-	if w.opts.MaxDepth > 0 && depth >= w.opts.MaxDepth {
+			Message: fmt.Sprintf("%s: %v", msg, unwrapPathError(err))})
 		return
 	}
 	for _, e := range entries {
 		name := e.Name()
-		switch {
-		case slices.Contains(skippedDirs, name):
-		default:
-			if cdir, creal, ok := w.enter(dir, real, name, e.Type()); ok {
-				w.walk(cdir, creal, depth+1)
-			}
+		if slices.Contains(skippedDirs, name) {
+			continue
 		}
+		cdir, creal, ok := w.enter(dir, real, name, e.Type(), depth+1)
+		if !ok {
+			continue
+		}
+		w.walk(cdir, creal, depth+1, w.child(sc, cdir, name))
 	}
 }
 
-// enter decides whether the entry name of dir is a directory to search, following symlinks
-// that stay inside the root and do not lead back to an ancestor.
-func (w *walker) enter(dir, real, name string, typ fs.FileMode) (string, string, bool) {
+// child returns the scope of the subdirectory name (at path p) of a directory in scope sc.
+func (w *walker) child(sc scope, p, name string) scope {
+	if sc.skill == "" || sc.group != nil || !isResourceDir(name) {
+		return sc
+	}
+	if g := w.groupAt[p]; g != nil {
+		sc.group = g
+		return sc
+	}
+	sc.group = &nestedGroup{dir: p, skill: sc.skill}
+	w.groupAt[p] = sc.group
+	w.groups = append(w.groups, sc.group)
+	return sc
+}
+
+// scopeOf returns the path under which the directory real (inside the root) is listed, and
+// its scope, from the directories between the root and it: a symlinked directory is what its
+// real path makes it, whichever link leads to it.
+func (w *walker) scopeOf(real string) (string, scope) {
+	rel, err := filepath.Rel(w.realRoot, real)
+	if err != nil || rel == "." {
+		return w.dir, scope{}
+	}
+	var sc scope
+	p, r := w.dir, w.realRoot
+	for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
+		if _, ok := SkillFile(r); ok && sc.group == nil {
+			sc = scope{skill: p}
+		}
+		p, r = filepath.Join(p, part), filepath.Join(r, part)
+		sc = w.child(sc, p, part)
+	}
+	return p, sc
+}
+
+// enter decides whether the entry name of dir is a directory to search now. A symlink to a
+// directory that stays inside the root and does not lead back to an ancestor is queued for
+// later (see walker.links) instead.
+func (w *walker) enter(dir, real, name string, typ fs.FileMode, depth int) (string, string, bool) {
 	p := filepath.Join(dir, name)
 	if typ.IsDir() {
 		return p, filepath.Join(real, name), true
@@ -338,7 +485,8 @@ func (w *walker) enter(dir, real, name string, typ fs.FileMode) (string, string,
 			"symlink to %s leads back to one of its own parent directories; not followed", target)))
 		return "", "", false
 	}
-	return p, target, true
+	w.links = append(w.links, link{target: target, depth: depth})
+	return "", "", false
 }
 
 // resolve follows a symlink, reporting loops and targets outside the root. Dangling links are

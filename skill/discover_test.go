@@ -17,10 +17,11 @@ func names(ss []*Skill) []string {
 func TestDiscoverLayout(t *testing.T) {
 	root := filepath.Join("testdata", "cases", "discovery-layout")
 	cat, ds := Discover([]string{root}, Options{})
-	if len(ds) > 0 {
+	// The template SKILL.md in plain/assets is a skill's asset: reported, not listed.
+	if len(ds) != 1 || ds[0].Rule != RuleDiscoveryNested || ds[0].File != filepath.Join(root, "plain", "assets") {
 		t.Errorf("diagnostics: %v", ds)
 	}
-	// Hidden directories are searched; node_modules and directories inside a skill are not.
+	// Hidden directories are searched; node_modules and a skill's assets are not.
 	want := []string{"agents-one", "claude-one", "github-one", "not-found", "not-found-hidden", "plain", "still"}
 	if got := names(cat.Skills()); !slices.Equal(got, want) {
 		t.Errorf("skills %v, want %v", got, want)

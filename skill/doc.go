@@ -39,9 +39,12 @@
 //   - A dependency without metadata.version does not satisfy a minimum version
 //     (requires.version). A non-SemVer metadata.version is an error where a minimum depends on
 //     it and a warning otherwise. "1.0" and "1" are 1.0.0 (Masterminds/semver's lenient parse).
-//   - A skill directory is a leaf for discovery: SKILL.md files in its subdirectories (templates,
-//     examples) are not skills of the root. Symlinked directories are followed inside the root;
-//     each real directory is visited once, so .claude/skills -> ../skills does not duplicate.
+//   - A skill directory is searched like any other: skills below it are skills (a repository
+//     with a SKILL.md at its root lists its skills). SKILL.md files below a skill's resource
+//     directories (references, assets, scripts, examples, templates, test fixtures) are
+//     examples, not skills: reported (discovery.nested) with their count, never skipped
+//     silently. Symlinked directories are followed inside the root after what is reachable
+//     without links; each real directory is listed once, under its real path.
 //   - Options.Strict changes only which top-level fields are accepted; requires and test are
 //     still type-checked and resolved.
 //

@@ -56,6 +56,7 @@ const (
 	RuleDiscoverySymlinkLoop     = "discovery.symlinkLoop"
 	RuleDiscoveryEscapesRoot     = "discovery.escapesRoot"
 	RuleDiscoveryUnreadable      = "discovery.unreadable"
+	RuleDiscoveryNested          = "discovery.nested"
 	RuleLintContextBudget        = "context-budget"
 	RuleLintDescriptionQuality   = "description-quality"
 	RuleLintNoGenericInstruction = "no-generic-instructions"
@@ -123,6 +124,7 @@ func Rules() []RuleInfo {
 		{RuleDiscoverySymlinkLoop, w, "discover", "a symlinked directory leads back to one of its ancestors"},
 		{RuleDiscoveryEscapesRoot, w, "discover", "a symlink resolves outside the root; it is skipped"},
 		{RuleDiscoveryUnreadable, w, "discover", "a directory cannot be listed; it is skipped"},
+		{RuleDiscoveryNested, w, "discover", "SKILL.md files below a skill's references, assets, scripts, examples, templates or test fixtures: named, counted and not listed as skills"},
 		{RuleLintContextBudget, w, "lint", "body over 500 lines or about 5000 tokens"},
 		{RuleLintDescriptionQuality, w, "lint", `description has no "Use when"-style trigger clause`},
 		{RuleLintNoGenericInstruction, w, "lint", `vague instructions such as "follow best practices"`},

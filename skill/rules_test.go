@@ -124,11 +124,11 @@ func ruleCases() []ruleCase {
 		// discovery
 		{name: "discovery-duplicate", fires: []string{RuleDiscoveryDuplicateName}, quiet: []string{RuleDiscoveryShadowed}},
 		{name: "discovery-shadowed", roots: []string{"first", "second"}, fires: []string{RuleDiscoveryShadowed}, quiet: []string{RuleDiscoveryDuplicateName}},
-		{name: "discovery-layout", quiet: []string{RuleDiscoveryDuplicateName, RuleDiscoveryUnreadable, RuleDiscoveryRoot, RuleDiscoveryEmpty}},
+		{name: "discovery-layout", fires: []string{RuleDiscoveryNested}, quiet: []string{RuleDiscoveryDuplicateName, RuleDiscoveryUnreadable, RuleDiscoveryRoot, RuleDiscoveryEmpty}},
 		{name: "discovery-root-missing", roots: []string{"does-not-exist"}, fires: []string{RuleDiscoveryRoot}, quiet: []string{RuleDiscoveryEmpty}},
 		{name: "discovery-empty", setup: setupEmptyRoot, fires: []string{RuleDiscoveryEmpty}},
 		{name: "discovery-symlinks", setup: setupSymlinks, fires: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot}},
-		{name: "discovery-symlinks-inside", setup: setupSymlinksInside, quiet: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot, RuleDiscoveryDuplicateName}},
+		{name: "discovery-symlinks-inside", setup: setupSymlinksInside, quiet: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot, RuleDiscoveryDuplicateName, RuleDiscoveryNested}},
 		{name: "discovery-unreadable", roots: []string{"../discovery-layout"}, readDir: failReadDir("deep"), fires: []string{RuleDiscoveryUnreadable}},
 
 		// lint

@@ -46,8 +46,10 @@ func (t *target) only(ds diag.Diagnostics) diag.Diagnostics {
 
 // discoveryHelp says, in validate's and lint's --help, where a skills root is searched.
 func discoveryHelp() string {
-	return `A skill is a directory holding a SKILL.md (or a lowercase skill.md); its own
-subdirectories are not searched. Below a root every directory is searched, hidden ones
+	return `A skill is a directory holding a SKILL.md (or a lowercase skill.md); skills below it
+are skills too, but SKILL.md files under its references, assets, scripts, examples,
+templates or test fixtures are examples: reported (discovery.nested), not listed. Symlinked
+directories are listed once, under their real path. Below a root every directory is searched, hidden ones
 included, so agents' skill folders are found: .claude/skills, .agents/skills,
 .github/skills, .gemini/skills, .codex/skills, .cursor/skills, .crush/skills, and
 hidden catalogs such as skills/.curated. Never searched (version control, dependency,
