@@ -50,11 +50,15 @@ func artifactsStreamConfig(cfg Config) jetstream.StreamConfig {
 		Replicas:    cfg.Replicas,
 		MaxAge:      cfg.ResultsMaxAge,
 		Duplicates:  cfg.ResultsDuplicates,
-		Discard:     jetstream.DiscardOld,
-		MaxBytes:    limit(cfg.ArtifactsMaxBytes),
-		// One chunk per subject: a document stored twice keeps one copy.
-		MaxMsgsPerSubject: 1,
-		AllowDirect:       true,
+		// A chunk's subject names the digest of its document: the first copy stays, and a
+		// publish to a subject that holds one is refused, so nobody with publish rights can
+		// replace (or evict) a stored chunk. A full stream refuses new artifacts rather than
+		// dropping old ones that finished runs still point to.
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+		MaxBytes:             limit(cfg.ArtifactsMaxBytes),
+		MaxMsgsPerSubject:    1,
+		AllowDirect:          true,
 	}
 }
 
@@ -75,7 +79,10 @@ func (t *Topology) PutArtifact(ctx context.Context, data []byte) (Artifact, erro
 			jetstream.ExpectedStreamHeader: {ArtifactsStream},
 		}}
 		if err := publishIdempotent(ctx, t.js, m); err != nil {
-			return Artifact{}, fmt.Errorf("queue: store artifact sha256:%s chunk %d: %w", h, i, err)
+			if !strings.Contains(err.Error(), "maximum messages per subject exceeded") || !t.chunkStored(ctx, subj, chunk) {
+				return Artifact{}, fmt.Errorf("queue: store artifact sha256:%s chunk %d: %w", h, i, err)
+			}
+			// Stored before, past the duplicates window: the same bytes are there.
 		}
 	}
 	return Artifact{Digest: "sha256:" + h, Size: int64(len(data))}, nil
@@ -113,4 +120,13 @@ func (t *Topology) GetArtifact(ctx context.Context, a Artifact, maxBytes int64) 
 		return nil, fmt.Errorf("queue: artifact %s: the stored bytes (%d) do not match its digest and size (%d)", a.Digest, buf.Len(), a.Size)
 	}
 	return buf.Bytes(), nil
+}
+
+// chunkStored says the chunk on subj holds exactly chunk.
+func (t *Topology) chunkStored(ctx context.Context, subj string, chunk []byte) bool {
+	if t.artifacts == nil {
+		return false
+	}
+	m, err := t.artifacts.GetLastMsgForSubject(ctx, subj)
+	return err == nil && bytes.Equal(m.Data, chunk)
 }

@@ -3,6 +3,8 @@ package queue_test
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -56,16 +58,41 @@ func TestArtifacts(t *testing.T) {
 		t.Errorf("never stored: %v", err)
 	}
 
-	// Whoever can publish there can replace a chunk; the reader notices.
+	// Whoever can publish there cannot replace a stored chunk: the publish is refused and
+	// the document reads as it was stored.
 	js, err := queuetest.RawConn(t, srv).JetStream()
 	if err != nil {
 		t.Fatal(err)
 	}
 	subj := queue.ArtifactsSubjectPrefix + "." + strings.TrimPrefix(a.Digest, "sha256:") + ".1"
-	if _, err := js.Publish(subj, bytes.Repeat([]byte("x"), 256<<10)); err != nil {
+	if _, err := js.Publish(subj, bytes.Repeat([]byte("x"), 256<<10)); err == nil {
+		t.Error("a stored chunk was replaced")
+	}
+	if got, err := topo.GetArtifact(ctx, a, 1<<20); err != nil || !bytes.Equal(got, doc) {
+		t.Errorf("after an attempt to replace a chunk: %d bytes, %v", len(got), err)
+	}
+	// A chunk stored by someone else with the same bytes (or by this writer past the
+	// duplicates window) is the chunk: storing the document again succeeds.
+	doc2 := make([]byte, 100)
+	if _, err := rand.Read(doc2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := topo.GetArtifact(ctx, a, 1<<20); err == nil || !strings.Contains(err.Error(), "do not match") {
-		t.Errorf("a replaced chunk: %v", err)
+	sum := sha256.Sum256(doc2)
+	if _, err := js.Publish(queue.ArtifactsSubjectPrefix+"."+hex.EncodeToString(sum[:])+".0", doc2); err != nil {
+		t.Fatal(err)
+	}
+	if a2, err := topo.PutArtifact(ctx, doc2); err != nil {
+		t.Errorf("storing a document whose chunk is already there: %v", err)
+	} else if got, err := topo.GetArtifact(ctx, a2, 1<<10); err != nil || !bytes.Equal(got, doc2) {
+		t.Errorf("read back: %v", err)
+	}
+	// A squatter's other bytes under a document's digest are never taken for it.
+	doc3 := []byte("a document nobody stored yet")
+	sum3 := sha256.Sum256(doc3)
+	if _, err := js.Publish(queue.ArtifactsSubjectPrefix+"."+hex.EncodeToString(sum3[:])+".0", []byte("squatter")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.PutArtifact(ctx, doc3); err == nil {
+		t.Error("a document was stored over a squatted chunk of other bytes")
 	}
 }

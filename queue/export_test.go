@@ -16,6 +16,7 @@ func (t *Topology) RawOnDemand() jetstream.Consumer       { return t.onDemand }
 func (t *Topology) RawScheduled() jetstream.Consumer      { return t.scheduled }
 func (t *Topology) RawRuns() jetstream.KeyValue           { return t.runs }
 func (t *Topology) RawRates() jetstream.KeyValue          { return t.rates }
+func (t *Topology) RawArtifacts() jetstream.Stream        { return t.artifacts }
 func (t *Topology) RawBundles() jetstream.ObjectStore     { return t.bundles }
 func (t *Topology) RawConsumer(l Lane) jetstream.Consumer { return t.consumer(l) }
 

@@ -249,6 +249,12 @@ func TestEnsureAppliesLimits(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, jcfg); err != nil {
 		t.Fatal(err)
 	}
+	// Artifacts as older versions kept them: a later publish replaced a chunk.
+	acfg := old.RawArtifacts().CachedInfo().Config
+	acfg.Discard, acfg.DiscardNewPerSubject = jetstream.DiscardOld, false
+	if _, err := js.UpdateStream(ctx, acfg); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 {
 		if err := old.PublishJob(ctx, queue.LaneOnDemand, "run1", fmt.Sprintf("j%d", i), []byte("job")); err != nil {
 			t.Fatal(err)
@@ -264,6 +270,9 @@ func TestEnsureAppliesLimits(t *testing.T) {
 	jobs := topo.RawJobs().CachedInfo().Config
 	if jobs.MaxMsgs != 3 || jobs.MaxBytes != cfg.JobsMaxBytes || jobs.MaxMsgSize != 64<<10 || jobs.Discard != jetstream.DiscardNew {
 		t.Errorf("jobs stream: MaxMsgs %d MaxBytes %d MaxMsgSize %d Discard %s", jobs.MaxMsgs, jobs.MaxBytes, jobs.MaxMsgSize, jobs.Discard)
+	}
+	if a := topo.RawArtifacts().CachedInfo().Config; a.Discard != jetstream.DiscardNew || !a.DiscardNewPerSubject {
+		t.Errorf("artifacts stream: Discard %s, DiscardNewPerSubject %v; want a stored chunk kept", a.Discard, a.DiscardNewPerSubject)
 	}
 	if got := topo.RawResults().CachedInfo().Config.MaxBytes; got != cfg.ResultsMaxBytes {
 		t.Errorf("results stream MaxBytes %d, want %d", got, cfg.ResultsMaxBytes)
