@@ -692,6 +692,8 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	// A run finished by a coordinator older than job secrets: its report is what that
 	// coordinator accepted.
 	r.legacy = len(r.key) == 0
+	// Reading a report writes nothing: the history keeps the run as it finished.
+	r.readOnly = true
 	if err := c.replay(ctx, r, st.GetFinishedAt()); err != nil {
 		return report.Report{}, err
 	}

@@ -32,7 +32,11 @@ type run struct {
 	key []byte
 	// legacy marks a run started before job secrets: results replayed from the stream (which
 	// its coordinator accepted) are not checked; new arrivals are.
-	legacy   bool
+	legacy bool
+	// readOnly marks a finished run rebuilt to read its report: what it replays is already
+	// in the history, and its status here is not the one the history keeps, so nothing of it
+	// is written there.
+	readOnly bool
 	lane     queue.Lane
 	plan     *suite.Plan
 	catalog  *jobCatalog
@@ -287,9 +291,11 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 	outcome("accepted")
 	r.done[idx] = true
 	r.events.result(res, c.now())
-	r.mu.Lock()
-	c.history.Record(res, r.status)
-	r.mu.Unlock()
+	if !r.readOnly {
+		r.mu.Lock()
+		c.history.Record(res, r.status)
+		r.mu.Unlock()
+	}
 	return idx, true
 }
 

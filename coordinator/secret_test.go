@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,5 +338,80 @@ func TestAResultCountsForItsOwnJob(t *testing.T) {
 				t.Errorf("case %s is %s: it was credited with another job's result", cs.Case, cs.Status)
 			}
 		}
+	}
+}
+
+// countingHistory counts what a coordinator writes to its history.
+type countingHistory struct {
+	mu               sync.Mutex
+	records, finishd int
+	suites           []string
+}
+
+func (h *countingHistory) Record(_ *pb.Result, st *pb.RunStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records++
+	h.suites = append(h.suites, st.GetSpec().GetName())
+}
+
+func (h *countingHistory) RunFinished(*pb.RunStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.finishd++
+}
+
+func (h *countingHistory) counts() (int, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.records, h.finishd
+}
+
+// TestReadingAReportWritesNoHistory: the chaos run's finding. After a restart, reading an old
+// run's report replayed its results through the path that records arrivals, and rewrote the
+// run's history rows without its suite name: the run left its suite (changed-only runs stopped
+// reusing it, flaky labels lost it). A report read now writes nothing.
+func TestReadingAReportWritesNoHistory(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	start := func(h coordinator.History) *coordinator.Coordinator {
+		c, err := coordinator.New(coordinator.Config{DataDir: dataDir, Agents: []string{"fixture-agent"}, StatusEvery: 50 * time.Millisecond},
+			coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Registry: prometheus.NewRegistry(), History: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := &countingHistory{}
+	c := start(first)
+	st, err := c.Submit(ctx, bytes.NewReader(twoCaseSuite(t)), &pb.RunSpec{Name: "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		job := takeJob(t, topo)
+		publishResult(t, topo, job, 1, pb.Verdict_VERDICT_FAILED, job.GetSecret())
+	}
+	eventually(t, "the run finished and recorded", func() bool { r, f := first.counts(); return r == 2 && f == 1 })
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	later := &countingHistory{}
+	c2 := start(later)
+	defer func() { _ = c2.Close(ctx) }()
+	rep, err := c2.Report(ctx, st.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Summary.Failed != 2 {
+		t.Fatalf("report %+v, want the two failed cases", rep.Summary)
+	}
+	if r, f := later.counts(); r != 0 || f != 0 {
+		t.Errorf("reading the report wrote %d results and %d finished runs to the history (suites %q), want none", r, f, later.suites)
 	}
 }

@@ -85,9 +85,21 @@ func (c *Coordinator) AcceptedResults(ctx context.Context, id string, fn func(*p
 // (of the first epoch with one, unless q names an epoch). Results without the job's secret are
 // ignored, as the report ignores them, so a forged result cannot supply a trajectory either.
 func (c *Coordinator) Trajectory(ctx context.Context, id string, q TrajectoryQuery) ([]byte, error) {
+	d, err := PickTrajectory(func(fn func(*pb.Result) error) error { return c.AcceptedResults(ctx, id, fn) }, id, q)
+	if err != nil {
+		return nil, err
+	}
+	return c.Document(ctx, d)
+}
+
+// PickTrajectory chooses, among the accepted results of run id that each gives, the job q
+// asks for (the first epoch with a result, unless q names one) and returns its trajectory
+// document, as stored: ErrAmbiguous, ErrNoResult or ErrNoTrajectory when there is none to
+// give. The coordinator and a local history choose alike.
+func PickTrajectory(each func(fn func(*pb.Result) error) error, id string, q TrajectoryQuery) (*pb.StoredDocument, error) {
 	var best *pb.Result
 	var agents []string
-	err := c.AcceptedResults(ctx, id, func(res *pb.Result) error {
+	err := each(func(res *pb.Result) error {
 		if res.GetSkill() != q.Skill || res.GetCaseName() != q.Case {
 			return nil
 		}
@@ -118,7 +130,7 @@ func (c *Coordinator) Trajectory(ctx context.Context, id string, q TrajectoryQue
 		}
 		return nil, fmt.Errorf("%w for case %s/%s epoch %d: %s", ErrNoTrajectory, q.Skill, q.Case, best.GetEpoch(), why)
 	}
-	return c.Document(ctx, d)
+	return d, nil
 }
 
 // Document returns a stored document's bytes, decoded: read from the artifacts stream when it
