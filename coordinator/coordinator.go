@@ -320,6 +320,11 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	}, nil
 }
 
+// refinishWithin is how recently a run must have finished for a starting coordinator to tell
+// the history again: long enough for any restart after a crash, short enough that a start
+// does not rewrite the history's whole past.
+const refinishWithin = 7 * 24 * time.Hour
+
 // Start resumes every run the KV bucket holds as unfinished, and starts watching for jobs that
 // ran out of deliveries without a result.
 func (c *Coordinator) Start(ctx context.Context) error {
@@ -334,6 +339,14 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	for _, st := range statuses {
 		if isFinal(st.GetState()) {
+			// A coordinator stopped between saving a run's final state and its history
+			// writing it would leave the run running there for good ("what changed" skips
+			// it): the history hears of the recently finished runs again. Idempotent.
+			if f := st.GetFinishedAt(); f != nil && c.now().Sub(f.AsTime()) < refinishWithin {
+				done := proto.Clone(st).(*pb.RunStatus)
+				done.JobKey = nil
+				c.history.RunFinished(done)
+			}
 			continue
 		}
 		c.log.Info("resuming run", zap.String("run", st.GetId()), zap.Int32("published", st.GetPublished()))
