@@ -165,6 +165,14 @@ func (d *decoder) fields(m *yaml.Node) {
 			d.requires(k, v)
 		case "test":
 			d.test(k, v)
+		case "disable-model-invocation":
+			// Only a YAML true turns model invocation off; a quoted "true" is a string,
+			// which the platform does not read as the flag either.
+			s.modelInvocationOff = v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" && strings.EqualFold(v.Value, "true")
+		case "when_to_use":
+			if isString(v) {
+				s.whenToUse = strings.TrimSpace(v.Value)
+			}
 		}
 	})
 }

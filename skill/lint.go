@@ -88,10 +88,25 @@ var triggerRE = regexp.MustCompile(`(?i)\b(?:` + strings.Join([]string{
 	`trigger`,
 	// "Drafts replies when the user asks ...", "when users ...".
 	`when (?:the |a )?users?\b`,
+	// "User wants to send a message ...", "the user asks for ...": the situation itself, the
+	// "Use when" left implied.
+	`^(?:the |a )?users? (?:wants?|needs?|asks?|requests?|is asking|mentions?)\b`,
 }, "|") + `)`)
 
+// situationRE is a description that opens in lower case with the situation an implied "Use
+// when" would introduce: "deciding whether to ship", "a hypothesis has failed and ...", "an
+// agent has drafted ...". A description of what the skill does starts with a capital ("Builds
+// ...", "Toolkit for ..."); a lower-case product name ("pandas helpers") starts with neither
+// an article nor an -ing word.
+var situationRE = regexp.MustCompile(`^(?:(?:a|an|actively|currently|about to)\s|[a-z]+ing\s)`)
+
 func lintDescriptionQuality(s *Skill) diag.Diagnostics {
-	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) {
+	// With disable-model-invocation: true only the user invokes the skill, so no trigger
+	// clause is read; with when_to_use the trigger clause is kept apart from the description.
+	if s.modelInvocationOff || s.whenToUse != "" {
+		return nil
+	}
+	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) || situationRE.MatchString(s.Description) {
 		return nil
 	}
 	return diag.Diagnostics{diag.Warning(RuleLintDescriptionQuality, s.File, s.Line("description"),
@@ -135,7 +150,11 @@ func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
 			for q < len(quotes) && quotes[q][1] < loc[1] {
 				q++
 			}
-			if q < len(quotes) && quotes[q][0] <= loc[0] && antiCueRE.MatchString(bl.prose) {
+			quoted := q < len(quotes) && quotes[q][0] <= loc[0]
+			if quoted && (antiCueRE.MatchString(bl.prose) || quotedItemRE.MatchString(bl.prose)) {
+				continue
+			}
+			if specificsFollow(lines, i, bl.prose[loc[1]:]) {
 				continue
 			}
 			ds = append(ds, diag.Warning(RuleLintNoGenericInstruction, s.File, bl.line, fmt.Sprintf(
@@ -143,6 +162,67 @@ func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
 		}
 	}
 	return ds
+}
+
+// The rule asks for specifics, so a vague phrase that is followed by them is a summary, not
+// a vague instruction: "Handle errors gracefully: add a pause for manual intervention", "Use
+// proper error handling with custom error classes", a heading "Handle errors gracefully" over
+// a code block, "Implement robust error handling for API requests:" over a code block or a
+// list, a table row whose next cell says what to do. A phrase with nothing after it, or with
+// only its scope ("Follow best practices for file handling"), still fires.
+var (
+	// specificsRE is what introduces specifics after the phrase on its own line: a colon or
+	// dash and then at least three words, or a preposition that says how.
+	specificsRE = regexp.MustCompile(`(?i)^[*_]*\s*(?:[:;—–(]|\s-\s|,?\s+(?:by|with|using|via|through|such as|e\.g\.|for example|including|like|so that|and then)\s)\s*[*_]*\s*\S+\s+\S+\s+\S+`)
+	// leadInRE is a line that hands over to what follows: nothing but emphasis and a colon or
+	// full stop after the phrase, or a scope and a colon.
+	leadInRE = regexp.MustCompile(`^[^.!?]*:[*_\s]*$|^[*_.\s]*$`)
+	// listItemRE is a list item: its marker's indentation and the marker.
+	listItemRE = regexp.MustCompile(`^(\s*)(?:[-*+]|\d+[.)])\s`)
+	// quotedItemRE is a list item made of quoted phrases: `- "TBD" / "Add appropriate error
+	// handling"`, a list of phrases talked about, not instructions.
+	quotedItemRE = regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+["“'‘]`)
+)
+
+// specificsFollow reports whether specifics follow a vague phrase on lines[i], rest being the
+// line's prose after it.
+func specificsFollow(lines []bodyLine, i int, rest string) bool {
+	if specificsRE.MatchString(rest) {
+		return true
+	}
+	bl := lines[i]
+	if bl.table {
+		// The next cell of the row, when it has text, is the specifics ("| Handle edge cases
+		// gracefully | Return an error for inputs over 1 MiB |").
+		if _, after, ok := strings.Cut(rest, "|"); ok && strings.Trim(after, " \t|*_") != "" {
+			return true
+		}
+		return false
+	}
+	if !leadInRE.MatchString(rest) {
+		return false
+	}
+	next := i + 1
+	for next < len(lines) && strings.TrimSpace(lines[next].text) == "" {
+		next++
+	}
+	if next >= len(lines) {
+		return false
+	}
+	n := lines[next]
+	if n.code {
+		return true // a code block shows exactly what to do
+	}
+	m := listItemRE.FindStringSubmatch(n.text)
+	if m == nil {
+		return false
+	}
+	// A list under a heading or a lead-in ending in a colon says what the phrase means; under
+	// a list item, only a nested one does (the next item of the same list is another point).
+	if own := listItemRE.FindStringSubmatch(bl.text); own != nil && heading(bl.text) == "" {
+		return len(m[1]) > len(own[1])
+	}
+	return heading(bl.text) != "" || strings.HasSuffix(strings.TrimRight(rest, " \t*_"), ":")
 }
 
 // antiExampleLines marks the lines that belong to an anti-example (see above).
@@ -306,11 +386,63 @@ func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) || exclusiveRE.MatchString(clause) {
 			continue
 		}
+		if eachSaysWhen(rest) || toEndUser(lines, i, bl.prose, loc[0]) {
+			continue
+		}
 		ds = append(ds, diag.Warning(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(
 			"%q offers alternatives without a default; name the one to use and when to switch",
 			strings.TrimSpace(sentence))))
 	}
 	return ds
+}
+
+// Two more kinds of sentence offer alternatives and are no menu for the agent:
+//   - alternatives that each say what they are for: "you can use pdfplumber for tables or
+//     pypdf for plain text" names the criterion, which is what a default is for;
+//   - text the agent shows the end user, whose choice it is: a block quote, a quoted
+//     message, or a line after "tell the user", "reply with" and the like.
+var (
+	altSplitRE   = regexp.MustCompile(`(?i),\s*(?:or\s+)?|\s+or\s+`)
+	criterionRE  = regexp.MustCompile(`(?i)\b(?:for|to|with|on|in|where|after|before|during|against)\b`)
+	userCueRE    = regexp.MustCompile(`(?i)\b(?:tell|inform|ask|remind|show|offer) the user\b|\bto the user\b|\blet the user know\b|\b(?:reply|respond|answer) with\b|\b(?:say|message|reply|response|output|template)\s*:`)
+	blockQuoteRE = regexp.MustCompile(`^\s{0,3}>`)
+)
+
+// eachSaysWhen reports whether every alternative after a menu phrase carries its own
+// criterion ("for tables", "in scripts").
+func eachSaysWhen(rest string) bool {
+	var alts []string
+	for _, a := range altSplitRE.Split(rest, -1) {
+		if a = strings.TrimSpace(a); a != "" {
+			alts = append(alts, a)
+		}
+	}
+	if len(alts) < 2 {
+		return false
+	}
+	for _, a := range alts {
+		if !criterionRE.MatchString(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// toEndUser reports whether the menu phrase at offset at of lines[i] is addressed to the end
+// user rather than to the agent.
+func toEndUser(lines []bodyLine, i int, prose string, at int) bool {
+	if blockQuoteRE.MatchString(lines[i].text) || userCueRE.MatchString(prose[:at]) {
+		return true
+	}
+	for _, q := range quoteSpans(prose) {
+		if q[0] <= at && at < q[1] {
+			return true
+		}
+	}
+	if i > 0 && !lines[i-1].code {
+		return userCueRE.MatchString(lines[i-1].prose)
+	}
+	return false
 }
 
 // nextProse returns the line after lines[i] when it continues the paragraph.
@@ -321,21 +453,45 @@ func nextProse(lines []bodyLine, i int) string {
 	return ""
 }
 
-var gotchasRE = regexp.MustCompile(`(?i)gotcha|caveat|pitfall|edge[- ]cases?`)
+// gotchasRE matches the headings under which published skills keep what the rule asks for,
+// the mistakes an agent is likely to make. Each alternative is one family seen in published
+// skills: the spec's words; troubleshooting and common or known problems; anti-patterns,
+// don'ts, mistakes and red flags; rules stated as ones never to break ("Critical Rules (Apply
+// Always)", "Hard rules", "Forbidden"); and the excuses to reject ("Rationalizations to
+// Reject"). "When NOT to use" is scope, not a gotcha, and does not count.
+var gotchasRE = regexp.MustCompile(`(?i)` + strings.Join([]string{
+	`gotcha|caveat|pitfall|edge[- ]cases?|foot-?guns?|\btraps?\b|watch out|beware`,
+	`troubleshoot|debugging|common (?:\w+ )?(?:issues|problems|errors|causes|failures|failure modes|mistakes)|known (?:issues|problems|limitations|bugs)|failure modes|what (?:can|could) go wrong`,
+	`anti-?patterns?|don'?ts\b|don’ts\b|do not\b|never\b|avoid|mistakes|red flags|warnings?\b|limitations`,
+	`(?:critical|hard|golden|key|non-negotiable|iron|absolute|important) rules|rules \(|forbidden|prohibited|must not|important (?:notes?|considerations)`,
+	`rationali[sz]ations?|excuses`,
+}, "|"))
+
+// troubleshootingRE is a skill that is about what goes wrong (its name or its description's
+// first sentence): its whole body is the Gotchas section.
+var troubleshootingRE = regexp.MustCompile(`(?i)troubleshoot|debug|diagnos|fix(?:es|ing)? (?:\w+ )?(?:errors|failures|issues|problems)`)
 
 func lintGotchas(s *Skill, lines []bodyLine) diag.Diagnostics {
 	if len(lines) <= GotchasLines {
 		return nil
 	}
+	first, _, _ := strings.Cut(s.Description, ". ")
+	if troubleshootingRE.MatchString(s.Name) || troubleshootingRE.MatchString(first) {
+		return nil
+	}
 	for _, bl := range lines {
-		if !bl.code && gotchasRE.MatchString(heading(bl.text)) {
+		if h := heading(bl.text); !bl.code && gotchasRE.MatchString(h) && !whenNotRE.MatchString(h) {
 			return nil
 		}
 	}
 	return diag.Diagnostics{diag.Info(RuleLintGotchasPresent, s.File, bodyStart(s), fmt.Sprintf(
-		"body is %d lines with no Gotchas, Caveats, Pitfalls or Edge cases heading; add a ## Gotchas section listing the mistakes an agent is likely to make",
+		"body is %d lines with no Gotchas-style heading (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Critical rules ...); add a ## Gotchas section listing the mistakes an agent is likely to make",
 		len(lines)))}
 }
+
+// whenNotRE is the scope heading "When not to use", which says when the skill does not
+// apply, not what goes wrong when it does.
+var whenNotRE = regexp.MustCompile(`(?i)^when (?:not|never) to|^when (?:to )?not\b|^do not use`)
 
 func lintBrokenReferences(s *Skill, refs []reference) diag.Diagnostics {
 	if s.Dir == "" {
@@ -346,8 +502,12 @@ func lintBrokenReferences(s *Skill, refs []reference) diag.Diagnostics {
 		if !r.checkable(s.Dir) {
 			continue
 		}
-		if why := r.problem(s.Dir); why != "" {
-			ds = append(ds, diag.Warning(RuleReferencesBroken, s.File, r.line, fmt.Sprintf("%q %s", r.target, why)))
+		broken, outside := r.problem(s.Dir)
+		if broken != "" {
+			ds = append(ds, diag.Warning(RuleReferencesBroken, s.File, r.line, fmt.Sprintf("%q %s", r.target, broken)))
+		}
+		if outside != "" {
+			ds = append(ds, diag.Info(RuleReferencesOutside, s.File, r.line, fmt.Sprintf("%q %s", r.target, outside)))
 		}
 	}
 	return ds

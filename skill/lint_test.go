@@ -224,3 +224,123 @@ func TestLintHandBuiltSkill(t *testing.T) {
 		t.Errorf("rules %v, want %v", got, want)
 	}
 }
+
+// TestDescriptionQualityFields: a skill only the user invokes needs no trigger clause, nor
+// one whose trigger clause is in when_to_use; the situation written without "Use when" is a
+// trigger clause.
+func TestDescriptionQualityFields(t *testing.T) {
+	tests := []struct {
+		name, front string
+		want        int
+	}{
+		{"no trigger", "description: Formats release notes.", 1},
+		{"user-invoked only", "description: Formats release notes.\ndisable-model-invocation: true", 0},
+		{"model may invoke", "description: Formats release notes.\ndisable-model-invocation: false", 1},
+		{"quoted true is no flag", "description: Formats release notes.\ndisable-model-invocation: \"true\"", 1},
+		{"when_to_use", "description: Formats release notes.\nwhen_to_use: A release branch is cut.", 0},
+		{"empty when_to_use", "description: Formats release notes.\nwhen_to_use: \"\"", 1},
+		{"user wants", "description: user wants to send a chat message or share a link.", 0},
+		{"situation", "description: deciding whether to ship or hold a release.", 0},
+		{"article", "description: a migration has failed and needs a rollback.", 0},
+		{"capitalised -ing", "description: Tracking spend across cloud accounts.", 1},
+		{"lower-case product name", "description: pandas helpers for dataframes.", 1},
+	}
+	for _, tc := range tests {
+		s, _ := Parse("x/SKILL.md", []byte("---\nname: x\n"+tc.front+"\n---\nbody\n"))
+		if got := lintDescriptionQuality(s); len(got) != tc.want {
+			t.Errorf("%s: %d findings, want %d: %v", tc.name, len(got), tc.want, got)
+		}
+	}
+}
+
+// TestGenericSpecificsFollow: the vague phrase followed by what it asks for is spared; alone,
+// or with only its scope, it fires.
+func TestGenericSpecificsFollow(t *testing.T) {
+	tests := []struct {
+		body string
+		want int
+	}{
+		{"1. **Handle errors gracefully**: add a pause for manual intervention when a tip runs out", 0},
+		{"2. **Implement proper error handling**: Use custom error classes", 0},
+		{"- Handle errors properly with try/catch around every await", 0},
+		{"- Handle errors gracefully - retry twice, then report the status code", 0},
+		{"### Handle Errors Gracefully\n\n```python\ntry:\n    run()\nexcept IOError:\n    pass\n```", 0},
+		{"Implement robust error handling for API requests:\n\n```python\nr.raise_for_status()\n```", 0},
+		{"Use proper error handling:\n- retry 429 after Retry-After\n- stop on 401", 0},
+		{"| Handle edge cases gracefully | Return an error for inputs over 1 MiB |", 0},
+		{"- \"TBD\" / \"Add appropriate error handling\" / \"handle edge cases\"", 0},
+		{"5. **Follow best practices** for file handling, error checking, and data management", 1},
+		{"4. Break workflows into tasks\n5. Implement proper error handling\n\n### Data", 1},
+		{"4. **Implement error trapping** - Catch and handle errors gracefully\n5. **Validate inputs**", 1},
+		{"The harness must call the target and handle edge cases gracefully.", 1},
+		{"### Handle errors gracefully\n\nBe careful.", 1},
+		{"Handle errors appropriately:\n\nMore prose.", 1},
+		{"| Handle edge cases gracefully |  |", 1},
+		{"- Handle errors gracefully\n  - retry twice\n  - then stop", 0},
+		{"- Handle errors gracefully\n- Validate input", 1},
+	}
+	for _, tc := range tests {
+		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
+		got := lintGenericInstructions(s, splitBody(s.Body, s.BodyLine))
+		if len(got) != tc.want {
+			t.Errorf("%q: %d findings, want %d: %v", tc.body, len(got), tc.want, got)
+		}
+	}
+}
+
+// TestMenusWithCriteria: alternatives that each say what they are for, and choices offered to
+// the end user, are no menu; the bare menu still fires.
+func TestMenusWithCriteria(t *testing.T) {
+	tests := []struct {
+		body string
+		want int
+	}{
+		{"You can use pdfplumber for tables or pypdf for plain text.", 0},
+		{"You can use the CLI in a terminal, or the API in scripts.", 0},
+		{"You can use pdfplumber, pypdf, or pymupdf to extract text.", 1},
+		{"You can use pdfplumber or pypdf for plain text.", 1},
+		{"> You can use the web app or the desktop app.", 0},
+		{"Tell the user: \"You can use the web app or the desktop app.\"", 0},
+		{"Reply with:\nYou can pick from monthly or annual billing.", 0},
+		{"Run the script.\nYou can use npm or yarn.", 1},
+	}
+	for _, tc := range tests {
+		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
+		got := lintDefaultsOverMenus(s, splitBody(s.Body, s.BodyLine))
+		if len(got) != tc.want {
+			t.Errorf("%q: %d findings, want %d: %v", tc.body, len(got), tc.want, got)
+		}
+	}
+}
+
+// TestGotchasHeadings: the section under the names published skills give it, and a skill
+// about troubleshooting, satisfy the rule; unrelated headings do not.
+func TestGotchasHeadings(t *testing.T) {
+	long := strings.Repeat("text\n", GotchasLines)
+	tests := []struct {
+		name, desc, heading string
+		want                int
+	}{
+		{"x", "Does x.", "## Usage", 1},
+		{"x", "Does x.", "## Best Practices", 1},
+		{"x", "Does x.", "## When NOT to Use", 1},
+		{"x", "Does x.", "## Bootstrap", 1},
+		{"x", "Does x.", "## Gotchas", 0},
+		{"x", "Does x.", "## Rationalizations to Reject", 0},
+		{"x", "Does x.", "## Critical Rules (Apply Always)", 0},
+		{"x", "Does x.", "## Other Common Causes", 0},
+		{"x", "Does x.", "## Troubleshooting", 0},
+		{"x", "Does x.", "### Anti-Patterns", 0},
+		{"x", "Does x.", "## Known Issues", 0},
+		{"x", "Does x.", "### Don'ts", 0},
+		{"x", "Does x.", "## Important Notes", 0},
+		{"flaky-test-troubleshooter", "Does x.", "## Usage", 0},
+		{"x", "Diagnoses failing CI jobs. Use when CI is red.", "## Usage", 0},
+	}
+	for _, tc := range tests {
+		s := &Skill{Name: tc.name, Description: tc.desc, File: "s/SKILL.md", Body: tc.heading + "\n" + long, BodyLine: 5}
+		if got := lintGotchas(s, splitBody(s.Body, s.BodyLine)); len(got) != tc.want {
+			t.Errorf("%s %q: %d findings, want %d", tc.name, tc.heading, len(got), tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path"
@@ -51,14 +52,28 @@ var (
 	// exampleRE ends the prose before an inline code span that is shown as an example, "e.g.
 	// `src/app/main.py`", "such as `lib/x.go`": a path in the user's project, not in the skill.
 	exampleRE = regexp.MustCompile(`(?i)(?:\be\.g\.?|\bfor (?:example|instance)|\bsuch as|\blike)[\s,:("'“]*$`)
+	// createRE ends the prose before an inline code span that names a file the body has the
+	// agent create ("Save `references/extract.py`:", "write the report to `out/r.md`"), or
+	// that names a file by way of illustration ("a file named `references/topic.md`"): the
+	// file does not exist until the skill runs, or ever.
+	createRE = regexp.MustCompile(`(?i)\b(?:create|creates|creating|save|saves|saving|write|writes|writing|generate|generates|generating|produce|produces|output|outputs|put|place|named|called)\b(?:\s+[\w-]+){0,3}?[\s,:("'“]*$`)
+	// changeRE is a line that tells the history of a file, as a changelog does: "renamed
+	// `scripts/old.py` to ...", "formerly `references/a.md`". The old name is gone on purpose.
+	changeRE = regexp.MustCompile(`(?i)\b(?:renamed|moved|removed|deleted|formerly|previously|deprecated|replaced|superseded|no longer)\b`)
+	// placeholderRE is a path segment that holds a place for the reader's own name:
+	// path/to/..., your-file.md, my_skill/..., example-skill/..., foo/bar.md, xxx, "...".
+	placeholderRE = regexp.MustCompile(`(?i)(?:^|/)(?:path/to|(?:your|my|some)[-_][\w.-]*|example[-_][\w.-]*|foo|bar|baz|x{3,}|\.\.\.)(?:[./]|$)`)
 	// listGapRE is what separates the items of a list of examples: "e.g. `a/b.py`, `c/d.py`
 	// or `e/f.py`".
 	listGapRE = regexp.MustCompile(`(?i)^[\s,;:/"'“”]*(?:(?:or|and)[\s,:"'“”]+)?$`)
 )
 
-// references lists the relative paths a body mentions, outside fenced code.
+// references lists the relative paths a body mentions, outside fenced code. Placeholders,
+// illustrations, the old names of a changelog and the files the body has the agent create are
+// no references (see createRE, changeRE and placeholderRE).
 func references(lines []bodyLine) []reference {
 	var out []reference
+	created := map[string]bool{}
 	type key struct {
 		target string
 		line   int
@@ -66,7 +81,7 @@ func references(lines []bodyLine) []reference {
 	seen := map[key]bool{}
 	add := func(raw string, line int, kind refKind) {
 		t, ok := cleanTarget(raw)
-		if !ok || seen[key{t, line}] {
+		if !ok || seen[key{t, line}] || placeholderRE.MatchString(t) {
 			return
 		}
 		seen[key{t, line}] = true
@@ -88,20 +103,31 @@ func references(lines []bodyLine) []reference {
 		}
 		// Each span's gap is the prose since the previous span, so the look-behind for an
 		// example marker costs linear time however many spans a line holds.
+		history := changeRE.MatchString(prose)
 		prevEnd, prevExample := 0, false
 		for _, span := range codeSpans(bl.text) {
 			gap := bl.prose[prevEnd:span.start]
 			example := exampleRE.MatchString(gap) || (prevExample && listGapRE.MatchString(gap))
 			prevEnd, prevExample = span.end, example
-			if !example && pathRE.MatchString(span.text) {
+			if !pathRE.MatchString(span.text) {
+				continue
+			}
+			if createRE.MatchString(gap) {
+				created[path.Clean(span.text)] = true
+				continue
+			}
+			if !example && !history {
 				add(span.text, bl.line, refInlineCode)
 			}
 		}
-		for _, m := range barePathRE.FindAllStringSubmatch(prose, -1) {
-			add(m[1], bl.line, refBare)
+		if !history {
+			for _, m := range barePathRE.FindAllStringSubmatch(prose, -1) {
+				add(m[1], bl.line, refBare)
+			}
 		}
 	}
-	return out
+	// A file the body has the agent create may be mentioned before the step that creates it.
+	return slices.DeleteFunc(out, func(r reference) bool { return created[path.Clean(r.target)] })
 }
 
 // cleanTarget strips a link target to a relative path, or reports that it is not one (a URL,
@@ -138,19 +164,64 @@ func (r reference) checkable(dir string) bool {
 	return err == nil && info.IsDir()
 }
 
-// problem returns why the reference is broken, or "".
-func (r reference) problem(dir string) string {
+// ancestorLevels bounds how far above the skill a reference is looked for: a repository
+// keeps its skills at most at plugins/<plugin>/skills/<skill>, four levels below its root.
+const ancestorLevels = 4
+
+// problem returns why the reference is broken, or "". When the reference is not in the skill
+// directory but resolves on this disk, outside is set instead: a sibling skill or a directory
+// above the skill that the repository ships next to its skills ("../shared/style.md", a
+// plugin's scripts/). Whether it resolves where the skill is installed depends on how it is
+// installed, which the linter cannot know, so that is no broken reference.
+func (r reference) problem(dir string) (broken, outside string) {
 	if path.IsAbs(r.target) {
-		return "is an absolute path; use a path relative to the skill directory"
+		return "is an absolute path; use a path relative to the skill directory", ""
 	}
 	c := path.Clean(r.target)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "leaves the skill directory"
+		if exists(filepath.Join(dir, filepath.FromSlash(c))) {
+			where := "in a directory above the skill"
+			if sibling := strings.TrimPrefix(c, "../"); !strings.HasPrefix(sibling, "../") {
+				first, _, _ := strings.Cut(sibling, "/")
+				if exists(filepath.Join(dir, "..", first, FileName)) {
+					where = "in the sibling skill " + first
+				}
+			}
+			return "", "leaves the skill directory; it resolves here, " + where +
+				", but whether it does where the skill is installed depends on the installation, which the linter cannot know; copy it into the skill if the skill must work on its own"
+		}
+		return "leaves the skill directory, and does not resolve here either", ""
 	}
-	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(c))); err != nil {
-		return "does not exist in the skill directory"
+	if exists(filepath.Join(dir, filepath.FromSlash(c))) {
+		return "", ""
+	}
+	if up := resolvesAbove(dir, c); up != "" {
+		return "", fmt.Sprintf("is not in the skill directory but resolves from %s, above it; whether that directory exists where the skill is installed the linter cannot know; write %s if that file is meant, or copy it into the skill",
+			up, path.Join(up, c))
+	}
+	return "does not exist in the skill directory", ""
+}
+
+// resolvesAbove returns the relative path ("..", "../..", ...) of the nearest directory above
+// dir from which the clean relative path c resolves, or "". The search stops at a repository
+// root (a directory holding .git) and after ancestorLevels levels.
+func resolvesAbove(dir, c string) string {
+	up := ""
+	for range ancestorLevels {
+		if exists(filepath.Join(dir, filepath.FromSlash(up), ".git")) {
+			return ""
+		}
+		up = path.Join(up, "..")
+		if exists(filepath.Join(dir, filepath.FromSlash(up), filepath.FromSlash(c))) {
+			return up
+		}
 	}
 	return ""
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // isDocInSubdir reports whether the reference points at a document in a subdirectory, which is

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -53,5 +54,78 @@ func TestCodeSpans(t *testing.T) {
 	want := []string{"x@`x`", "y ` z@``y ` z``"}
 	if !slices.Equal(got, want) {
 		t.Errorf("codeSpans = %q, want %q", got, want)
+	}
+}
+
+func TestReferencesNotMeant(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"placeholder path/to", "Read [the doc](path/to/doc.md).", nil},
+		{"placeholder your-", "Put it in `references/your-topic.md`.", nil},
+		{"placeholder example-", "[x](../example-skill/SKILL.md)", nil},
+		{"real name with example inside", "See `references/examples.md`.", []string{"references/examples.md"}},
+		{"created before use", "Run `scripts/extract.py`.\n\nSave `scripts/extract.py`:", nil},
+		{"created", "Write the report to `references/out.md`.", nil},
+		{"named as illustration", "a file named `references/topic.md` per topic", nil},
+		{"changelog", "Renamed `scripts/old.py` to `scripts/new.py`.", nil},
+		{"changelog bare", "formerly scripts/old.py", nil},
+		{"changelog keeps links", "Moved to [the guide](references/GUIDE.md).", []string{"references/GUIDE.md"}},
+		{"plain reference", "Run `scripts/extract.py` on the file.", []string{"scripts/extract.py"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, r := range references(splitBody(tc.body, 1)) {
+			got = append(got, r.target)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q: references %q, want %q", tc.name, tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestReferencesOutside: a reference that resolves only outside the skill (a sibling skill,
+// a shared directory above it) is references.outside at info; one that resolves nowhere is
+// references.broken.
+func TestReferencesOutside(t *testing.T) {
+	tmp := t.TempDir()
+	root := filepath.Join(tmp, "repo")
+	writeFile(t, filepath.Join(root, ".git", "HEAD"), "ref: refs/heads/main\n")
+	writeFile(t, filepath.Join(root, "shared", "style.md"), "x")
+	writeFile(t, filepath.Join(root, "plugin", "scripts", "run.sh"), "x")
+	writeFile(t, filepath.Join(root, "plugin", "skills", "other", FileName), minimalSkill("other"))
+	dir := filepath.Join(root, "plugin", "skills", "mine")
+	writeFile(t, filepath.Join(dir, FileName), minimalSkill("mine"))
+	tests := []struct {
+		body string
+		rule string // "" when nothing fires
+	}{
+		{"[other](../other/SKILL.md)", RuleReferencesOutside},
+		{"[style](../../../shared/style.md)", RuleReferencesOutside},
+		{"Run `scripts/run.sh`.", RuleReferencesOutside},
+		{"[gone](../gone/SKILL.md)", RuleReferencesBroken},
+		{"Run `scripts/missing.sh`.", RuleReferencesBroken},
+		{"[abs](/shared/style.md)", RuleReferencesBroken},
+		{"[mine](SKILL.md)", ""},
+		// The search stops at the repository root: a file beyond it does not count.
+		{"Run `scripts/beyond.sh`.", RuleReferencesBroken},
+	}
+	writeFile(t, filepath.Join(tmp, "scripts", "beyond.sh"), "x")
+	for _, tc := range tests {
+		s := &Skill{File: filepath.Join(dir, FileName), Dir: dir, Body: tc.body, BodyLine: 5}
+		got := lintBrokenReferences(s, references(splitBody(s.Body, s.BodyLine)))
+		var rules []string
+		for _, d := range got {
+			rules = append(rules, d.Rule)
+		}
+		want := []string{}
+		if tc.rule != "" {
+			want = []string{tc.rule}
+		}
+		if len(rules) != len(want) || (len(want) == 1 && rules[0] != want[0]) {
+			t.Errorf("%q: rules %v, want %v", tc.body, rules, want)
+		}
 	}
 }

@@ -149,7 +149,7 @@ func ruleCases() []ruleCase {
 		{name: "lint-menus-rules", fires: []string{RuleLintDefaultsOverMenus}},
 		{name: "lint-gotchas", fires: []string{RuleLintGotchasPresent}},
 		{name: "lint-gotchas-ok", quiet: []string{RuleLintGotchasPresent, RuleLintDefaultsOverMenus, RuleLintNoGenericInstruction}},
-		{name: "lint-references", fires: []string{RuleReferencesBroken}},
+		{name: "lint-references", fires: []string{RuleReferencesBroken, RuleReferencesOutside}},
 		{name: "lint-references-footnotes", fires: []string{RuleReferencesBroken}},
 		{name: "lint-references-examples", fires: []string{RuleReferencesBroken}},
 		{name: "lint-references-plugins", fires: []string{RuleReferencesBroken}},

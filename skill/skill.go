@@ -44,6 +44,12 @@ type Skill struct {
 	keys        []string
 	parsed      bool // made by Parse or ParseFile (not built by hand)
 	decoded     bool // and its frontmatter was decoded
+
+	// The Claude Code extensions lint reads: disable-model-invocation: true (only the user
+	// invokes the skill, so its description needs no trigger clause) and when_to_use (a
+	// trigger clause kept apart from the description).
+	modelInvocationOff bool
+	whenToUse          string
 }
 
 // Requirement is one entry of the RFC's requires list: a minimum version of another skill.
