@@ -113,6 +113,27 @@ func missingOld(cases []*Case, has map[string]bool) diag.Diagnostics {
 	return ds
 }
 
+// missingDefaultBaseline warns, once per skill, of selected cases whose own format runs a
+// baseline arm by default (a `claude plugin eval` case runs without the plugin too) when the
+// run plans another arm or none: the arms are the run's, so the case runs in the run's arms
+// only, and the warning says how to plan the one its author expected.
+func missingDefaultBaseline(cases []*Case, arm Arm) diag.Diagnostics {
+	var ds diag.Diagnostics
+	warned := map[string]bool{}
+	for _, c := range cases {
+		if c.DefaultBaseline == "" || c.DefaultBaseline == arm || warned[c.Skill.Name] {
+			continue
+		}
+		warned[c.Skill.Name] = true
+		ds = append(ds, diag.Diagnostic{
+			Rule: "plan.defaultBaseline", Severity: diag.SeverityWarning, File: c.File, Line: c.Line,
+			Message: fmt.Sprintf("case %s/%s runs %s by default in Claude Code, but this run plans no %s arm; pass --baseline %s to compare with and without the skill",
+				c.Skill.Name, c.Name, c.DefaultBaseline, c.DefaultBaseline, strings.ReplaceAll(string(c.DefaultBaseline), "_", "-")),
+		})
+	}
+	return ds
+}
+
 // JobsOf counts the plan's jobs of one arm.
 func (p *Plan) JobsOf(arm Arm) int {
 	n := 0

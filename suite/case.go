@@ -1,8 +1,9 @@
 // Package suite turns a suite's test-case files into a plan of jobs.
 //
-// Three case formats are read: the RFC's prompt cases (the `test` frontmatter field naming a
-// cases file), the agentskills.io evals (`evals/evals.json`, read as prompt cases) and seed
-// 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
+// Four case formats are read: the RFC's prompt cases (the `test` frontmatter field naming a
+// cases file), the agentskills.io evals (`evals/evals.json`, read as prompt cases), Claude
+// Code's `claude plugin eval` cases (`evals/<case>/prompt.md` and its graders, read as prompt
+// cases) and seed 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
 // problem becomes a diagnostic naming file, line and rule; a case with any error is left out of
 // the plan, and the plan reports the errors, so nothing runs half-checked.
 package suite
@@ -73,6 +74,11 @@ type Case struct {
 	Confidence float64
 	Timeout    time.Duration
 	Parallel   bool
+
+	// DefaultBaseline is the arm the case's own format runs beside with_skill by default
+	// (without_skill for a `claude plugin eval` case, which Claude Code also runs without the
+	// plugin); "" for none. The run's --baseline decides the arms; Plan warns when it differs.
+	DefaultBaseline Arm
 
 	// File and Line locate the case for diagnostics and reports.
 	File string

@@ -15,7 +15,8 @@ type Suite struct {
 	Catalog *skill.Catalog
 	Graph   *skill.Graph
 	// Cases holds every valid case, ordered by skill name, then prompt cases in file order,
-	// then evals in file order, then command cases by file name.
+	// then evals in file order, then `claude plugin eval` cases by directory name, then command
+	// cases by file name.
 	Cases []*Case
 	// Diagnostics covers discovery, validation, requires and case files, sorted.
 	Diagnostics diag.Diagnostics
@@ -80,9 +81,11 @@ func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
 	prompt, diags := loadPromptCases(sk)
 	evals, ed := loadEvalCases(sk)
 	diags = append(diags, ed...)
+	pluginEvals, pd := loadPluginEvalCases(sk)
+	diags = append(diags, pd...)
 	command, cd := loadCommandCases(sk)
 	diags = append(diags, cd...)
-	all := append(append(prompt, evals...), command...)
+	all := append(append(append(prompt, evals...), pluginEvals...), command...)
 	seen := make(map[string]*Case, len(all))
 	out := all[:0]
 	for _, c := range all {

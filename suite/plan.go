@@ -189,6 +189,7 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 	if base.Arm == ArmOldSkill {
 		p.Diagnostics = missingOld(p.Cases, p.hasOld)
 	}
+	p.Diagnostics = append(p.Diagnostics, missingDefaultBaseline(p.Cases, base.Arm)...)
 	if err := p.expand(opts.Agents, opts.MaxJobs); err != nil {
 		return nil, err
 	}
