@@ -173,6 +173,21 @@ func (c *Coordinator) reserve(principal string, jobs int) error {
 	return nil
 }
 
+// quotaHolds says whether principal's limit can take jobs more, without booking them.
+func (c *Coordinator) quotaHolds(principal string, jobs int) error {
+	c.mu.Lock()
+	have := c.admitted[principal]
+	c.mu.Unlock()
+	if have+jobs > c.cfg.MaxJobsPerPrincipal {
+		who := "the anonymous caller"
+		if principal != "" {
+			who = "token " + principal
+		}
+		return &PlanError{Err: fmt.Errorf("%s would have %d jobs in unfinished runs, over the limit of %d: the fire is skipped without planning", who, have+jobs, c.cfg.MaxJobsPerPrincipal)}
+	}
+	return nil
+}
+
 // unreserve gives a run's jobs back to its principal's limit; it is safe to call twice.
 func (c *Coordinator) unreserve(r *run) {
 	c.mu.Lock()

@@ -79,6 +79,11 @@ type Config struct {
 	// ScheduleEvery is how often schedules are checked for a due slot (0 = 30 s); a slot
 	// fires at most this long after its time.
 	ScheduleEvery time.Duration
+	// MinScheduleInterval is the shortest gap a schedule's slots may have (0 = 5 minutes):
+	// "@every 0s" would fire at every check and plan a run each time.
+	MinScheduleInterval time.Duration
+	// MaxSchedules caps the schedules the fleet keeps (0 = 200).
+	MaxSchedules int
 }
 
 func (c *Config) defaults() error {
@@ -134,6 +139,12 @@ func (c *Config) defaults() error {
 	}
 	if c.ScheduleEvery <= 0 {
 		c.ScheduleEvery = 30 * time.Second
+	}
+	if c.MinScheduleInterval <= 0 {
+		c.MinScheduleInterval = 5 * time.Minute
+	}
+	if c.MaxSchedules <= 0 {
+		c.MaxSchedules = 200
 	}
 	return nil
 }

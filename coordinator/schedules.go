@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -240,8 +241,18 @@ func (c *Coordinator) AddSchedule(ctx context.Context, s Schedule) (*Schedule, e
 	if err := checkName("schedule", s.Name); err != nil {
 		return nil, err
 	}
-	if _, err := ParseCron(s.Cron); err != nil {
+	sched, err := ParseCron(s.Cron)
+	if err != nil {
 		return nil, err
+	}
+	if gap := shortestGap(sched, c.now().UTC()); gap < c.cfg.MinScheduleInterval {
+		return nil, &InvalidError{Err: fmt.Errorf("cron %q fires every %s, more often than the fleet's minimum interval of %s",
+			s.Cron, gap, c.cfg.MinScheduleInterval)}
+	}
+	if names, err := c.keysUnder(ctx, scheduleKeyPrefix); err != nil {
+		return nil, err
+	} else if len(names) >= c.cfg.MaxSchedules {
+		return nil, &InvalidError{Err: fmt.Errorf("the fleet keeps %d schedules already, its limit: remove one first", len(names))}
 	}
 	if err := c.checkSpec(&pb.RunSpec{Agents: s.Agents}); err != nil {
 		return nil, err
@@ -414,10 +425,15 @@ func (c *Coordinator) putSchedule(ctx context.Context, s *Schedule, rev uint64) 
 }
 
 // submitScheduled starts a run of the schedule's suite, from its latest pushed bundle, on the
-// scheduled lane, admitted as its creator's.
+// scheduled lane, admitted as its creator's. A fire the creator's quota cannot take is
+// refused before any planning, from the jobs the suite planned into when it was pushed: a
+// schedule over quota costs one lookup, not a plan.
 func (c *Coordinator) submitScheduled(ctx context.Context, s *Schedule) (string, error) {
 	ps, err := c.Suite(ctx, s.Suite)
 	if err != nil {
+		return "", err
+	}
+	if err := c.quotaHolds(s.By, ps.Jobs); err != nil {
 		return "", err
 	}
 	spec := &pb.RunSpec{Name: s.Suite, Agents: s.Agents, Priority: pb.Priority_PRIORITY_SCHEDULED}
@@ -479,4 +495,20 @@ func latestSlot(s cron.Schedule, after, now time.Time) time.Time {
 		}
 		slot = n
 	}
+}
+
+// shortestGap is the shortest gap between consecutive slots of s among its next 100 after
+// now (a cron line's gaps repeat within a day or a week; @every's never change).
+func shortestGap(s cron.Schedule, now time.Time) time.Duration {
+	prev := s.Next(now)
+	gap := time.Duration(math.MaxInt64)
+	for range 100 {
+		next := s.Next(prev)
+		if next.IsZero() || !next.After(prev) {
+			return 0
+		}
+		gap = min(gap, next.Sub(prev))
+		prev = next
+	}
+	return gap
 }

@@ -190,6 +190,10 @@ func TestScheduleRefusals(t *testing.T) {
 		{"bad name", "a.b", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily"}, http.StatusBadRequest, "schedule name"},
 		{"name in use", "n2am", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily"}, http.StatusConflict, "remove it first"},
 		{"unknown agent", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily", Agents: []string{"nope"}}, http.StatusUnprocessableEntity, "unknown agent"},
+		// The review's schedule that fired at every check and planned a run each time.
+		{"every 0s", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@every 0s"}, http.StatusBadRequest, "more often than the fleet's minimum interval of 5m0s"},
+		{"every minute", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "* * * * *"}, http.StatusBadRequest, "fires every 1m0s"},
+		{"two close slots an hour", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "0,2 * * * *"}, http.StatusBadRequest, "fires every 2m0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,4 +275,54 @@ func hasBundle(t *testing.T, topo *queue.Topology, digest string) bool {
 		}
 	}
 	return false
+}
+
+// TestScheduleLimits: the fleet keeps a bounded number of schedules, and a fire its creator's
+// quota cannot take is skipped before any planning.
+func TestScheduleLimits(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	clk := fakeclock.NewFake(slot0)
+	c, err := coordinator.New(coordinator.Config{DataDir: t.TempDir(), Agents: []string{"fixture-agent"}, ScheduleEvery: 100_000 * time.Hour,
+		MaxSchedules: 2, MaxJobsPerRun: 1, MaxJobsPerPrincipal: 1},
+		coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(ctx) })
+	oneCase := bundleOf(t, writeFiles(t, map[string]string{"s/SKILL.md": okSkill, "s/cases.yaml": "cases:\n  - name: a\n    input: hi\n    assertions:\n      output_contains: [\"x\"]\n"}))
+	if _, err := c.PushSuite(ctx, "nightly", bytes.NewReader(oneCase)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := c.AddSchedule(ctx, coordinator.Schedule{Name: name, Suite: "nightly", Cron: "0 2 * * *"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.AddSchedule(ctx, coordinator.Schedule{Name: "c", Suite: "nightly", Cron: "0 3 * * *"}); err == nil || !strings.Contains(err.Error(), "its limit") {
+		t.Errorf("a third schedule over a limit of 2: %v", err)
+	}
+	// Both fire at 02:00; the first run takes the quota of one job, the second fire is
+	// refused without a plan.
+	clk.Advance(2 * time.Minute)
+	runs, err := c.FireDue(ctx)
+	if len(runs) != 1 || err != nil {
+		t.Fatalf("fired %v, %v; want one run", runs, err)
+	}
+	scheds, err := c.Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, s := range scheds {
+		if strings.Contains(s.LastError, "without planning") {
+			skipped++
+		}
+	}
+	if skipped != 1 {
+		t.Errorf("schedules %+v: want the second fire skipped without planning", scheds)
+	}
 }

@@ -47,7 +47,7 @@ type conn struct {
 	// idleAt is when the connection last went idle after a request (unix nanoseconds; 0:
 	// never): bytes read before it belong to the request already answered.
 	idleAt int64
-	once     sync.Once
+	once   sync.Once
 }
 
 // readGrace is how long after bytes arrive a connection that has not become active is still
