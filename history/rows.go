@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/verdict"
@@ -126,4 +128,23 @@ func FromStatus(st *pb.RunStatus) Run {
 	r.Cases = Counts{Total: int(c.GetTotal()), Passed: int(c.GetPassed()), Failed: int(c.GetFailed()),
 		Errored: int(c.GetErrored()), TimedOut: int(c.GetTimedOut()), Skipped: int(c.GetSkipped()), Reused: int(c.GetReused())}
 	return r
+}
+
+// ToStatus is the status a run's row gives (FromStatus's inverse, as far as the row goes):
+// what is known of a run whose status was not kept with it.
+func ToStatus(r Run) *pb.RunStatus {
+	st := &pb.RunStatus{
+		Id: r.ID, State: pb.RunState(pb.RunState_value["RUN_STATE_"+strings.ToUpper(r.State)]), Reason: r.Reason,
+		TotalJobs: int32(r.TotalJobs), DoneJobs: int32(r.DoneJobs),
+		Spec: &pb.RunSpec{Id: r.ID, Name: r.Suite, CreatedAt: timestamppb.New(r.CreatedAt)},
+		Cases: &pb.Counts{Total: int32(r.Cases.Total), Passed: int32(r.Cases.Passed), Failed: int32(r.Cases.Failed),
+			Errored: int32(r.Cases.Errored), TimedOut: int32(r.Cases.TimedOut), Skipped: int32(r.Cases.Skipped), Reused: int32(r.Cases.Reused)},
+	}
+	if r.Lane == "scheduled" {
+		st.Spec.Priority = pb.Priority_PRIORITY_SCHEDULED
+	}
+	if !r.FinishedAt.IsZero() {
+		st.FinishedAt = timestamppb.New(r.FinishedAt)
+	}
+	return st
 }

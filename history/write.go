@@ -211,9 +211,9 @@ func (s *Store) Backfill(ctx context.Context, st *pb.RunStatus, results iter.Seq
 	return n, flush()
 }
 
-// DeleteBefore deletes results that finished before cutoff, and then runs created before it
-// that have no result left, in batches of at most batch rows so that no transaction holds
-// the database for long. It returns how many results and runs it deleted.
+// DeleteBefore deletes results that finished before cutoff, then runs created before it
+// that have no result left, then the archives (WriteArchive) of runs deleted, in batches of
+// at most batch rows so that no transaction holds the database for long. It returns how many results and runs it deleted.
 func (s *Store) DeleteBefore(ctx context.Context, cutoff time.Time, batch int) (results, runs int, err error) {
 	if batch <= 0 {
 		batch = 10_000
@@ -224,12 +224,20 @@ func (s *Store) DeleteBefore(ctx context.Context, cutoff time.Time, batch int) (
 	delRuns := s.d.bind(`DELETE FROM runs WHERE run_id IN
 	(SELECT run_id FROM runs WHERE created_ms < $1
 		AND NOT EXISTS (SELECT 1 FROM results WHERE results.run_id = runs.run_id) LIMIT $2)`)
+	// A run's archive goes with its row (archived results are not counted: they are the
+	// same results as the rows).
+	var archived int
+	delArchived := s.d.bind(`DELETE FROM result_archives WHERE (run_id, seq) IN
+	(SELECT run_id, seq FROM result_archives WHERE run_id NOT IN (SELECT run_id FROM runs) LIMIT $1)`)
+	delArchives := s.d.bind(`DELETE FROM run_archives WHERE run_id IN
+	(SELECT run_id FROM run_archives WHERE run_id NOT IN (SELECT run_id FROM runs) LIMIT $1)`)
 	for _, step := range []struct {
-		q string
-		n *int
-	}{{delResults, &results}, {delRuns, &runs}} {
+		q    string
+		n    *int
+		args []any
+	}{{delResults, &results, []any{c, batch}}, {delRuns, &runs, []any{c, batch}}, {delArchived, &archived, []any{batch}}, {delArchives, &archived, []any{batch}}} {
 		for {
-			res, err := s.db.ExecContext(ctx, step.q, c, batch)
+			res, err := s.db.ExecContext(ctx, step.q, step.args...)
 			if err != nil {
 				return results, runs, fmt.Errorf("history: retention: %w", err)
 			}

@@ -25,7 +25,7 @@ func newCompareCommand(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B [--format text|json|junit] [--fail-if-worse]",
-		Short: "Compare two runs of a suite on a coordinator: per skill, is B better or worse than A?",
+		Short: "Compare two runs of a suite (on a coordinator, or in the local history): per skill, is B better or worse than A?",
 		Long: `Compare pairs the cases of two runs (the results their reports count) and says, per skill,
 both pass rates, the difference (B minus A) with its 95% interval, the p-value after Holm's
 adjustment across the skills, and whether the difference is significant; then which cases
@@ -36,6 +36,9 @@ The runs must differ only in the skills' own files: a different agent, model, ju
 definition or limits makes the comparison meaningless, and it is refused with the keys that
 differ.
 
+The runs are read from the coordinator --coordinator (or $SKILLFLEET_COORDINATOR) names;
+without one, from the local history skillfleet test keeps (--history).
+
 Exit status: 0 compared, 1 with --fail-if-worse when B is significantly worse than A on a
 skill (or the coordinator failed), 2 refused or bad usage.`,
 		Args: cobra.ExactArgs(2),
@@ -45,10 +48,11 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 			default:
 				return usageErrorf("unknown --format %q (want text, json or junit)", format)
 			}
-			client, err := r.client(cmd)
+			client, done, err := r.reader(cmd)
 			if err != nil {
 				return err
 			}
+			defer done()
 			cmdutil.LimitMemoryForComparison()
 			var sides [2]comparison.Side
 			for i, id := range args {
@@ -88,7 +92,7 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 			return nil
 		},
 	}
-	r.register(cmd.Flags())
+	r.registerOrLocal(cmd.Flags())
 	cmd.Flags().StringVar(&arm, "arm", arm, "the arm of each run to compare: with_skill, without_skill or old_skill")
 	cmd.Flags().StringVar(&format, "format", format, "output format: text, json or junit")
 	cmd.Flags().BoolVar(&failIfWorse, "fail-if-worse", false, "exit 1 when B is significantly worse than A on any skill")
@@ -117,18 +121,37 @@ func comparedResults(ctx context.Context, src resultSource, id string, arms ...s
 	return out, err
 }
 
-// runSide is one arm of a run on a coordinator, as one side of a comparison, with the run's
-// status.
-func runSide(ctx context.Context, client *coordinator.Client, id, arm string) (comparison.Side, *pb.RunStatus, error) {
-	st, err := client.Status(ctx, id)
+// sideReader is what a comparison reads of a run: a coordinator's (*coordinator.Client), the
+// local history's (localRuns) or the in-process coordinator's (inProcessRuns).
+type sideReader interface {
+	Status(ctx context.Context, id string) (*pb.RunStatus, error)
+	Results(ctx context.Context, id string, fn func(*pb.Result) error) error
+}
+
+// runSide is one arm of a run, as one side of a comparison, with the run's status.
+func runSide(ctx context.Context, src sideReader, id, arm string) (comparison.Side, *pb.RunStatus, error) {
+	st, err := src.Status(ctx, id)
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
-	results, err := comparedResults(ctx, client.Results, id, arm)
+	results, err := comparedResults(ctx, src.Results, id, arm)
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
 	return comparison.Side{Label: "run " + id, Run: id, Arm: arm, Spec: st.GetSpec(), Results: results[arm]}, st, nil
+}
+
+// inProcessRuns reads the runs of the coordinator in this process (skillfleet test).
+type inProcessRuns struct{ c *coordinator.Coordinator }
+
+// Status returns a run's state.
+func (r inProcessRuns) Status(ctx context.Context, id string) (*pb.RunStatus, error) {
+	return r.c.Status(ctx, id)
+}
+
+// Results replays a run's counted results, documents inline.
+func (r inProcessRuns) Results(ctx context.Context, id string, fn func(*pb.Result) error) error {
+	return localResults(r.c)(ctx, id, fn)
 }
 
 // runComparison is the comparison made when a run with a baseline finishes: finishRun puts
@@ -157,13 +180,17 @@ func (c *runComparison) arms(ctx context.Context, src resultSource, id, baseline
 }
 
 // runs is outputFlags.compare for --baseline-run: the finished run's with_skill results
-// against an earlier run's, which stand for the baseline (axis: the skills' own files).
-// Runs that differ in anything else are refused with the keys that differ (exit 2).
-func (c *runComparison) runs(ctx context.Context, client *coordinator.Client, baseID string, st *pb.RunStatus) func(runreport.Report) (*comparison.Report, error) {
+// (read from cur) against an earlier run's (read from base), which stand for the baseline
+// (axis: the skills' own files). Runs that differ in anything else are refused with the keys
+// that differ (exit 2).
+func (c *runComparison) runs(ctx context.Context, base sideReader, baseID string, cur sideReader, st *pb.RunStatus) func(runreport.Report) (*comparison.Report, error) {
 	return func(runreport.Report) (*comparison.Report, error) {
 		var sides [2]comparison.Side
-		for i, id := range []string{baseID, st.GetId()} {
-			side, _, err := runSide(ctx, client, id, workspace.WithSkill)
+		for i, side := range []struct {
+			src sideReader
+			id  string
+		}{{base, baseID}, {cur, st.GetId()}} {
+			side, _, err := runSide(ctx, side.src, side.id, workspace.WithSkill)
 			if err != nil {
 				return nil, failf("--baseline-run %s: %v", baseID, err)
 			}
@@ -204,7 +231,7 @@ func (c *runComparison) gate(g armGates, runErr error) error {
 // check refuses the gates without something to compare with.
 func (g armGates) check(hasBaseline bool) error {
 	if (g.failIfWorse || g.failUnlessBetter) && !hasBaseline {
-		return usageErrorf("--fail-if-worse and --fail-unless-better need --baseline (or, for submit, --baseline-run)")
+		return usageErrorf("--fail-if-worse and --fail-unless-better need --baseline or --baseline-run")
 	}
 	return nil
 }

@@ -19,14 +19,18 @@ func newRunsCommand(e *env) *cobra.Command {
 	format := "text"
 	cmd := &cobra.Command{
 		Use:   "runs list|show|report|trajectory|export|cancel",
-		Short: "List, inspect, fetch reports of and cancel runs on a coordinator",
-		Args:  cobra.NoArgs,
+		Short: "List, inspect, fetch reports of and cancel runs on a coordinator, or of the local history",
+		Long: `Runs reads the runs of the coordinator --coordinator (or $SKILLFLEET_COORDINATOR) names; without
+one, list, show, report, trajectory and export read the runs skillfleet test kept in the local
+history (--history, the same default file test writes): their status, report and results as
+they were when each run ended. Cancel needs a coordinator (by default http://127.0.0.1:8080).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_ = cmd.Help()
 			return usageErrorf("a subcommand is required")
 		},
 	}
-	r.register(cmd.PersistentFlags())
+	r.registerOrLocal(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json (report: text, json, junit or html)")
 
 	printStatus := func(st *pb.RunStatus) error {
@@ -46,10 +50,11 @@ func newRunsCommand(e *env) *cobra.Command {
 	}
 	list := &cobra.Command{Use: "list", Short: "List runs, newest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := r.client(cmd)
+			client, done, err := r.reader(cmd)
 			if err != nil {
 				return err
 			}
+			defer done()
 			runs, err := client.List(cmd.Context())
 			if err != nil {
 				return apiFailure(e, err)
@@ -74,10 +79,11 @@ func newRunsCommand(e *env) *cobra.Command {
 		}}
 	show := &cobra.Command{Use: "show RUN", Short: "Show a run's state", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, err := r.client(cmd)
+			client, done, err := r.reader(cmd)
 			if err != nil {
 				return err
 			}
+			defer done()
 			st, err := client.Status(cmd.Context(), args[0])
 			if err != nil {
 				return apiFailure(e, err)
@@ -91,19 +97,20 @@ func newRunsCommand(e *env) *cobra.Command {
 			default:
 				return usageErrorf("unknown --format %q (want text, json, junit or html)", format)
 			}
-			client, err := r.client(cmd)
+			client, done, err := r.reader(cmd)
 			if err != nil {
 				return err
 			}
+			defer done()
 			if format == "html" {
 				return htmlReport(cmd.Context(), e, client, args[0])
 			}
-			if err := client.Report(cmd.Context(), args[0], format, e.stdout); err != nil {
+			if err := client.WriteReport(cmd.Context(), args[0], format, e.stdout); err != nil {
 				return apiFailure(e, err)
 			}
 			return nil
 		}}
-	cancel := &cobra.Command{Use: "cancel RUN", Short: "Cancel a run: queued jobs are removed, unfinished cases skipped", Args: cobra.ExactArgs(1),
+	cancel := &cobra.Command{Use: "cancel RUN", Short: "Cancel a run on a coordinator: queued jobs are removed, unfinished cases skipped", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, err := r.client(cmd)
 			if err != nil {
@@ -134,10 +141,11 @@ against several agents.`,
 			}
 			q := tq
 			q.Skill, q.Case = skillName, caseName
-			client, err := r.client(cmd)
+			client, done, err := r.reader(cmd)
 			if err != nil {
 				return err
 			}
+			defer done()
 			if err := client.Trajectory(cmd.Context(), args[0], q, e.stdout); err != nil {
 				return apiFailure(e, err)
 			}
@@ -157,10 +165,11 @@ several epochs gets one run-<epoch> directory per epoch; a new export takes the 
 			if exportDir == "" {
 				return usageErrorf("--workspace DIR is required")
 			}
-			client, err := r.client(cmd)
+			client, done, err := r.reader(cmd)
 			if err != nil {
 				return err
 			}
+			defer done()
 			n, err := exportWorkspace(cmd.Context(), client.Results, args[0], exportDir)
 			if err != nil {
 				return apiFailure(e, err)
@@ -179,12 +188,12 @@ func stateName(s pb.RunState) string {
 
 // htmlReport writes a run's self-contained HTML report: its report, every case's results
 // with their documents, and, for a run with a baseline, the comparison of its arms.
-func htmlReport(ctx context.Context, e *env, client *coordinator.Client, id string) error {
+func htmlReport(ctx context.Context, e *env, client runReader, id string) error {
 	st, err := client.Status(ctx, id)
 	if err != nil {
 		return apiFailure(e, err)
 	}
-	rep, err := remoteRuns{client}.Report(ctx, id)
+	rep, err := client.Report(ctx, id)
 	if err != nil {
 		return apiFailure(e, err)
 	}

@@ -18,15 +18,32 @@ import (
 	"github.com/skillfleet/skillfleet/suite"
 )
 
-// remoteFlags name a coordinator and how to authenticate to it.
+// remoteFlags name a coordinator and how to authenticate to it; for the commands that read
+// runs (registerOrLocal), the local history to read instead when no coordinator is named.
 type remoteFlags struct {
 	url, token, tokenFile string
+	history               string
 }
 
+// defaultCoordinator is the coordinator of commands that need one and were not told which.
+const defaultCoordinator = "http://127.0.0.1:8080"
+
 func (r *remoteFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&r.url, "coordinator", "http://127.0.0.1:8080", "coordinator URL (also $SKILLFLEET_COORDINATOR)")
+	fs.StringVar(&r.url, "coordinator", defaultCoordinator, "coordinator URL (also $SKILLFLEET_COORDINATOR)")
+	r.registerToken(fs)
+}
+
+func (r *remoteFlags) registerToken(fs *pflag.FlagSet) {
 	fs.StringVar(&r.token, "token", "", "bearer token (also $SKILLFLEET_TOKEN)")
 	fs.StringVar(&r.tokenFile, "token-file", "", "file holding the bearer token")
+}
+
+// registerOrLocal registers the flags of a command that reads runs from a coordinator when
+// one is named, else from the local history (reader).
+func (r *remoteFlags) registerOrLocal(fs *pflag.FlagSet) {
+	fs.StringVar(&r.url, "coordinator", "", "coordinator URL (also $SKILLFLEET_COORDINATOR); without one, runs are read from the local history (--history)")
+	r.registerToken(fs)
+	fs.StringVar(&r.history, "history", "", "without a coordinator, the history skillfleet test wrote: a SQLite file or a postgres:// URL (password from $SKILLFLEET_HISTORY_PASSWORD) (default: skillfleet/history.db under $XDG_STATE_HOME or ~/.local/state)")
 }
 
 func (r *remoteFlags) client(cmd *cobra.Command) (*coordinator.Client, error) {
@@ -39,6 +56,9 @@ func (r *remoteFlags) client(cmd *cobra.Command) (*coordinator.Client, error) {
 		if v := os.Getenv("SKILLFLEET_COORDINATOR"); v != "" {
 			url = v
 		}
+	}
+	if url == "" {
+		url = defaultCoordinator
 	}
 	return coordinator.NewClient(url, token, nil), nil
 }
@@ -54,6 +74,9 @@ func apiFailure(e *env, err error) error {
 		if ae.Status == 422 || ae.Status == 400 {
 			return &exitError{code: ExitUsage, err: err}
 		}
+	}
+	if usageLookup(err) {
+		return &exitError{code: ExitUsage, err: err}
 	}
 	return failf("%v", err)
 }
@@ -149,7 +172,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			var cmp runComparison
 			switch {
 			case baselineRun != "":
-				o.compare = cmp.runs(ctx, client, baselineRun, st)
+				o.compare = cmp.runs(ctx, client, baselineRun, client, st)
 			case p.Baseline != "":
 				o.compare = cmp.arms(ctx, client.Results, st.GetId(), string(p.Baseline), st.GetSpec())
 			}

@@ -44,6 +44,8 @@ func newTestCommand(e *env) *cobra.Command {
 		historyTarget string
 		suiteName     string
 		quarantine    quarantineFlags
+		// baselineRun is an earlier run in the history whose results are the baseline.
+		baselineRun string
 	)
 	o.format = "text"
 	cmd := &cobra.Command{
@@ -58,6 +60,10 @@ The report starts with what changed since the previous completed run of the same
 flaky those cases, and with --quarantine-file the cases listed, still run and are reported,
 but do not set the exit status.
 
+When the run ends, the history also keeps its report and results (each result up to 1 MiB
+compressed with its trajectory, the run up to 256 MiB): skillfleet runs and compare read them
+without a coordinator, and --baseline-run RUN compares this run with one of them.
+
 Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored or timed out,
 2 invalid input.`,
 		Args: cobra.MinimumNArgs(1),
@@ -68,7 +74,7 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			if workers < 1 {
 				return usageErrorf("--workers must be at least 1")
 			}
-			if err := gates.check(f.baseline != ""); err != nil {
+			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
 				return err
 			}
 			if err := f.checkReuse(cmd); err != nil {
@@ -107,12 +113,15 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			if f.changedOnly && hist.Target == fleet.HistoryOff {
 				return usageErrorf("--changed-only reuses passing runs from the history: --history off has none")
 			}
+			if baselineRun != "" && hist.Target == fleet.HistoryOff {
+				return usageErrorf("--baseline-run reads the earlier run from the history: --history off has none")
+			}
 			qp, err := quarantine.policy()
 			if err != nil {
 				return err
 			}
 			return runLocal(ctx, e, s, p, localOptions{workers: workers, image: image, warm: warm, flags: f, out: o, log: log, limits: limits, models: ms, rates: rates, workspace: workspaceDir, gates: gates,
-				suite: suiteName, history: hist, quarantine: qp})
+				suite: suiteName, history: hist, quarantine: qp, baselineRun: baselineRun})
 		},
 	}
 	f.register(cmd)
@@ -130,6 +139,7 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 	models.Register(cmd.Flags())
 	gates.register(cmd)
 	quarantine.register(cmd)
+	cmd.Flags().StringVar(&baselineRun, "baseline-run", "", "compare this run against an earlier run of the same suite in the history (--history), whose results stand for the baseline arm instead of running it again (refused when anything but the skills' own files differs)")
 	return cmd
 }
 
@@ -184,6 +194,8 @@ type localOptions struct {
 	history fleet.HistoryConfig
 	// quarantine is applied by the in-process coordinator to the run's report.
 	quarantine flaky.Policy
+	// baselineRun, when set, is the run of the history the finished run is compared with.
+	baselineRun string
 }
 
 func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o localOptions) error {
@@ -213,6 +225,12 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	defer f.Close(context.WithoutCancel(ctx))
+	if o.baselineRun != "" {
+		// Checked before anything runs: a run the history does not keep cannot be compared with.
+		if _, err := f.History.Store.ArchivedRun(ctx, o.baselineRun); err != nil {
+			return failf("--baseline-run %s: %v", o.baselineRun, err)
+		}
+	}
 
 	bundle, err := os.CreateTemp("", "skillfleet-bundle-*.tar")
 	if err != nil {
@@ -240,13 +258,17 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	}
 	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
 	var cmp runComparison
-	if p.Baseline != "" {
+	switch {
+	case o.baselineRun != "":
+		o.out.compare = cmp.runs(ctx, localRuns{f.History.Store}, o.baselineRun, inProcessRuns{f.Coordinator}, st)
+	case p.Baseline != "":
 		o.out.compare = cmp.arms(ctx, localResults(f.Coordinator), st.GetId(), string(p.Baseline), st.GetSpec())
 	}
 	if o.out.html != "" {
 		o.out.results = func(fn func(*pb.Result) error) error { return localResults(f.Coordinator)(ctx, st.GetId(), fn) }
 	}
 	err = cmp.gate(o.gates, follow(ctx, e, f.Coordinator, st, inProcessPolicy(), o.out))
+	archiveRun(ctx, e, f, st.GetId())
 	if o.workspace != "" && ctx.Err() == nil {
 		n, werr := exportWorkspace(ctx, localResults(f.Coordinator), st.GetId(), o.workspace)
 		if werr != nil {
@@ -255,4 +277,38 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		fmt.Fprintf(e.stderr, "workspace: %s written to %s\n", text.Count(n, "job", "jobs"), o.workspace)
 	}
 	return err
+}
+
+// archiveRun keeps the finished run's status, report and results in the history, so that
+// runs, compare and --baseline-run read it later without a coordinator. A history that cannot
+// keep it is said on stderr; the run's outcome stands.
+func archiveRun(ctx context.Context, e *env, f *fleet.InProcess, id string) {
+	if f.History == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if st, err := f.Coordinator.Status(ctx, id); err != nil || st.GetState() == pb.RunState_RUN_STATE_PENDING || st.GetState() == pb.RunState_RUN_STATE_RUNNING {
+		return
+	}
+	stats, err := f.ArchiveRun(ctx, id, history.ArchiveLimits{})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "history: run %s: its report and results were not kept: %v\n", id, err)
+		return
+	}
+	fmt.Fprintf(e.stderr, "history: run %s kept (%s, %s compressed)", id, text.Count(stats.Results, "result", "results"), byteSize(stats.Bytes))
+	if stats.Trimmed > 0 {
+		fmt.Fprintf(e.stderr, "; %d kept without their trajectory (over %s each)", stats.Trimmed, byteSize(history.DefaultMaxArchivedResult))
+	}
+	if stats.Omitted > 0 {
+		fmt.Fprintf(e.stderr, "; %d not kept (over %s in all)", stats.Omitted, byteSize(history.DefaultMaxArchivedRun))
+	}
+	fmt.Fprintln(e.stderr)
+}
+
+// byteSize is n in KiB or MiB, for a line on stderr.
+func byteSize(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
