@@ -23,7 +23,7 @@ import (
 // it at once; a restarted coordinator has none, so everyone logs in again. Several coordinators
 // behind one address need sticky sessions.
 
-// sessionCookie is the name of the session cookie.
+// sessionCookie is the session cookie's name unless Config.CookieName says otherwise.
 const sessionCookie = "skillfleet_session"
 
 // role is what a visitor may do.
@@ -68,17 +68,19 @@ func (v *visitor) CanCancel() bool { return v != nil && v.Role == roleOperator }
 
 // sessions keeps the logins, at most max of them.
 type sessions struct {
-	ttl  time.Duration
-	max  int
-	now  func() time.Time
-	rand io.Reader
+	// cookie is the session cookie's name.
+	cookie string
+	ttl    time.Duration
+	max    int
+	now    func() time.Time
+	rand   io.Reader
 
 	mu   sync.Mutex
 	byID map[string]*session
 }
 
-func newSessions(ttl time.Duration, max int, now func() time.Time, rand io.Reader) *sessions {
-	return &sessions{ttl: ttl, max: max, now: now, rand: rand, byID: map[string]*session{}}
+func newSessions(cookie string, ttl time.Duration, max int, now func() time.Time, rand io.Reader) *sessions {
+	return &sessions{cookie: cookie, ttl: ttl, max: max, now: now, rand: rand, byID: map[string]*session{}}
 }
 
 func (s *sessions) token() (string, error) {
@@ -160,7 +162,7 @@ func (s *sessions) evictLocked(now time.Time) {
 
 // get returns the live session a request's cookie names, or nil.
 func (s *sessions) get(r *http.Request) *session {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(s.cookie)
 	if err != nil || c.Value == "" {
 		return nil
 	}
@@ -187,14 +189,14 @@ func (s *sessions) end(id string) {
 // other site's page sends it), Secure over TLS or when configured.
 func (srv *Server) setCookie(w http.ResponseWriter, r *http.Request, ss *session) {
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: ss.id, Path: "/", MaxAge: int(srv.cfg.SessionTTL / time.Second),
+		Name: srv.cfg.CookieName, Value: ss.id, Path: "/", MaxAge: int(srv.cfg.SessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || srv.cfg.SecureCookies,
 	})
 }
 
 func (srv *Server) clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		Name: srv.cfg.CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || srv.cfg.SecureCookies,
 	})
 }
@@ -211,14 +213,22 @@ func (srv *Server) authed(h func(http.ResponseWriter, *http.Request, *visitor)) 
 			}
 			ss := srv.sessions.get(r)
 			if ss == nil {
+				rl := roleOperator
+				if srv.cfg.ReadOnly {
+					rl = roleViewer
+				}
 				var err error
-				if ss, err = srv.sessions.start("", roleOperator); err != nil {
+				if ss, err = srv.sessions.start("", rl); err != nil {
 					srv.fail(w, r, nil, http.StatusInternalServerError, err)
 					return
 				}
 				srv.setCookie(w, r, ss)
 			}
 			h(w, r, &visitor{Role: ss.role, CSRF: ss.csrf, Anonymous: true})
+			return
+		}
+		if srv.cfg.LinkLogin && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Query().Has("token") {
+			srv.linkLogin(w, r)
 			return
 		}
 		ss := srv.sessions.get(r)
@@ -276,6 +286,8 @@ func sameOrigin(r *http.Request) error {
 type loginPage struct {
 	Next, Error string
 	Anonymous   bool
+	// ReadOnly: the viewer of a history, whose token its owner's terminal shows.
+	ReadOnly bool
 }
 
 func (srv *Server) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -283,11 +295,10 @@ func (srv *Server) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	srv.render(w, r, http.StatusOK, "login", "Log in", nil, loginPage{Next: localPath(r.URL.Query().Get("next"))})
+	srv.render(w, r, http.StatusOK, "login", "Log in", nil, loginPage{Next: localPath(r.URL.Query().Get("next")), ReadOnly: srv.cfg.ReadOnly})
 }
 
-// login checks the token of the form against every configured token, each compared in
-// constant time so that timing tells neither a token nor which one matched.
+// login checks the token of the form against every configured token (match).
 func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 	if srv.anonymous {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -303,12 +314,29 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 	// or the limit would not slow the guessing.
 	if retry, blocked := srv.cfg.Guesses.Blocked(r); blocked {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-		srv.render(w, r, http.StatusTooManyRequests, "login", "Log in", nil, loginPage{Next: next,
+		srv.render(w, r, http.StatusTooManyRequests, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly,
 			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", retry.Round(time.Second))})
 		return
 	}
-	got := []byte(r.PostFormValue("token"))
-	name, found, rl := "", false, roleViewer
+	name, rl, found := srv.match([]byte(r.PostFormValue("token")))
+	if !found {
+		srv.cfg.Guesses.Failed(r)
+		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "That token is not accepted here.", ReadOnly: srv.cfg.ReadOnly})
+		return
+	}
+	ss, err := srv.sessions.start(name, rl)
+	if err != nil {
+		srv.fail(w, r, nil, http.StatusInternalServerError, err)
+		return
+	}
+	srv.setCookie(w, r, ss)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// match finds the token got among the configured ones, each compared in constant time so
+// that timing tells neither a token nor which one matched. A read-only viewer makes every
+// holder a viewer.
+func (srv *Server) match(got []byte) (name string, rl role, found bool) {
 	for _, t := range srv.cfg.Viewers {
 		if subtle.ConstantTimeCompare(got, []byte(t.Secret)) == 1 {
 			name, found, rl = t.Name, true, roleViewer
@@ -319,9 +347,34 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 			name, found, rl = t.Name, true, roleOperator
 		}
 	}
-	if !found || len(got) == 0 {
+	if srv.cfg.ReadOnly {
+		rl = roleViewer
+	}
+	return name, rl, found && len(got) > 0
+}
+
+// linkLogin logs in with the token of a link (Config.LinkLogin) and sends the browser to the
+// same page without it; a wrong token gets the login form, and counts against the address's
+// budget as one typed there does.
+func (srv *Server) linkLogin(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	got := q.Get("token")
+	q.Del("token")
+	next := r.URL.Path
+	if len(q) > 0 {
+		next += "?" + q.Encode()
+	}
+	next = localPath(next)
+	if retry, blocked := srv.cfg.Guesses.Blocked(r); blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		srv.render(w, r, http.StatusTooManyRequests, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly,
+			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", retry.Round(time.Second))})
+		return
+	}
+	name, rl, found := srv.match([]byte(got))
+	if !found {
 		srv.cfg.Guesses.Failed(r)
-		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "That token is not accepted here."})
+		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly, Error: "The link's token is not accepted here (a viewer's link lasts as long as the viewer that printed it)."})
 		return
 	}
 	ss, err := srv.sessions.start(name, rl)

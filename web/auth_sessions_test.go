@@ -14,7 +14,7 @@ import (
 func TestLoginFloodEndsOnlyItsHoldersSessions(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s := newSessions(time.Hour, 100, clock, rand.Reader)
+	s := newSessions(sessionCookie, time.Hour, 100, clock, rand.Reader)
 	var others []*session
 	for i := range 80 {
 		now = now.Add(time.Second)

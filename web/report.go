@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -306,3 +307,44 @@ func usedBy(cases []report.Case, kept []int, each int) int {
 
 // caseKey identifies a case of a report.
 type caseKey struct{ skill, name, agent, arm string }
+
+// reportFile serves a run's self-contained HTML report (WriteReport) for download: as an
+// attachment, since its inline stylesheet is allowed by its own policy, not by the viewer's.
+// A run with a baseline gets its arms compared, as `runs report --format html` does.
+func (s *Server) reportFile(w http.ResponseWriter, r *http.Request, v *visitor) {
+	ctx, id := r.Context(), r.PathValue("id")
+	st, err := s.src.Status(ctx, id)
+	if err != nil {
+		s.fail(w, r, v, lookupCode(err), err)
+		return
+	}
+	rep, err := s.src.Report(ctx, id)
+	if err != nil {
+		s.fail(w, r, v, lookupCode(err), err)
+		return
+	}
+	in := ReportInput{Status: st, Report: rep, Generated: s.cfg.Now(), Results: func(fn func(*pb.Result) error) error {
+		return s.src.AcceptedResults(ctx, id, func(res *pb.Result) error {
+			s.src.ResolveDocuments(ctx, res)
+			return fn(res)
+		})
+	}}
+	if base := st.GetSpec().GetBaseline(); base != "" {
+		if _, recs, err := s.sides(ctx, id, comparison.WithSkill, base); err == nil {
+			a := comparison.Side{Label: base, Run: id, Arm: base, Spec: st.GetSpec(), Results: recs[base]}
+			b := comparison.Side{Label: comparison.WithSkill, Run: id, Arm: comparison.WithSkill, Spec: st.GetSpec(), Results: recs[comparison.WithSkill]}
+			// A refused comparison leaves the section out; the report is still whole.
+			if cmp, err := comparison.Compare(a, b, comparison.Options{Axis: comparison.AxisArm}); err == nil {
+				in.Comparison = cmp
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, in); err != nil {
+		s.fail(w, r, v, lookupCode(err), err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="skillfleet-report.html"`)
+	_, _ = w.Write(buf.Bytes())
+}

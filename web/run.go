@@ -28,6 +28,8 @@ type runPage struct {
 	CompareHref string
 	// Cancel is the cancel form, for an operator on a run still going.
 	Cancel *cancelForm
+	// ReportHref downloads the run's self-contained HTML report.
+	ReportHref string
 
 	Status, Skill, Agent, Arm, Mark string
 	Statuses, Skills, Agents, Arms  []string
@@ -158,7 +160,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 	if p.Baseline != "" {
 		p.CompareHref = "/compare?" + url.Values{"run": {id}}.Encode()
 	}
-	if p.Live && v.CanCancel() {
+	p.ReportHref = runHref(id) + "/report.html"
+	if p.Live && v.CanCancel() && !s.cfg.ReadOnly {
 		p.Cancel = &cancelForm{Action: runHref(id) + "/cancel", CSRF: v.CSRF}
 	}
 	skills, agents, arms := map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -227,6 +230,10 @@ func oneLine(s string, n int) string {
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, v *visitor) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if s.cfg.ReadOnly {
+		s.fail(w, r, v, http.StatusForbidden, errors.New("this viewer only reads: it cancels nothing"))
+		return
+	}
 	if !v.CanCancel() {
 		s.fail(w, r, v, http.StatusForbidden, errors.New("a viewer's token cannot cancel runs: log in with an operator's token"))
 		return

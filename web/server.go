@@ -85,7 +85,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		}
 		seen[t.Secret] = true
 	}
-	if len(cfg.Operators) == 0 && len(cfg.Viewers) > 0 {
+	if cfg.CookieName == "" {
+		cfg.CookieName = sessionCookie
+	}
+	if len(cfg.Operators) == 0 && len(cfg.Viewers) > 0 && !cfg.ReadOnly {
 		return nil, errors.New("web: viewer tokens need operator tokens: without them the viewer serves loopback callers without a login, and a viewer token would protect nothing")
 	}
 	pages, err := parsePages()
@@ -94,8 +97,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, src: deps.Source, hist: deps.History, flaky: deps.Flaky, log: cfg.Log, pages: pages,
-		sessions:  newSessions(cfg.SessionTTL, cfg.MaxSessions, cfg.Now, cfg.Random),
-		anonymous: len(cfg.Operators) == 0,
+		sessions:  newSessions(cfg.CookieName, cfg.SessionTTL, cfg.MaxSessions, cfg.Now, cfg.Random),
+		anonymous: len(cfg.Operators) == 0 && len(cfg.Viewers) == 0,
 	}
 	s.mux = s.routes()
 	return s, nil
@@ -111,6 +114,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /runs/{id}", s.authed(s.runPage))
 	mux.HandleFunc("GET /runs/{id}/cases", s.authed(s.casePage))
 	mux.HandleFunc("GET /runs/{id}/trajectory", s.authed(s.trajectoryFile))
+	mux.HandleFunc("GET /runs/{id}/report.html", s.authed(s.reportFile))
 	mux.HandleFunc("POST /runs/{id}/cancel", s.authed(s.cancel))
 	mux.HandleFunc("GET /skills/{name}", s.authed(s.skillPage))
 	mux.HandleFunc("GET /compare", s.authed(s.comparePage))

@@ -91,6 +91,19 @@ type Config struct {
 	// Guesses limits wrong logins per client address (nil: authlimit's defaults); the
 	// coordinator shares its API's, so that guesses split between the two draw on one budget.
 	Guesses *authlimit.Limiter
+	// ReadOnly makes every visitor a viewer, whatever token they logged in with (or none):
+	// no page offers to cancel, and a POST to cancel is refused (403). Viewer tokens then need
+	// no operator tokens. It is the viewer of a history, where there is nothing to stop.
+	ReadOnly bool
+	// LinkLogin also accepts a token in the query of any page's GET (?token=…), as a
+	// Jupyter server's printed link does: the visitor gets a session and is sent to the same
+	// page without the token (so it leaves the address bar). The wrong-token budget applies
+	// as at the form. It suits a viewer whose link is printed on its owner's terminal, not a
+	// shared one, whose tokens would end up in browser histories and proxies' logs.
+	LinkLogin bool
+	// CookieName names the session cookie ("" = skillfleet_session). Browsers send a cookie
+	// to every port of a host, so viewers sharing a host (two on loopback) need their own.
+	CookieName string
 }
 
 // Deps are the viewer's data: the coordinator (required), the history and flaky labels (nil
