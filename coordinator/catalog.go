@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -28,6 +29,10 @@ type jobCatalog struct {
 	allowed map[string]string // skill name → its allowed-tools
 	// allowedOld is the allowed-tools of the old versions (old_skill jobs).
 	allowedOld map[string]string
+	// files digests the content of every SKILL.md of the catalog, current and old: a prompt
+	// job's sandbox holds each of them (its agent may read any to activate the skill), so
+	// a prompt job's cell key covers them (see cellKey and worker skillMounts).
+	files string
 	// cases caches each case's digest (*suite.Case → string): a case's fixtures are read
 	// once per run, not once per epoch and agent.
 	cases sync.Map
@@ -49,14 +54,19 @@ func catalogOf(skills, old []*skill.Skill) (*jobCatalog, error) {
 		return &pb.CatalogEntry{Name: s.Name, Description: s.Description, Path: path.Join(dir, file)}
 	}
 	cat := &pb.Catalog{Entries: make([]*pb.CatalogEntry, 0, len(skills))}
+	fh := sha256.New()
 	for _, s := range skills {
 		cat.Entries = append(cat.Entries, entry(s, s.Name))
 		c.allowed[s.Name] = s.AllowedTools
+		skillFileDigest(fh, s)
 	}
 	for _, s := range old {
 		cat.Baseline = append(cat.Baseline, entry(s, path.Join(bundle.BaselineDir, s.Name)))
 		c.allowedOld[s.Name] = s.AllowedTools
+		fmt.Fprintf(fh, "old\x00")
+		skillFileDigest(fh, s)
 	}
+	c.files = bundle.DigestPrefix + hex.EncodeToString(fh.Sum(nil))
 	// Deterministic, so the same bundle gives the same digest when a resumed run plans again.
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(cat)
 	if err != nil {
@@ -65,6 +75,19 @@ func catalogOf(skills, old []*skill.Skill) (*jobCatalog, error) {
 	sum := sha256.Sum256(data)
 	c.data, c.digest = data, bundle.DigestPrefix+hex.EncodeToString(sum[:])
 	return c, nil
+}
+
+// skillFileDigest adds a skill's name and the content of its SKILL.md to h. A file that cannot
+// be read is said so in the digest rather than ignored: the planner read it moments ago.
+func skillFileDigest(h io.Writer, s *skill.Skill) {
+	fmt.Fprintf(h, "%q\x00", s.Name)
+	data, err := os.ReadFile(s.File)
+	if err != nil {
+		fmt.Fprintf(h, "unreadable\x00")
+		return
+	}
+	sum := sha256.Sum256(data)
+	fmt.Fprintf(h, "%x\x00", sum)
 }
 
 // hasPrompts reports whether a plan has a prompt job, the only kind that needs the catalog.

@@ -76,7 +76,7 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 		m.CaseDigest = caseDigest(c, m)
 		cat.cases.Store(c, m.CaseDigest)
 	}
-	m.CellKey = cellKey(m, sd.ClosureDigest, p.OldClosureDigest(c.Skill.Name))
+	m.CellKey = cellKey(m, sd.ClosureDigest, p.OldClosureDigest(c.Skill.Name), cat.files)
 	return m, nil
 }
 
@@ -85,15 +85,23 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 // of its requires closure), the old version's for the old_skill arm, the agent's name and the
 // limits. It leaves out what only a worker knows, its agent's configuration: the worker adds
 // that to make the cell digest (see worker.CellDigest). It leaves out the epoch, so every
-// epoch of a cell has its key, and the catalog of other skills the agent is shown: a
-// changed-only run re-runs a case when its skill or what it requires changed, not when an
-// unrelated skill did.
-func cellKey(m *pb.Job, closure, oldClosure string) string {
+// epoch of a cell has its key.
+//
+// The key covers every file the job's sandbox holds, so that a changed file a case can reach
+// always re-runs it (issue 25): the sandbox holds the closure's directories, and a prompt
+// job's also every SKILL.md of its catalog (catalogFiles), which its agent may read to
+// activate that skill, but not the other skills' scripts or references (worker
+// skillMounts). A changed SKILL.md anywhere in the suite therefore re-runs every prompt cell;
+// a changed script, reference or asset re-runs only the cells whose closure holds it.
+func cellKey(m *pb.Job, closure, oldClosure, catalogFiles string) string {
 	h := sha256.New()
 	arm := m.GetArm()
-	fmt.Fprintf(h, "cell/1\x00%q\x00%q\x00%q\x00%q\x00%s\x00%s\x00", m.GetSkill(), m.GetCaseName(), m.GetAgent(), arm, m.GetCaseDigest(), closure)
+	fmt.Fprintf(h, "cell/2\x00%q\x00%q\x00%q\x00%q\x00%s\x00%s\x00", m.GetSkill(), m.GetCaseName(), m.GetAgent(), arm, m.GetCaseDigest(), closure)
 	if arm == string(suite.ArmOldSkill) {
 		fmt.Fprintf(h, "old %s\x00", oldClosure)
+	}
+	if m.GetKind() == pb.CaseKind_CASE_KIND_PROMPT {
+		fmt.Fprintf(h, "catalog %s\x00", catalogFiles)
 	}
 	if l := m.GetLimits(); l != nil {
 		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(l)

@@ -9,6 +9,7 @@ import (
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -63,9 +64,14 @@ func (c *Coordinator) offerReuse(ctx context.Context, r *run, idx []int, msgs []
 
 // CellKeys are the cell keys of a plan's jobs, by job index, as a run with spec would give
 // them (its agents, arm and limits): for `plan --changed-only`, which shows what a
-// changed-only run would reuse without starting one.
-func CellKeys(spec *pb.RunSpec, p *suite.Plan) ([]string, error) {
-	cat := &jobCatalog{}
+// changed-only run would reuse without starting one. skills are the skills of the bundle the
+// run would upload (the plan's, with their closures), whose SKILL.md files a prompt job's key
+// covers, as a coordinator's does.
+func CellKeys(spec *pb.RunSpec, p *suite.Plan, skills []*skill.Skill) ([]string, error) {
+	cat, err := catalogOf(skills, p.Old)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]string, len(p.Jobs))
 	for i, j := range p.Jobs {
 		m, err := jobMessage(spec, p, cat, j, 1, nil)

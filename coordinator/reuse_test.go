@@ -3,6 +3,8 @@ package coordinator_test
 import (
 	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -152,5 +154,70 @@ func TestChangedOnlyOffersAndChecksReuse(t *testing.T) {
 	defer reuse.mu.Unlock()
 	if len(reuse.queries) != 1 || len(reuse.queries[0]) != 4 || reuse.queries[0][keys["honest"]] != 2 {
 		t.Errorf("lookups %v: want one, of the 4 cells with 2 epochs each", reuse.queries)
+	}
+}
+
+// TestCellKeyCoversWhatTheSandboxHolds: a changed file a case can reach re-runs it (issue 25).
+// Skill s requires helper, whose script its cases run; sibling other is in the catalog only.
+// A change to helper's script changes the key of both of s's cases; a change to other's
+// SKILL.md (which a prompt job's agent may read to activate other) changes the prompt case's
+// key, not the command case's, whose sandbox does not hold it; a change to other's script
+// changes neither, since no sandbox of s's jobs holds it (worker skillMounts, tested there).
+func TestCellKeyCoversWhatTheSandboxHolds(t *testing.T) {
+	c, topo := newCoordinator(t, coordinator.Config{Agents: []string{"fixture-agent"}})
+	ctx := context.Background()
+	base := map[string]string{
+		"s/SKILL.md":                 "---\nname: s\ndescription: A fixture skill. Use when testing cell keys.\nrequires:\n  - skill: helper\ntest:\n  cases: cases.yaml\n---\n\nBody.\n",
+		"s/cases.yaml":               "cases:\n  - {name: prompt, input: hi, assertions: {output_contains: [x]}}\n",
+		"s/tests/cases/command.yaml": "name: command\ninput:\n  command: sh ../helper/run.sh\nexpected:\n  exit-code: 0\n",
+		"helper/SKILL.md":            "---\nname: helper\ndescription: A shared helper. Use when s needs it.\n---\n\nBody.\n",
+		"helper/run.sh":              "echo one\n",
+		"other/SKILL.md":             "---\nname: other\ndescription: A sibling. Use when asked about others.\n---\n\nBody.\n",
+		"other/scripts/other.sh":     "echo one\n",
+	}
+	keysOf := func(edit map[string]string) map[string]string {
+		t.Helper()
+		files := maps.Clone(base)
+		maps.Copy(files, edit)
+		st, err := c.Submit(ctx, bytes.NewReader(bundleOf(t, writeFiles(t, files))), &pb.RunSpec{Name: "nightly"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string]string{}
+		for range 2 {
+			job, msg := fetchJob(t, topo)
+			_ = msg.AckSync(ctx)
+			if job.GetRunId() != st.GetId() {
+				t.Fatalf("job of run %s, want %s", job.GetRunId(), st.GetId())
+			}
+			keys[job.GetCaseName()] = job.GetCellKey()
+		}
+		if _, err := c.Cancel(ctx, st.GetId()); err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	was := keysOf(nil)
+	for _, tt := range []struct {
+		edit    string
+		changed []string // the cases whose key changes
+	}{
+		{"helper/run.sh", []string{"command", "prompt"}},
+		{"other/SKILL.md", []string{"prompt"}},
+		{"other/scripts/other.sh", nil},
+	} {
+		now := keysOf(map[string]string{tt.edit: base[tt.edit] + "# changed\n"})
+		var changed []string
+		for _, n := range []string{"command", "prompt"} {
+			if now[n] == "" || was[n] == "" {
+				t.Fatalf("editing %s: no key for case %s (%v, %v)", tt.edit, n, was, now)
+			}
+			if now[n] != was[n] {
+				changed = append(changed, n)
+			}
+		}
+		if !slices.Equal(changed, tt.changed) {
+			t.Errorf("editing %s changed the cell keys of %v, want %v", tt.edit, changed, tt.changed)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -81,28 +80,72 @@ func sandboxPath(bundlePath string) string {
 	return strings.TrimPrefix(bundlePath, bundle.BaselineDir+"/")
 }
 
-// skillMounts is what a prompt job sees of its bundle under SkillsMount. A with_skill job of a
-// bundle without old versions sees the whole bundle, one mount. Any other job sees only the
-// directories of its catalog's skills, each at its sandbox path: a without_skill job cannot
-// find the skill it is run without, an old_skill job finds the old version where the skill
-// would be, and no job finds the bundle's old versions it was not shown.
+// skillMounts is what a job sees of its bundle under SkillsMount, and it is what the job's
+// cell key covers, so that a changed-only run re-runs a case whenever a file it can reach
+// changed (issue 25: with the whole bundle mounted, a case running a sibling skill's script
+// was reused after that script changed). The directories of the job's closure (its skill and
+// what it requires, transitively: the closure digest of the key) are mounted whole. A prompt
+// job is also shown a catalog of every skill, and its agent must be able to read any of
+// their SKILL.md to activate it (activation cases would fail otherwise): each other catalog
+// skill's SKILL.md is mounted alone, and the key covers every SKILL.md of the catalog, not
+// the rest of those skills' files, which the job cannot reach. The arms still hold: a
+// without_skill job cannot find the skill it is run without (its catalog omits it), an
+// old_skill job finds the old versions where the skills would be, and no job finds the
+// bundle's old versions it was not shown.
 func skillMounts(job *pb.Job, bundleDir string) []sandbox.Mount {
-	if !baselineJob(job) {
-		if _, err := os.Stat(filepath.Join(bundleDir, bundle.BaselineDir)); err != nil {
-			return []sandbox.Mount{{Source: bundleDir, Target: SkillsMount}}
-		}
+	closure := job.GetClosure()
+	if len(closure) == 0 {
+		closure = []string{job.GetSkillPath()} // a job from a coordinator older than the field
 	}
-	mounts := make([]sandbox.Mount, 0, len(job.GetCatalog()))
-	for _, e := range job.GetCatalog() {
-		// Cleaned against a root: a catalog path can never leave the bundle.
-		dir := path.Dir(path.Clean("/" + e.GetPath()))
-		if dir == "/" {
-			continue // a SKILL.md at the bundle's root is no skill directory of a bundle
+	whole := make(map[string]bool, len(closure))
+	for _, p := range closure {
+		whole[path.Clean("/" + p)[1:]] = true
+	}
+	var mounts []sandbox.Mount
+	mounted := make(map[string]bool)
+	dirMount := func(dir string) {
+		// Cleaned against a root: a path can never leave the bundle.
+		dir = path.Clean("/" + dir)
+		if dir == "/" || mounted[dir] {
+			return
 		}
+		mounted[dir] = true
 		mounts = append(mounts, sandbox.Mount{
 			Source: filepath.Join(bundleDir, filepath.FromSlash(dir)),
 			Target: path.Join(SkillsMount, sandboxPath(dir[1:])),
 		})
+	}
+	if job.GetKind() != pb.CaseKind_CASE_KIND_PROMPT {
+		for _, p := range closure {
+			dirMount(p)
+		}
+		return mounts
+	}
+	for _, e := range job.GetCatalog() {
+		file := path.Clean("/" + e.GetPath())
+		dir := path.Dir(file)
+		switch {
+		case dir == "/":
+			continue // a SKILL.md at the bundle's root is no skill directory of a bundle
+		case whole[e.GetName()]:
+			// The closure's skill by name: an old_skill job's is the old version the
+			// catalog shows (the key covers the old closure's digest).
+			dirMount(dir)
+		default:
+			mounts = append(mounts, sandbox.Mount{
+				Source: filepath.Join(bundleDir, filepath.FromSlash(file)),
+				Target: path.Join(SkillsMount, sandboxPath(file[1:])),
+			})
+		}
+	}
+	if !baselineJob(job) {
+		// What the skill requires is in the catalog too; a closure path it lacks is still
+		// the job's to read.
+		for _, p := range closure {
+			if !mounted[path.Clean("/"+p)] {
+				dirMount(p)
+			}
+		}
 	}
 	return mounts
 }

@@ -40,7 +40,7 @@ func (a catalogAgent) Run(_ context.Context, _ agent.Sandbox, req agent.Request)
 func armsBundle(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, p := range []string{"s/SKILL.md", "s/data/in.csv", "dep/SKILL.md", "other/SKILL.md", ".skillfleet-baseline/s/SKILL.md", ".skillfleet-baseline/dep/SKILL.md"} {
+	for _, p := range []string{"s/SKILL.md", "s/data/in.csv", "dep/SKILL.md", "other/SKILL.md", "other/scripts/helper.sh", ".skillfleet-baseline/s/SKILL.md", ".skillfleet-baseline/dep/SKILL.md"} {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
@@ -53,7 +53,8 @@ func armsBundle(t *testing.T) string {
 }
 
 // TestArmJobs: a without_skill job's agent is shown the run's catalog without the job's skill
-// and its sandbox mounts only the catalog's skill directories; an old_skill job sees the old
+// and its sandbox mounts only the catalog's skills (whole for its closure, the SKILL.md alone
+// for the others: a sibling's scripts are not the job's to run); an old_skill job sees the old
 // versions where the skills are; a with_skill job of a bundle with old versions does not see
 // them; and a baseline job's input files come from the current skill on the worker.
 func TestArmJobs(t *testing.T) {
@@ -81,23 +82,24 @@ func TestArmJobs(t *testing.T) {
 		{
 			arm:        "without_skill",
 			wantShown:  []string{"/skills/dep/SKILL.md", "/skills/other/SKILL.md"},
-			wantMounts: []sandbox.Mount{mount("dep", "/skills/dep"), mount("other", "/skills/other")},
+			wantMounts: []sandbox.Mount{mount("dep", "/skills/dep"), mount("other/SKILL.md", "/skills/other/SKILL.md")},
 		},
 		{
 			arm:        "old_skill",
 			wantShown:  []string{"/skills/dep/SKILL.md", "/skills/other/SKILL.md", "/skills/s/SKILL.md"},
-			wantMounts: []sandbox.Mount{mount(".skillfleet-baseline/dep", "/skills/dep"), mount("other", "/skills/other"), mount(".skillfleet-baseline/s", "/skills/s")},
+			wantMounts: []sandbox.Mount{mount(".skillfleet-baseline/dep", "/skills/dep"), mount("other/SKILL.md", "/skills/other/SKILL.md"), mount(".skillfleet-baseline/s", "/skills/s")},
 		},
 		{
 			arm:        "",
 			wantShown:  []string{"/skills/dep/SKILL.md", "/skills/other/SKILL.md", "/skills/s/SKILL.md"},
-			wantMounts: []sandbox.Mount{mount("dep", "/skills/dep"), mount("other", "/skills/other"), mount("s", "/skills/s")},
+			wantMounts: []sandbox.Mount{mount("dep", "/skills/dep"), mount("other/SKILL.md", "/skills/other/SKILL.md"), mount("s", "/skills/s")},
 		},
 	}
 	for _, tt := range tests {
 		t.Run("arm "+tt.arm, func(t *testing.T) {
 			job := promptJob(saysReady)
 			job.Catalog, job.CatalogDigest, job.Arm, job.SkillPath, job.Files = nil, digest, tt.arm, "s", []string{"data/in.csv"}
+			job.Closure = []string{"s", "dep"}
 			if err := newCatalogs(&fakeStore{objects: map[string][]byte{digest: data}}, 2).resolve(context.Background(), job); err != nil {
 				t.Fatal(err)
 			}
@@ -159,5 +161,30 @@ func TestArmCatalogKeepsRunCatalog(t *testing.T) {
 	}
 	if r := oldVersionMissing(&pb.Job{Skill: "s", Arm: "old_skill", Catalog: cat.GetEntries()}); r == "" {
 		t.Error("an old_skill job without an old version would run")
+	}
+}
+
+// TestCommandJobMountsItsClosure: a command job's sandbox holds its skill and what it
+// requires, not the bundle's other skills: their files are not in the job's cell key, so a
+// case that could run a sibling's script would be reused after that script changed (issue 25).
+func TestCommandJobMountsItsClosure(t *testing.T) {
+	bundleDir := armsBundle(t)
+	var spec sandbox.Spec
+	e := NewExecutor(specSandboxes{&recordingSandbox{}, &spec}, nil)
+	job := commandJob(exitZero)
+	job.SkillPath, job.Closure = "s", []string{"s", "dep"}
+	out, err := e.Execute(context.Background(), job, bundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.JobID != job.GetId() {
+		t.Fatalf("no sandbox acquired: %v %s", out.GetVerdict(), out.GetReason())
+	}
+	want := []sandbox.Mount{
+		{Source: filepath.Join(bundleDir, "s"), Target: "/skills/s"},
+		{Source: filepath.Join(bundleDir, "dep"), Target: "/skills/dep"},
+	}
+	if !slices.Equal(spec.Mounts, want) {
+		t.Errorf("mounts %v, want %v", spec.Mounts, want)
 	}
 }

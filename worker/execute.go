@@ -15,7 +15,7 @@ import (
 	"github.com/skillfleet/skillfleet/verdict"
 )
 
-// SkillsMount is where a job's suite bundle appears inside its sandbox, read-only.
+// SkillsMount is where a job's skills appear inside its sandbox, read-only (see skillMounts).
 const SkillsMount = "/skills"
 
 // SandboxExecutor runs jobs in sandboxes: command cases directly, prompt cases through an
@@ -68,7 +68,7 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
 	spec := sandbox.Spec{
 		JobID:   job.GetId(),
-		Mounts:  []sandbox.Mount{{Source: bundleDir, Target: SkillsMount}},
+		Mounts:  skillMounts(job, bundleDir),
 		Env:     job.GetEnv(),
 		Limits:  limitsOf(job.GetLimits()),
 		Timeout: timeout,

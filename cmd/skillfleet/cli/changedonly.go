@@ -10,6 +10,7 @@ import (
 	"github.com/skillfleet/skillfleet/history"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -18,7 +19,7 @@ import (
 // changed-only run would offer it the reuse of ("" for a job that would run). The offer is
 // taken when the run runs only if the cell digest with the workers' agent configuration and
 // sandbox image is the one that run recorded; plan cannot see those, so it shows offers.
-func reusePlan(ctx context.Context, e *env, roots []string, f *suiteFlags, p *suite.Plan, target, suiteName string) (*suite.Plan, []string, error) {
+func reusePlan(ctx context.Context, e *env, roots []string, f *suiteFlags, s *suite.Suite, p *suite.Plan, target, suiteName string) (*suite.Plan, []string, error) {
 	cfg, limits, err := f.suiteConfig(e, roots)
 	if err != nil {
 		return nil, nil, err
@@ -34,7 +35,14 @@ func reusePlan(ctx context.Context, e *env, roots []string, f *suiteFlags, p *su
 			return nil, nil, failf("plan: %v", err)
 		}
 	}
-	keys, err := coordinator.CellKeys(&pb.RunSpec{Agents: agents, Limits: limits, Baseline: string(p.Baseline)}, p)
+	// The skills of the bundle the run would upload: a prompt job's key covers their SKILL.md.
+	skills := make([]*skill.Skill, 0, len(p.Skills))
+	for _, sd := range p.Skills {
+		if sk := s.Catalog.Lookup(sd.Name); sk != nil {
+			skills = append(skills, sk)
+		}
+	}
+	keys, err := coordinator.CellKeys(&pb.RunSpec{Agents: agents, Limits: limits, Baseline: string(p.Baseline)}, p, skills)
 	if err != nil {
 		return nil, nil, failf("plan: %v", err)
 	}

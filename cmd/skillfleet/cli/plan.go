@@ -183,7 +183,7 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				if suiteName == "" {
 					suiteName = defaultSuiteName(roots[0])
 				}
-				if p, reuseFrom, err = reusePlan(cmd.Context(), e, roots, &f, p, historyTarget, suiteName); err != nil {
+				if p, reuseFrom, err = reusePlan(cmd.Context(), e, roots, &f, s, p, historyTarget, suiteName); err != nil {
 					return err
 				}
 			}
