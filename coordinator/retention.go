@@ -57,6 +57,9 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 				return out, err
 			}
 			c.finished.drop(st.GetId())
+			if err := c.queue.DeleteReport(ctx, st.GetId()); err != nil {
+				c.log.Warn("deleting a swept run's stored report failed", zap.String("run", st.GetId()), zap.Error(err))
+			}
 			out.Runs++
 			continue
 		}

@@ -39,11 +39,12 @@ type Config struct {
 	// JobsMaxMsgSize bounds one job message (0: the server's max payload); the coordinator
 	// refuses at plan time a case whose job would not fit.
 	JobsMaxMsgSize int32
-	// ResultsMaxBytes bounds the results stream (0: no limit). Beyond it the oldest results
-	// go, as they do at ResultsMaxAge; size it for ResultsMaxAge's worth of results.
+	// ResultsMaxBytes bounds the results stream (0: no limit). A full stream refuses new
+	// results (old ones go only at ResultsMaxAge), and a coordinator refuses new runs above
+	// 90% of it; size it for ResultsMaxAge's worth of results.
 	ResultsMaxBytes int64
-	// ArtifactsMaxBytes bounds the artifacts stream (0: no limit); beyond it the oldest
-	// artifacts go, as results do.
+	// ArtifactsMaxBytes bounds the artifacts stream (0: no limit); a full stream refuses new
+	// artifacts, as the results stream refuses results.
 	ArtifactsMaxBytes int64
 	// BundlesMaxBytes bounds the bundle object store (0: no limit); an upload beyond it is
 	// refused until retention removes old bundles.

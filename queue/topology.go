@@ -36,6 +36,9 @@ type Topology struct {
 	bundles jetstream.ObjectStore
 	// artifacts is the artifacts stream; nil on a topology opened before Ensure made it.
 	artifacts jetstream.Stream
+	// reports is the finished runs' report store; nil on a topology Open made, which binds
+	// it on first use.
+	reports jetstream.ObjectStore
 }
 
 // Ensure creates the streams, consumers, KV buckets and object store, or updates them to cfg.
@@ -79,6 +82,9 @@ func Ensure(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	}
 	if t.rates, err = js.CreateOrUpdateKeyValue(ctx, ratesBucketConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RatesBucket, err)
+	}
+	if t.reports, err = js.CreateOrUpdateObjectStore(ctx, reportsStoreConfig(cfg)); err != nil {
+		return nil, fmt.Errorf("queue: ensure object store %s: %w", ReportsBucket, err)
 	}
 	if err := checkObjectStoreShrink(ctx, js, cfg.BundlesMaxBytes); err != nil {
 		return nil, err
@@ -229,8 +235,12 @@ func resultsStreamConfig(cfg Config) jetstream.StreamConfig {
 		Replicas:    cfg.Replicas,
 		MaxAge:      cfg.ResultsMaxAge,
 		Duplicates:  cfg.ResultsDuplicates,
-		Discard:     jetstream.DiscardOld,
-		MaxBytes:    limit(cfg.ResultsMaxBytes),
+		// A full stream refuses new results rather than dropping old ones: anyone with a
+		// worker's credentials could otherwise flood it and evict a finished run's results,
+		// whose rebuilt report would then count its failures as pending (issue 25). The
+		// coordinator refuses new runs before it fills (see ResultsUsage).
+		Discard:  jetstream.DiscardNew,
+		MaxBytes: limit(cfg.ResultsMaxBytes),
 	}
 }
 

@@ -159,3 +159,23 @@ func testCtx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// PurgeSubject removes the messages of stream on subject ("" for all of them), as their
+// expiry (MaxAge) would.
+func PurgeSubject(t testing.TB, e *queue.Embedded, stream, subject string) {
+	t.Helper()
+	js, done := rawJS(t, e)
+	defer done()
+	ctx := testCtx(t)
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("queuetest: stream %s: %v", stream, err)
+	}
+	var opts []jetstream.StreamPurgeOpt
+	if subject != "" {
+		opts = append(opts, jetstream.WithPurgeSubject(subject))
+	}
+	if err := s.Purge(ctx, opts...); err != nil {
+		t.Fatalf("queuetest: purge %s %s: %v", stream, subject, err)
+	}
+}

@@ -1,0 +1,125 @@
+package coordinator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+)
+
+// TestFinishedReportNeverChanges: a finished, failed run's report (its JSON, its counts) is
+// the same after a flood into the results stream and after the stream lost the run's results,
+// read by a coordinator that never held it in memory; and while the flood keeps the stream
+// nearly full, a new run is refused with 507 and a sentence (issue 25: the flood evicted the
+// run's results, and its rebuilt report counted the failure as pending).
+func TestFinishedReportNeverChanges(t *testing.T) {
+	qcfg := queue.DefaultConfig()
+	qcfg.ResultsMaxBytes = 256 << 10
+	e, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	ctx := context.Background()
+	newC := func() *coordinator.Coordinator {
+		t.Helper()
+		c, err := coordinator.New(coordinator.Config{DataDir: t.TempDir()}, coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(ctx) })
+		return c
+	}
+	c := newC()
+	tree := twoCaseSuite(t)
+	st, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []pb.Verdict{pb.Verdict_VERDICT_FAILED, pb.Verdict_VERDICT_PASSED} {
+		job := takeJob(t, topo)
+		publishResult(t, topo, job, 1, v, job.GetSecret())
+	}
+	eventually(t, "the run to finish", func() bool {
+		s, err := c.Status(ctx, st.GetId())
+		return err == nil && s.GetState() == pb.RunState_RUN_STATE_COMPLETED
+	})
+	snapshot := func(c *coordinator.Coordinator) (string, string) {
+		t.Helper()
+		rep, err := c.Report(ctx, st.GetId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Status(ctx, st.GetId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data), fmt.Sprint(s.GetCases())
+	}
+	wantReport, wantCounts := snapshot(c)
+	if !strings.Contains(wantReport, `"failed":1`) || strings.Contains(wantReport, "pending") {
+		t.Fatalf("the finished run's report %s: want one failure and nothing pending", wantReport)
+	}
+
+	// A worker's credentials: results of the run itself and of another, until refused.
+	junk := bytes.Repeat([]byte("x"), 8<<10)
+	n := 0
+	flood := func(runs ...string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			if i > 100 {
+				t.Fatal("100 results of 8 KB stored in a stream of 256 KB: nothing refused")
+			}
+			n++
+			if err := topo.PublishResult(ctx, runs[i%len(runs)], fmt.Sprintf("junk%d", n), 1, append(junk, byte(n))); err != nil {
+				return
+			}
+		}
+	}
+	flood(st.GetId(), "flood")
+	if gotReport, gotCounts := snapshot(newC()); gotReport != wantReport || gotCounts != wantCounts {
+		t.Errorf("after the flood the report is\n%s (%s)\nwant\n%s (%s)", gotReport, gotCounts, wantReport, wantCounts)
+	}
+	// The run's results gone, as they go at ResultsMaxAge: the stored report stands.
+	queuetest.PurgeSubject(t, e, queue.ResultsStream, queue.ResultSubject(st.GetId()))
+	if gotReport, gotCounts := snapshot(newC()); gotReport != wantReport || gotCounts != wantCounts {
+		t.Errorf("after the results expired the report is\n%s (%s)\nwant\n%s (%s)", gotReport, gotCounts, wantReport, wantCounts)
+	}
+
+	// A stream kept nearly full: a new run is refused, through the API with 507.
+	flood("flood")
+	var full *coordinator.CapacityError
+	if _, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{}); !errors.As(err, &full) || !strings.Contains(err.Error(), "results stream is") {
+		t.Fatalf("Submit while the results stream is nearly full: %v, want a CapacityError", err)
+	}
+	srv := httptest.NewServer(c.Handler(coordinator.APIConfig{}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Post(srv.URL+"/v1/runs", "application/x-tar", bytes.NewReader(tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct{ Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInsufficientStorage || !strings.Contains(body.Error, "no new run is admitted") {
+		t.Errorf("POST /v1/runs while the results stream is nearly full: %d %q, want 507 with the reason", resp.StatusCode, body.Error)
+	}
+	// Room again: runs are admitted.
+	queuetest.PurgeSubject(t, e, queue.ResultsStream, "")
+	if _, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{}); err != nil {
+		t.Fatalf("Submit once the results stream has room: %v", err)
+	}
+}

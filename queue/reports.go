@@ -1,0 +1,102 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReportsBucket is the object store of finished runs' final reports, keyed by run id. A
+// finished run's report is served from it, never rebuilt from the results stream, whose
+// messages expire (ResultsMaxAge) and which anyone with a worker's credentials can publish
+// to: what a finished run reported does not change afterwards (issue 25).
+const ReportsBucket = "skillfleet_reports"
+
+func reportsStoreConfig(cfg Config) jetstream.ObjectStoreConfig {
+	return jetstream.ObjectStoreConfig{
+		Bucket:      ReportsBucket,
+		Description: "skillfleet finished runs' final reports, keyed by run id",
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+	}
+}
+
+// reportStore returns the report store, binding it on a topology Open made.
+func (t *Topology) reportStore(ctx context.Context) (jetstream.ObjectStore, error) {
+	if t.reports != nil {
+		return t.reports, nil
+	}
+	store, err := t.js.ObjectStore(ctx, ReportsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("queue: open object store %s (has Ensure run?): %w", ReportsBucket, err)
+	}
+	t.reports = store
+	return store, nil
+}
+
+// PutReport stores a finished run's final report, replacing what the run had stored.
+func (t *Topology) PutReport(ctx context.Context, run string, data []byte) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	store, err := t.reportStore(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := store.PutBytes(ctx, run, data); err != nil {
+		return fmt.Errorf("queue: store the report of run %s: %w", run, err)
+	}
+	return nil
+}
+
+// GetReport reads a finished run's stored report: an error wrapping ErrNotFound when it has
+// none (a run finished by a coordinator older than the store).
+func (t *Topology) GetReport(ctx context.Context, run string) ([]byte, error) {
+	if err := ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	store, err := t.reportStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := store.GetBytes(ctx, run)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: report of run %s", ErrNotFound, run)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: read the report of run %s: %w", run, err)
+	}
+	return data, nil
+}
+
+// DeleteReport deletes a run's stored report; deleting one that is not there is no error.
+func (t *Topology) DeleteReport(ctx context.Context, run string) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	store, err := t.reportStore(ctx)
+	if err != nil {
+		return err
+	}
+	if err := store.Delete(ctx, run); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("queue: delete the report of run %s: %w", run, err)
+	}
+	return nil
+}
+
+// ResultsUsage is how many bytes the results stream holds and its limit (0: none), read
+// from one stream info request: the coordinator refuses new runs when it is nearly full,
+// since a full stream refuses results (DiscardNew) and the runs' jobs would be retried
+// until they are exhausted.
+func (t *Topology) ResultsUsage(ctx context.Context) (used, max uint64, err error) {
+	info, err := t.results.Info(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("queue: stream %s info: %w", ResultsStream, err)
+	}
+	if info.Config.MaxBytes > 0 {
+		max = uint64(info.Config.MaxBytes)
+	}
+	return info.State.Bytes, max, nil
+}
