@@ -20,6 +20,7 @@ import (
 	"github.com/skillfleet/skillfleet/bundle"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/authlimit"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/suite"
@@ -35,6 +36,9 @@ type APIConfig struct {
 	Tokens []Token
 	// Gatherer serves /metrics; nil serves none.
 	Gatherer prometheus.Gatherer
+	// MetricsToken, when set, must be presented as "Authorization: Bearer <token>" on
+	// /metrics; empty leaves /metrics open.
+	MetricsToken string
 	// Ready reports whether the coordinator can serve (NATS connected); nil means always.
 	Ready func(ctx context.Context) error
 	// SSEKeepAlive is the interval of comment lines that keep idle event streams open.
@@ -114,7 +118,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", httpserve.RequireBearer(cfg.MetricsToken, promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
 	}
 	return mux
 }
@@ -241,6 +245,7 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, store func(io.Reade
 	_ = rc.SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout))
 	var pe *PlanError
 	var tooBig *http.MaxBytesError
+	var full *CapacityError
 	switch {
 	case rate != nil && rate.err != nil:
 		// Whatever store made of the failed read, the client was too slow.
@@ -254,6 +259,8 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, store func(io.Reade
 		writeError(w, http.StatusUnprocessableEntity, err, diags)
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, err, nil)
+	case errors.As(err, &full):
+		writeError(w, http.StatusInsufficientStorage, err, nil)
 	default:
 		return false, err
 	}

@@ -503,6 +503,9 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	if err := c.checkJobSizes(r); err != nil {
 		return nil, err
 	}
+	if err := c.checkResultsRoom(ctx); err != nil {
+		return nil, err
+	}
 	principal := principalFrom(ctx)
 	if err := c.reserve(principal, len(r.plan.Jobs)); err != nil {
 		return nil, err
@@ -696,7 +699,8 @@ func (c *Coordinator) Subscribe(ctx context.Context, id string) (<-chan *pb.Even
 }
 
 // Report returns a run's report: live for an active run, final for a finished one. A finished
-// run's report is rebuilt from its results when it is no longer in memory.
+// run's report is the one stored when it finished (see storeReport), rebuilt from its results
+// only for a run that stored none.
 func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, error) {
 	if r := c.active(id); r != nil {
 		return r.builder.Report(), nil
@@ -707,6 +711,16 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	st, err := c.load(ctx, id)
 	if err != nil {
 		return report.Report{}, err
+	}
+	if isFinal(st.GetState()) {
+		rep, ok, err := c.loadReport(ctx, id)
+		if err != nil {
+			return report.Report{}, err
+		}
+		if ok {
+			c.finished.put(id, rep)
+			return rep, nil
+		}
 	}
 	r, err := c.prepare(ctx, st.GetSpec())
 	if err != nil {
@@ -746,7 +760,8 @@ func (c *Coordinator) annotate(ctx context.Context, st *pb.RunStatus, rep *repor
 	defer cancel()
 	if err := c.changes.Annotate(ctx, st, rep); err != nil {
 		c.log.Warn("what changed: reading the history failed", zap.String("run", st.GetId()), zap.Error(err))
-		rep.Changes = &report.Changes{Note: "the history could not be read: " + err.Error()}
+		// The driver's error is for the log: the report is shown to every reader of the run.
+		rep.Changes = &report.Changes{Note: "the history could not be read; the coordinator's log says why"}
 	}
 }
 

@@ -352,6 +352,10 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		if err := c.queue.PurgeRunJobs(ctx, r.id); err != nil {
 			c.log.Error("removing queued jobs failed", zap.String("run", r.id), zap.Error(err))
 		}
+		// Jobs already in a sandbox would otherwise run on to their timeouts.
+		if err := c.queue.NotifyCancelled(ctx, r.id); err != nil {
+			c.log.Error("telling workers to stop the run's jobs failed", zap.String("run", r.id), zap.Error(err))
+		}
 		r.builder.Skip(reason)
 	}
 	r.mu.Lock()
@@ -362,6 +366,21 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	r.status.FinishedAt = timestamppb.New(c.now())
 	st := proto.Clone(r.status).(*pb.RunStatus)
 	r.mu.Unlock()
+	// The report is stored before the final state: a run saved as finished has its report
+	// stored (unless storing failed: it is then rebuilt from the results, as it always was).
+	rep := r.builder.Report()
+	c.annotate(ctx, st, &rep)
+	for attempt := 0; ; attempt++ {
+		err := c.storeReport(ctx, r.id, rep)
+		if err == nil {
+			break
+		}
+		if attempt == 2 || errors.Is(err, context.DeadlineExceeded) {
+			c.log.Error("storing the final report failed; it will be rebuilt from the results stream while it holds them", zap.String("run", r.id), zap.Error(err))
+			break
+		}
+		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
+	}
 	for attempt := 0; ; attempt++ {
 		err := c.save(ctx, st, r.key)
 		if err == nil {
@@ -373,8 +392,6 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		}
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
-	rep := r.builder.Report()
-	c.annotate(ctx, st, &rep)
 	c.finished.put(r.id, rep)
 	c.history.RunFinished(st)
 	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))

@@ -32,6 +32,8 @@ type BundleStore interface {
 type Queue interface {
 	NewJobPublisher(cfg queue.PublisherConfig) (*queue.JobPublisher, error)
 	PurgeRunJobs(ctx context.Context, run string) error
+	// NotifyCancelled tells the workers to stop the run's running jobs.
+	NotifyCancelled(ctx context.Context, run string) error
 	FollowResults(ctx context.Context, run string) (*queue.ResultIterator, error)
 	// PublishResult records the coordinator's own verdict on an exhausted job.
 	PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error
@@ -43,4 +45,12 @@ type Queue interface {
 	// MaxPayload and JobsMaxMsgSize bound a job message (see maxJobBytes).
 	MaxPayload() int64
 	JobsMaxMsgSize() int32
+	// ResultsUsage is the bytes the results stream holds and its limit (0: none): admission
+	// refuses new runs when it is nearly full (see checkResultsRoom).
+	ResultsUsage(ctx context.Context) (used, max uint64, err error)
+	// PutReport, GetReport and DeleteReport keep finished runs' final reports (see
+	// storeReport); GetReport's error wraps queue.ErrNotFound for a run that stored none.
+	PutReport(ctx context.Context, run string, data []byte) error
+	GetReport(ctx context.Context, run string) ([]byte, error)
+	DeleteReport(ctx context.Context, run string) error
 }

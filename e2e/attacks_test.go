@@ -127,7 +127,7 @@ func TestConnectionFlood(t *testing.T) {
 		t.Fatal("prlimit (util-linux) is needed to give the coordinator a small descriptor limit")
 	}
 	dir := t.TempDir()
-	const token = "flood-api-token"
+	const token = "flood-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", token+"\n")
 	addr := freeAddr(t)
 	api := "http://" + addr

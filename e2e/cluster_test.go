@@ -81,7 +81,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	urls := strings.Join(cluster.urls, ",")
 	dir := t.TempDir()
 	api := freeAddr(t)
-	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token\n")
+	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token-0123456789\n")
 	coord := start(t, "coordinator", binary(t, "coordinator"), nil, "--http", api, "--token-file", tokenFile,
 		"--data", filepath.Join(dir, "coordinator"), "--nats", urls, "--replicas", "3")
 	waitHTTP(t, coord, "http://"+api+"/readyz")
@@ -93,7 +93,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	}
 
 	done := submitExamples(t, "http://"+api, tokenFile)
-	n := midRun(t, "http://"+api, "api-e2e-token")
+	n := midRun(t, "http://"+api, "api-e2e-token-0123456789")
 	killed := cluster.streamLeader(t, queue.JobsStream)
 	if err := cluster.nodes[killed].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func TestContainerizedFleet(t *testing.T) {
 		})
 		return name
 	}
-	const apiToken, natsToken = "api-e2e-token", "nats-e2e-token"
+	const apiToken, natsToken = "api-e2e-token-0123456789", "nats-e2e-token"
 
 	coordinator := run("coordinator-"+id, "--network-alias", "coordinator", "-p", "127.0.0.1::8080",
 		"--tmpfs", "/data:uid=65532,gid=65532", "-e", "SKILLFLEET_TOKEN="+apiToken, "-e", "SKILLFLEET_NATS_TOKEN="+natsToken,

@@ -33,7 +33,7 @@ func startFleet(t *testing.T, ns *natsServer, workerArgs ...string) *fleet {
 	dir := t.TempDir()
 	f := &fleet{coordinatorHTTP: freeAddr(t), workerMetrics: freeAddr(t)}
 	f.api = "http://" + f.coordinatorHTTP
-	f.tokenFile = writeFile(t, dir, "api-token", "api-e2e-token\n")
+	f.tokenFile = writeFile(t, dir, "api-token", "api-e2e-token-0123456789\n")
 	natsToken := writeFile(t, dir, "nats-token", "nats-e2e-token\n")
 	var coordNATS, workerNATS []string
 	if ns != nil {

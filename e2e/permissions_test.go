@@ -42,7 +42,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	waitJetStream(t, queue.ConnectConfig{URL: url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"},
 		30*time.Second, ns)
 
-	apiToken := "perms-api-token"
+	apiToken := "perms-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
 	httpAddr := freeAddr(t)
 	api := "http://" + httpAddr
@@ -113,6 +113,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"walk the bundle store by sequence", "$JS.API.DIRECT.GET.OBJ_skillfleet_bundles"},
 		{"read other jobs' artifacts", "$JS.API.DIRECT.GET.SKILLFLEET_ARTIFACTS"},
 		{"list artifacts", "$JS.API.STREAM.INFO.SKILLFLEET_ARTIFACTS"},
+		{"stop another run's running jobs", "skillfleet.cancel.r20260101t000000-00000000"},
 	}
 	var missing, seen []string
 	for _, r := range refused {

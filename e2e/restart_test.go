@@ -15,7 +15,7 @@ import (
 func TestCoordinatorRestartMidRun(t *testing.T) {
 	dir := t.TempDir()
 	api, natsAddr := freeAddr(t), freeAddr(t)
-	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token\n")
+	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token-0123456789\n")
 	natsToken := writeFile(t, dir, "nats-token", "nats-e2e-token\n")
 	coordArgs := []string{"--http", api, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator"),
 		"--embedded-nats", natsAddr, "--nats-token-file", natsToken}
@@ -26,7 +26,7 @@ func TestCoordinatorRestartMidRun(t *testing.T) {
 		"--metrics", "", "--cache", filepath.Join(dir, "bundles"), "--nats", "nats://"+natsAddr)
 
 	done := submitExamples(t, "http://"+api, tokenFile)
-	midRun(t, "http://"+api, "api-e2e-token")
+	midRun(t, "http://"+api, "api-e2e-token-0123456789")
 	if code := coord.stop(t, syscall.SIGTERM, time.Minute); code != 0 {
 		t.Fatalf("coordinator exit %d after SIGTERM, want 0", code)
 	}

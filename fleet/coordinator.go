@@ -32,6 +32,9 @@ type CoordinatorConfig struct {
 	// MetricsAddr is a separate /metrics listener; empty serves /metrics on HTTPAddr, "off"
 	// serves none.
 	MetricsAddr string
+	// MetricsToken, when set, is the bearer token /metrics asks of scrapers, wherever it is
+	// served; empty leaves it open.
+	MetricsToken string
 	// DataDir holds the embedded server's store, spooled uploads and extracted bundles.
 	DataDir string
 	// EmbeddedNATS (host:port) runs an embedded nats-server there instead of connecting to
@@ -173,10 +176,11 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 	switch cfg.MetricsAddr {
 	case "":
 		api.Gatherer = reg
+		api.MetricsToken = cfg.MetricsToken
 	case "off":
 	default:
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", httpserve.RequireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 		ms, err := httpserve.Listen("tcp", cfg.MetricsAddr, mux, httpserve.Config{MaxConns: 64, ErrorLog: limits.ErrorLog})
 		if err != nil {
 			return refuse("--metrics: %w", err)

@@ -56,6 +56,9 @@ func OpenHistory(ctx context.Context, cfg HistoryConfig, log *zap.Logger) (*Hist
 	if cfg.Target == "" || cfg.Target == HistoryOff {
 		return nil, nil
 	}
+	if err := RefuseHistoryPassword(cfg.Target, "a file or the environment"); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 	if cfg.Password != "" && !history.IsPostgres(cfg.Target) {
 		return nil, refuse("--history: a password is only used with a postgres:// URL, and %s is a file", cfg.Target)
 	}
@@ -65,6 +68,15 @@ func OpenHistory(ctx context.Context, cfg HistoryConfig, log *zap.Logger) (*Hist
 	}
 	log.Info("history", zap.String("backend", s.Backend()), zap.String("database", history.Describe(cfg.Target)))
 	return &History{Store: s, Writer: history.NewWriter(s, cfg.Writer, log)}, nil
+}
+
+// RefuseHistoryPassword refuses a --history URL that holds a password: on a command line it is
+// seen by whoever can list the host's processes. instead says where the password goes.
+func RefuseHistoryPassword(target, instead string) error {
+	if !history.HoldsPassword(target) {
+		return nil
+	}
+	return fmt.Errorf("--history %s holds a password, which anyone who can list this host's processes can read: remove it from the URL and put it in %s", history.Describe(target), instead)
 }
 
 // HistoryPassword returns the PostgreSQL password from file (its first line) when one is

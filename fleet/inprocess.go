@@ -159,13 +159,14 @@ func (f *InProcess) startWorker(exec worker.Executor) error {
 		return err
 	}
 	w, err := worker.New(wc, worker.Deps{
-		Lanes:     queueLanes(f.Topology.LaneConsumers()),
-		Results:   results,
-		Bundles:   f.Topology,
-		Executor:  exec,
-		Artifacts: queueArtifacts{f.Topology},
-		Log:       f.log.Named("worker"),
-		Registry:  reg,
+		Lanes:         queueLanes(f.Topology.LaneConsumers()),
+		Results:       results,
+		Bundles:       f.Topology,
+		Executor:      exec,
+		Artifacts:     queueArtifacts{f.Topology},
+		Cancellations: f.Topology,
+		Log:           f.log.Named("worker"),
+		Registry:      reg,
 	})
 	if err != nil {
 		return err

@@ -30,6 +30,9 @@ func CheckCoordinator(cfg CoordinatorConfig) (warnings []string, err error) {
 	if err := checkViewerTokens(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkTokenLengths(cfg); err != nil {
+		return nil, err
+	}
 	if len(cfg.API.Tokens) == 0 && cfg.API.Token == "" && !IsLoopback(cfg.HTTPAddr) {
 		warnings = append(warnings, "the API listens beyond loopback without a bearer token: it serves only requests for a loopback Host; set --token, --token-file or $SKILLFLEET_TOKEN")
 	}
@@ -58,6 +61,34 @@ func checkViewerTokens(cfg CoordinatorConfig) error {
 				return refuse("viewer token %q is also the API token %q: a token is either read-only or not", v.Name, t.Name)
 			}
 		}
+	}
+	return nil
+}
+
+// MinTokenBytes is the shortest bearer token the daemons accept: a shorter one is within reach
+// of guessing, budget of wrong tokens or not.
+const MinTokenBytes = 16
+
+// checkTokenLengths refuses an API, viewer or metrics token shorter than MinTokenBytes,
+// naming it by its name, never by its value.
+func checkTokenLengths(cfg CoordinatorConfig) error {
+	for _, t := range webTokens(cfg.API) {
+		if len(t.Secret) < MinTokenBytes {
+			return refuse("API token %q is %d bytes: tokens must be at least %d bytes (e.g. openssl rand -hex 16)", t.Name, len(t.Secret), MinTokenBytes)
+		}
+	}
+	for _, t := range cfg.Web.ViewerTokens {
+		if len(t.Secret) < MinTokenBytes {
+			return refuse("viewer token %q is %d bytes: tokens must be at least %d bytes (e.g. openssl rand -hex 16)", t.Name, len(t.Secret), MinTokenBytes)
+		}
+	}
+	return checkMetricsToken(cfg.MetricsToken)
+}
+
+// checkMetricsToken refuses a /metrics token shorter than MinTokenBytes ("" is none).
+func checkMetricsToken(token string) error {
+	if token != "" && len(token) < MinTokenBytes {
+		return refuse("the --metrics-token-file token is %d bytes: tokens must be at least %d bytes (e.g. openssl rand -hex 16)", len(token), MinTokenBytes)
 	}
 	return nil
 }
@@ -97,7 +128,7 @@ func CheckWorker(cfg WorkerConfig) error {
 	default:
 		return refuse("--image-missing must be fail, pull or build, not %q", cfg.Sandbox.ImageMissing)
 	}
-	return nil
+	return checkMetricsToken(cfg.MetricsToken)
 }
 
 // SplitHostPort parses host:port with a numeric port.

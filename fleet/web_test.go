@@ -35,8 +35,8 @@ func TestCoordinatorServesTheViewer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	t.Cleanup(exec.ReleaseAll)
-	api := coordinator.APIConfig{Tokens: []coordinator.Token{{Name: "ops", Secret: "op-secret"}}}
-	h, err := CoordinatorHandler(f.Coordinator, api, WebConfig{ViewerTokens: []coordinator.Token{{Name: "reader", Secret: "view-secret"}}},
+	api := coordinator.APIConfig{Tokens: []coordinator.Token{{Name: "ops", Secret: "op-secret-0123456789"}}}
+	h, err := CoordinatorHandler(f.Coordinator, api, WebConfig{ViewerTokens: []coordinator.Token{{Name: "reader", Secret: "view-secret-0123456789"}}},
 		f.History, &ReportPolicy{History: f.History}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -68,20 +68,20 @@ func TestCoordinatorServesTheViewer(t *testing.T) {
 	if code, body := get(plain, "/healthz", ""); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
-	if code, _ := get(plain, "/v1/runs", "op-secret"); code != http.StatusOK {
+	if code, _ := get(plain, "/v1/runs", "op-secret-0123456789"); code != http.StatusOK {
 		t.Errorf("/v1/runs with the API token: %d", code)
 	}
-	if code, _ := get(plain, "/v1/runs", "view-secret"); code != http.StatusUnauthorized {
+	if code, _ := get(plain, "/v1/runs", "view-secret-0123456789"); code != http.StatusUnauthorized {
 		t.Errorf("/v1/runs with a viewer token: %d, want 401", code)
 	}
-	if code, _ := get(plain, "/v1/nope", "op-secret"); code != http.StatusNotFound {
+	if code, _ := get(plain, "/v1/nope", "op-secret-0123456789"); code != http.StatusNotFound {
 		t.Errorf("an unknown API route: %d, want the API's 404", code)
 	}
 	// The viewer wants a login, even for a bearer token.
-	if code, _ := get(plain, "/", "op-secret"); code != http.StatusSeeOther {
+	if code, _ := get(plain, "/", "op-secret-0123456789"); code != http.StatusSeeOther {
 		t.Errorf("/ without a session: %d, want a redirect to the login", code)
 	}
-	for _, tc := range []struct{ token, who string }{{"op-secret", "ops (operator)"}, {"view-secret", "reader (viewer)"}} {
+	for _, tc := range []struct{ token, who string }{{"op-secret-0123456789", "ops (operator)"}, {"view-secret-0123456789", "reader (viewer)"}} {
 		jar, _ := cookiejar.New(nil)
 		browser := &http.Client{Jar: jar}
 		resp, err := browser.PostForm(srv.URL+"/login", url.Values{"token": {tc.token}, "next": {"/runs/" + st.GetId()}})

@@ -27,6 +27,9 @@ type WorkerConfig struct {
 	Slots int
 	// MetricsAddr serves /metrics and /healthz; empty serves none.
 	MetricsAddr string
+	// MetricsToken, when set, is the bearer token /metrics asks of scrapers; empty leaves it
+	// open (/healthz stays open either way).
+	MetricsToken string
 	// CacheDir is the bundle cache; a path the Docker engine can bind-mount.
 	CacheDir string
 	// SharedDir, when set, is a directory the workers of one Docker engine share: this worker
@@ -130,20 +133,21 @@ func (d *WorkerDaemon) Run(ctx context.Context) error {
 		DrainGrace: cfg.DrainGrace, CacheDir: cfg.CacheDir, MaxResultBytes: int(nc.MaxPayload()),
 		AgentDigests: models.AgentDigests(sc.Runner.Image, sandboxes.Runner.ImageID()),
 	}, worker.Deps{
-		Lanes:     queueLanes(lanes),
-		Results:   results,
-		Bundles:   topo,
-		Executor:  sandboxes.Executor(models, log),
-		Artifacts: queueArtifacts{topo},
-		Log:       log.Named("worker"),
-		Registry:  reg,
+		Lanes:         queueLanes(lanes),
+		Results:       results,
+		Bundles:       topo,
+		Executor:      sandboxes.Executor(models, log),
+		Artifacts:     queueArtifacts{topo},
+		Cancellations: topo,
+		Log:           log.Named("worker"),
+		Registry:      reg,
 	})
 	if err != nil {
 		return err
 	}
 	if cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", httpserve.RequireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			if !nc.IsConnected() {
 				http.Error(w, "not connected to NATS", http.StatusServiceUnavailable)

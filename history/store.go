@@ -105,7 +105,12 @@ func openSQLite(path string) (*Store, error) {
 	return &Store{db: db, d: sqliteDialect}, nil
 }
 
-// Describe returns target fit for a log line: a URL's password is left out.
+// passwordParams are the query parameters of a PostgreSQL URL that hold a secret (libpq's
+// password, and the key of an encrypted client certificate).
+var passwordParams = []string{"password", "sslpassword"}
+
+// Describe returns target fit for a log line: a URL's password, in its user information or
+// its query, is left out.
 func Describe(target string) string {
 	if !IsPostgres(target) {
 		return target
@@ -114,7 +119,42 @@ func Describe(target string) string {
 	if err != nil {
 		return "postgres://(unparsable URL)"
 	}
+	if q := u.Query(); hasPasswordParam(q) {
+		for _, k := range passwordParams {
+			if q.Has(k) {
+				q.Set(k, "xxxxx")
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
+}
+
+// HoldsPassword reports whether target is a PostgreSQL URL with a password in it (in its
+// user information or its query): a password on a command line is seen by whoever can list
+// the host's processes, so the daemons and the CLI refuse it.
+func HoldsPassword(target string) bool {
+	if !IsPostgres(target) {
+		return false
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		// Open refuses it without repeating it.
+		return false
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	return hasPasswordParam(u.Query())
+}
+
+func hasPasswordParam(q url.Values) bool {
+	for _, k := range passwordParams {
+		if q.Has(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Backend names the store's backend: "sqlite" or "postgres".

@@ -194,6 +194,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, v *visitor, code i
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
 		s.log.Warn("viewer request failed", zap.String("path", r.URL.Path), zap.Error(err))
+		// An internal error (the database's, the queue's) is for the log: it may name hosts,
+		// users and tables.
+		msg = "this page could not be read; the coordinator's log says why"
 	}
 	if errors.Is(err, context.Canceled) {
 		code, msg = 499, "the request was cancelled"

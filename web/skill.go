@@ -96,7 +96,8 @@ func (s *Server) skillPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 		runs, err := s.hist.SkillRuns(ctx, p.Suite, p.Lane, p.Skill, skillRunsShown)
 		if err != nil {
 			s.log.Warn("skill history", zap.String("skill", p.Skill), zap.Error(err))
-			p.Note = "The history could not be read: " + err.Error()
+			// The driver's error is for the log: it may name hosts, users and tables.
+			p.Note = "The history could not be read; the coordinator's log says why."
 			break
 		}
 		if len(runs) == 0 {
@@ -147,7 +148,7 @@ func (s *Server) flakyOf(r *http.Request, suite, lane, skill string) ([]flakyRow
 	cells, err := s.flaky.FlakyCells(r.Context(), suite, lane)
 	if err != nil {
 		s.log.Warn("flaky cells", zap.String("suite", suite), zap.Error(err))
-		return nil, "The flaky labels could not be read: " + err.Error()
+		return nil, "The flaky labels could not be read; the coordinator's log says why."
 	}
 	var out []flakyRow
 	for _, c := range cells {

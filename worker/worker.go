@@ -108,8 +108,11 @@ type Deps struct {
 	// Artifacts keeps a result's large documents (a long trajectory) apart; nil keeps them
 	// inline while the result fits a message.
 	Artifacts ArtifactStore
-	Log       *zap.Logger
-	Registry  prometheus.Registerer
+	// Cancellations stops the running jobs of cancelled runs; nil lets them run on to their
+	// timeouts.
+	Cancellations Cancellations
+	Log           *zap.Logger
+	Registry      prometheus.Registerer
 	// Clock times the drain and the heartbeats; nil means the system clock.
 	Clock clock.Clock
 	// Now stamps results; nil means Clock.Now.
@@ -127,6 +130,8 @@ type Worker struct {
 	catalogs *catalogs
 	metrics  *metrics
 	beats    *heartbeats
+	// cancels stops the jobs of cancelled runs.
+	cancels *cancels
 	// force cancels running jobs; set while Run runs.
 	mu    sync.Mutex
 	force context.CancelFunc
@@ -164,7 +169,7 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, deps: deps, log: deps.Log.With(zap.String("worker", cfg.ID)), now: deps.Now, cache: cache, catalogs: newCatalogs(deps.Bundles, cfg.KeepBundles), metrics: m, beats: newHeartbeats()}, nil
+	return &Worker{cfg: cfg, deps: deps, log: deps.Log.With(zap.String("worker", cfg.ID)), now: deps.Now, cache: cache, catalogs: newCatalogs(deps.Bundles, cfg.KeepBundles), metrics: m, beats: newHeartbeats(), cancels: newCancels()}, nil
 }
 
 // Run pulls jobs until ctx is cancelled, then drains: it fetches nothing more, lets running
@@ -185,6 +190,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	beatCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBeats()
 	go w.beats.run(beatCtx, w.deps.Clock, w.cfg.Heartbeat)
+	if c := w.deps.Cancellations; c != nil {
+		// Until Run returns: jobs still draining stop too when their run is cancelled.
+		stop, err := c.WatchCancelled(ctx, w.cancels.cancel)
+		if err != nil {
+			w.log.Error("not watching for cancelled runs: their running jobs will run on to their timeouts", zap.Error(err))
+		} else {
+			defer stop()
+		}
+	}
 	var running sync.WaitGroup
 	start := func(msg Delivery) {
 		running.Add(1)
@@ -383,14 +397,25 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 
 	w.beats.add(msg, log)
 	digest := w.cellDigest(job)
+	// jctx ends when the job's run is cancelled: the sandbox is killed and the job skipped.
+	jctx, untrack := w.cancels.track(ctx, job.GetRunId())
+	defer untrack()
 	var (
 		res *pb.Result
 		err error
 	)
-	if reusable(job, digest) {
+	switch {
+	case runCancelled(jctx):
+		// Cancelled before it started: no sandbox for it.
+		res = cancelledResult(job)
+	case reusable(job, digest):
 		res = reusedResult(job)
-	} else {
-		res, err = w.execute(ctx, job)
+	default:
+		res, err = w.execute(jctx, job)
+	}
+	if ctx.Err() == nil && runCancelled(jctx) {
+		log.Info("job stopped: its run was cancelled", zap.NamedError("interrupted", err))
+		res, err = cancelledResult(job), nil
 	}
 
 	last := attempt >= w.cfg.MaxAttempts

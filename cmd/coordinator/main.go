@@ -51,6 +51,7 @@ type options struct {
 	quarantine, quarantineFile string
 
 	metricsAddr                  string
+	metricsTokenFile             string
 	maxConns, maxConnsPerIP      int
 	maxStreams, maxStreamsPerTok int
 	minUploadRate                int64
@@ -85,6 +86,7 @@ func newCommand(o *options) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API (/v1/), /healthz and /readyz (and /metrics, see --metrics), and of the web viewer at every other path")
 	f.StringVar(&o.metricsAddr, "metrics", "", "address of a separate /metrics listener; empty serves /metrics on --http, \"off\" serves none")
+	f.StringVar(&o.metricsTokenFile, "metrics-token-file", "", "file whose first line is the bearer token /metrics asks of scrapers (at least 16 bytes); without it /metrics is open")
 	f.IntVar(&o.maxConns, "max-conns", 1024, "connections the API holds at once; over it the oldest that sent no request is closed")
 	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 128, "connections one remote address may hold (0: no per-address cap)")
 	f.IntVar(&o.maxStreams, "max-streams", coordinator.DefaultMaxStreams, "concurrent event streams (/v1/runs/{id}/events); over it: 429")
@@ -154,6 +156,10 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 	if err != nil {
 		return fleet.CoordinatorConfig{}, err
 	}
+	metricsToken, err := cmdutil.SecretFile("--metrics-token-file", o.metricsTokenFile)
+	if err != nil {
+		return fleet.CoordinatorConfig{}, err
+	}
 	// On the command line 0 is "no cap"; in httpserve and coordinator it is "the default".
 	perIP, minRate := o.maxConnsPerIP, o.minUploadRate
 	if perIP == 0 {
@@ -175,6 +181,9 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 		proxies = append(proxies, pfx.Masked())
 	}
 	hist := fleet.HistoryConfig{Target: o.history}
+	if err := fleet.RefuseHistoryPassword(o.history, "$SKILLFLEET_HISTORY_PASSWORD or a file named by --history-password-file"); err != nil {
+		return fleet.CoordinatorConfig{}, cmdutil.Usage(err)
+	}
 	if history.IsPostgres(o.history) {
 		if hist.Password, err = fleet.HistoryPassword(o.historyPasswordFile, "SKILLFLEET_HISTORY_PASSWORD"); err != nil {
 			return fleet.CoordinatorConfig{}, cmdutil.Usage(err)
@@ -204,7 +213,7 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 	return fleet.CoordinatorConfig{
 		History:    hist,
 		Quarantine: quarantine,
-		HTTPAddr:   o.httpAddr, MetricsAddr: o.metricsAddr, DataDir: o.dataDir,
+		HTTPAddr:   o.httpAddr, MetricsAddr: o.metricsAddr, MetricsToken: metricsToken, DataDir: o.dataDir,
 		EmbeddedNATS: o.embeddedNATS, NATS: ncfg, Queue: qcfg,
 		Coordinator: coordinator.Config{
 			DefaultDeadline: o.deadline, Agents: o.agents, KnownAgents: o.knownAgents,

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/fleet"
@@ -42,6 +44,33 @@ func TestConfig(t *testing.T) {
 				t.Errorf("config %+v does not carry the flags", cfg)
 			}
 		})
+	}
+}
+
+// TestMetricsTokenFile: --metrics-token-file's first line is the /metrics token; an empty or
+// missing file is a usage error, and a short token is refused at start.
+func TestMetricsTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good, empty, short := write("good", "metrics-token-0123456789\n"), write("empty", "\n"), write("short", "shorttok\n")
+	t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+	_, cfg, ok := configOf(t, []string{"--metrics-token-file", good}, "")
+	if ok && cfg.MetricsToken != "metrics-token-0123456789" {
+		t.Errorf("metrics token %q, want the file's first line", cfg.MetricsToken)
+	}
+	configOf(t, []string{"--metrics-token-file", empty}, "the first line is empty")
+	configOf(t, []string{"--metrics-token-file", filepath.Join(dir, "missing")}, "--metrics-token-file")
+	if _, cfg, ok := configOf(t, []string{"--metrics-token-file", short}, ""); ok {
+		_, err := fleet.NewCoordinatorDaemon(cfg, zap.NewNop())
+		if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), "--metrics-token-file token is 8 bytes") || strings.Contains(err.Error(), "shorttok") {
+			t.Errorf("a short metrics token: %v, want a usage error naming --metrics-token-file without the token", err)
+		}
 	}
 }
 
@@ -94,6 +123,10 @@ func TestHistoryConfig(t *testing.T) {
 		{name: "postgres, password from a file", args: []string{"--history", pg, "--history-password-file", pwFile}, env: "from-env", target: pg, password: "from-file"},
 		{name: "a missing password file", args: []string{"--history", pg, "--history-password-file", pwFile + ".missing"}, usage: "--history-password-file"},
 		{name: "a password file without postgres", args: []string{"--history-password-file", pwFile}, usage: "needs a postgres://"},
+		// A password on the command line is seen by whoever lists processes: refused, and the
+		// refusal names where it goes instead, without repeating it.
+		{name: "a password in the URL", args: []string{"--history", "postgres://skillfleet:hunter2pw@db:5432/history"}, usage: "$SKILLFLEET_HISTORY_PASSWORD or a file named by --history-password-file"},
+		{name: "a password in the URL's query", args: []string{"--history", pg + "?sslmode=require&password=hunter2pw"}, usage: "$SKILLFLEET_HISTORY_PASSWORD or a file named by --history-password-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
@@ -155,6 +188,9 @@ func configOf(t *testing.T, args []string, usage string) (o options, cfg fleet.C
 	if usage != "" {
 		if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), usage) {
 			t.Fatalf("err = %v, want a usage error saying %q", err, usage)
+		}
+		if strings.Contains(err.Error(), "hunter2pw") {
+			t.Fatalf("the usage error repeats the password: %v", err)
 		}
 		return o, cfg, false
 	}

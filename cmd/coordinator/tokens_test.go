@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
+	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 )
 
@@ -22,7 +24,7 @@ func TestEmptyTokenIsAUsageError(t *testing.T) {
 		}
 		return p
 	}
-	empty, blank, two := write("empty", ""), write("blank", "\n  \n# no token yet\n"), write("two", "ci c1-secret\nops-secret\n")
+	empty, blank, two := write("empty", ""), write("blank", "\n  \n# no token yet\n"), write("two", "ci c1-secret-0123456789\nops-secret-0123456789\n")
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -34,9 +36,9 @@ func TestEmptyTokenIsAUsageError(t *testing.T) {
 		{"empty file", []string{"--token-file", empty}, nil, "--token-file " + empty + " holds no token", nil},
 		{"comments only", []string{"--token-file", blank}, nil, "holds no token", nil},
 		{"empty variable", nil, ptr(""), "$SKILLFLEET_TOKEN is set but empty", nil},
-		{"flag and file", []string{"--token", "x", "--token-file", two}, nil, "not both", nil},
-		{"several tokens", []string{"--token-file", two}, nil, "", []string{"c1-secret", "ops-secret"}},
-		{"variable", nil, ptr("v"), "", []string{"v"}},
+		{"flag and file", []string{"--token", "x-token-0123456789", "--token-file", two}, nil, "not both", nil},
+		{"several tokens", []string{"--token-file", two}, nil, "", []string{"c1-secret-0123456789", "ops-secret-0123456789"}},
+		{"variable", nil, ptr("v-token-0123456789"), "", []string{"v-token-0123456789"}},
 		{"none", nil, nil, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +92,7 @@ func TestViewerTokens(t *testing.T) {
 		}
 		return p
 	}
-	viewers, empty := write("viewers", "# read-only\nreader r-secret\nauditor a-secret\n"), write("empty", "\n")
+	viewers, empty := write("viewers", "# read-only\nreader r-secret-0123456789\nauditor a-secret-0123456789\n"), write("empty", "\n")
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -98,9 +100,9 @@ func TestViewerTokens(t *testing.T) {
 		names []string
 	}{
 		{"none", nil, "", nil},
-		{"two viewers", []string{"--token", "op", "--viewer-token-file", viewers}, "", []string{"reader", "auditor"}},
-		{"an empty file", []string{"--token", "op", "--viewer-token-file", empty}, "holds no token", nil},
-		{"a missing file", []string{"--token", "op", "--viewer-token-file", viewers + ".missing"}, "--viewer-token-file", nil},
+		{"two viewers", []string{"--token", "op-token-0123456789", "--viewer-token-file", viewers}, "", []string{"reader", "auditor"}},
+		{"an empty file", []string{"--token", "op-token-0123456789", "--viewer-token-file", empty}, "holds no token", nil},
+		{"a missing file", []string{"--token", "op-token-0123456789", "--viewer-token-file", viewers + ".missing"}, "--viewer-token-file", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_TOKEN", "")
@@ -124,12 +126,67 @@ func TestViewerTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if _, err := fleet.NewCoordinatorDaemon(cfg, zap.NewNop()); err != nil {
+				t.Fatalf("the coordinator refuses to start: %v", err)
+			}
 			var got []string
 			for _, tok := range cfg.Web.ViewerTokens {
 				got = append(got, tok.Name)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.names, ",") {
 				t.Errorf("viewer tokens %v, want %v", got, tc.names)
+			}
+		})
+	}
+}
+
+// TestShortTokensRefusedAtStart: an API or viewer token shorter than 16 bytes stops the
+// coordinator with a usage error naming the token, never showing it.
+func TestShortTokensRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	apiFile := write("api", "ci ci-token-0123456789\ndeploy shorttok1\n")
+	viewerFile := write("viewers", "reader shorttok2\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"a short --token", []string{"--token", "shorttok0"}, "", `API token "default" is 9 bytes`},
+		{"a short token in --token-file", []string{"--token-file", apiFile}, "", `API token "deploy" is 9 bytes`},
+		{"a short $SKILLFLEET_TOKEN", nil, "shorttok3", `API token "default" is 9 bytes`},
+		{"a short viewer token", []string{"--token", "op-token-0123456789", "--viewer-token-file", viewerFile}, "", `viewer token "reader" is 9 bytes`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_NATS_TOKEN", "")
+			t.Setenv("SKILLFLEET_TOKEN", tc.env)
+			if tc.env == "" {
+				os.Unsetenv("SKILLFLEET_TOKEN")
+			}
+			var o options
+			cmd := newCommand(&o)
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return resolveTokens(cmd, &o) }
+			cmd.SetArgs(tc.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = fleet.NewCoordinatorDaemon(cfg, zap.NewNop())
+			if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a usage error saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "shorttok") {
+				t.Errorf("the refusal shows the token: %v", err)
 			}
 		})
 	}

@@ -25,8 +25,10 @@ type options struct {
 	id          string
 	slots       int
 	metricsAddr string
-	cacheDir    string
-	sharedDir   string
+	// metricsTokenFile is --metrics-token-file.
+	metricsTokenFile string
+	cacheDir         string
+	sharedDir        string
 	// dirsGiven is whether --cache or --gateway-dir was on the command line.
 	dirsGiven      bool
 	image          string
@@ -68,6 +70,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.id, "id", host, "worker id: stable across restarts, so stray containers of a crashed worker are recognised")
 	f.IntVar(&o.slots, "slots", 2, "jobs run at once")
 	f.StringVar(&o.metricsAddr, "metrics", "127.0.0.1:9090", "address of /metrics and /healthz; empty disables")
+	f.StringVar(&o.metricsTokenFile, "metrics-token-file", "", "file whose first line is the bearer token /metrics asks of scrapers (at least 16 bytes); without it /metrics is open (/healthz stays open)")
 	f.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "skillfleet-bundles"), "bundle cache; must be a path the Docker engine can bind-mount")
 	f.StringVar(&o.sharedDir, "shared-dir", "", "a directory the workers using one Docker engine share (a node path): this worker keeps its bundle cache and gateway sockets in DIR/<id>, locked while it runs, and removes the directories of workers that are gone; replaces --cache and --gateway-dir")
 	f.StringVar(&o.image, "image", sandbox.DefaultImage, "sandbox image")
@@ -128,6 +131,10 @@ func (o options) config() (fleet.WorkerConfig, error) {
 	if err != nil {
 		return fleet.WorkerConfig{}, err
 	}
+	metricsToken, err := cmdutil.SecretFile("--metrics-token-file", o.metricsTokenFile)
+	if err != nil {
+		return fleet.WorkerConfig{}, err
+	}
 	var seccomp string
 	if o.seccomp != "" {
 		b, err := os.ReadFile(o.seccomp)
@@ -146,7 +153,7 @@ func (o options) config() (fleet.WorkerConfig, error) {
 	}
 	maxLimits := sandbox.Limits{MemoryBytes: o.maxMemory, NanoCPUs: int64(o.maxCPUs * 1e9), Pids: o.maxPids}
 	return fleet.WorkerConfig{
-		ID: o.id, Slots: o.slots, MetricsAddr: o.metricsAddr, CacheDir: o.cacheDir, SharedDir: o.sharedDir,
+		ID: o.id, Slots: o.slots, MetricsAddr: o.metricsAddr, MetricsToken: metricsToken, CacheDir: o.cacheDir, SharedDir: o.sharedDir,
 		DrainGrace: o.drainGrace,
 		Sandbox: fleet.SandboxConfig{
 			Runner: sandbox.Config{

@@ -93,6 +93,24 @@ func Token(flag, file, envVar string) (string, error) {
 	return os.Getenv(envVar), nil
 }
 
+// SecretFile reads the secret in the first line of file, for the flag named flag: "" when no
+// file is named. A file that cannot be read or whose first line is empty is a usage error.
+func SecretFile(flag, file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", Usage(fmt.Errorf("%s: %w", flag, err))
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimRight(line, "\r")
+	if line == "" {
+		return "", Usage(fmt.Errorf("%s %s: the first line is empty", flag, file))
+	}
+	return line, nil
+}
+
 // NATSFlags are the connection flags of every process that talks to NATS.
 type NATSFlags struct {
 	URL, Creds, NKey, Token, TokenFile, User, Password, TLSCA, TLSCert, TLSKey, InboxPrefix string

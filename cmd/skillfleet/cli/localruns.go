@@ -76,6 +76,9 @@ func openLocalHistory(ctx context.Context, target string) (*history.Store, error
 		}
 		target = path
 	}
+	if err := fleet.RefuseHistoryPassword(target, "$SKILLFLEET_HISTORY_PASSWORD"); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
 	pw := ""
 	if history.IsPostgres(target) {
 		pw = os.Getenv("SKILLFLEET_HISTORY_PASSWORD")

@@ -155,6 +155,9 @@ func defaultSuiteName(root string) string {
 // its directory cannot be made (a read-only home) the run goes on without history, said on
 // stderr; a history asked for by name must open.
 func localHistory(target string, e *env) (fleet.HistoryConfig, error) {
+	if err := fleet.RefuseHistoryPassword(target, "$SKILLFLEET_HISTORY_PASSWORD"); err != nil {
+		return fleet.HistoryConfig{}, usageErrorf("%v", err)
+	}
 	if target != "" {
 		pw := ""
 		if history.IsPostgres(target) {

@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// Cancellations tells the worker which runs were cancelled, so that their running jobs stop
+// instead of running on to their timeouts.
+type Cancellations interface {
+	// WatchCancelled calls fn with the id of each run cancelled from now on, until stop is
+	// called; fn must not block.
+	WatchCancelled(ctx context.Context, fn func(run string)) (stop func(), err error)
+}
+
+// errRunCancelled is the cause a job's context ends with when its run is cancelled.
+var errRunCancelled = errors.New("run cancelled")
+
+// rememberCancelled bounds how many cancelled runs a worker remembers, for jobs of theirs it
+// receives after the notice (delivered before the coordinator purged them).
+const rememberCancelled = 256
+
+// cancels holds the running jobs' contexts by run, and the runs cancelled lately.
+type cancels struct {
+	mu      sync.Mutex
+	running map[string]map[*context.CancelCauseFunc]struct{}
+	// cancelled are the runs cancelled lately, oldest first in order.
+	cancelled map[string]struct{}
+	order     []string
+}
+
+func newCancels() *cancels {
+	return &cancels{running: map[string]map[*context.CancelCauseFunc]struct{}{}, cancelled: map[string]struct{}{}}
+}
+
+// track returns a context for a job of run that ends with errRunCancelled when the run is
+// cancelled (at once, if it already was); done forgets the job.
+func (c *cancels) track(ctx context.Context, run string) (context.Context, func()) {
+	jctx, cancel := context.WithCancelCause(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cancelled[run]; ok {
+		cancel(errRunCancelled)
+		return jctx, func() { cancel(nil) }
+	}
+	jobs := c.running[run]
+	if jobs == nil {
+		jobs = map[*context.CancelCauseFunc]struct{}{}
+		c.running[run] = jobs
+	}
+	jobs[&cancel] = struct{}{}
+	return jctx, func() {
+		c.mu.Lock()
+		delete(jobs, &cancel)
+		if cur, ok := c.running[run]; ok && len(cur) == 0 {
+			delete(c.running, run)
+		}
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancel stops the running jobs of run and remembers it for jobs of it still to come.
+func (c *cancels) cancel(run string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for f := range c.running[run] {
+		(*f)(errRunCancelled)
+	}
+	delete(c.running, run)
+	if _, ok := c.cancelled[run]; ok {
+		return
+	}
+	if len(c.order) == rememberCancelled {
+		delete(c.cancelled, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.cancelled[run] = struct{}{}
+	c.order = append(c.order, run)
+}
+
+// runCancelled reports whether ctx, a job's context from track, ended because its run was
+// cancelled.
+func runCancelled(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), errRunCancelled)
+}
+
+// cancelledResult is the result of a job stopped because its run was cancelled: skipped, not
+// errored, as nothing went wrong with the job or the fleet.
+func cancelledResult(job *pb.Job) *pb.Result {
+	return &pb.Result{Verdict: pb.Verdict_VERDICT_SKIPPED, Reason: errRunCancelled.Error(), Kind: job.GetKind()}
+}
