@@ -280,6 +280,11 @@ func TestSubmitFollow(t *testing.T) {
 	if !strings.Contains(errOut, "run "+rep.Run+": 21 jobs") {
 		t.Errorf("stderr does not announce the run: %q", errOut)
 	}
+	// Submitted without --name, the run is named after its root, as test names its suite:
+	// unnamed runs no longer all share suite "" in the fleet's history.
+	if code, out, _ := run("runs", "show", "--coordinator", r.url, "--token", fleetToken, rep.Run); code != ExitOK || !strings.Contains(out, rep.Run+" "+filepath.Base(examples)) {
+		t.Errorf("runs show of an unnamed submission: exit %d\n%s\nwant the run named %q", code, out, filepath.Base(examples))
+	}
 	data, err := os.ReadFile(junit)
 	if err != nil {
 		t.Fatal(err)

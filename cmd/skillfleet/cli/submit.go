@@ -152,6 +152,11 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if name == "" {
+				// As test names its runs' suite: a run without a name would share suite "" in
+				// the fleet's history with every other unnamed run, whatever it tested.
+				name = defaultSuiteName(roots[0])
+			}
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Kinds: f.kinds, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
 				Limits: limits, MaxTokens: f.maxTokens, Baseline: string(p.Baseline),
@@ -188,7 +193,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 	cmd.Flags().BoolVar(&followRun, "follow", false, "wait for the run, showing progress, then print the report")
 	cmd.Flags().StringVar(&o.format, "format", o.format, "output format: text or json")
 	cmd.Flags().StringVar(&o.junit, "junit", "", "with --follow, also write the report as JUnit XML to this file")
-	cmd.Flags().StringVar(&name, "name", "", "a name for the run")
+	cmd.Flags().StringVar(&name, "name", "", "a name for the run, the suite its history keeps it under (default: the first ROOT's directory name)")
 	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "queue in the scheduled lane (behind on-demand runs), as nightly suites do")
 	cmd.Flags().DurationVar(&deadline, "deadline", 0, "cancel the run if it has not finished after this long (default: the coordinator's)")
 	return cmd
