@@ -43,6 +43,8 @@ type Server struct {
 	sessions  *sessions
 	anonymous bool
 	mux       *http.ServeMux
+	// heavy holds a token per heavy page being served (Config.MaxHeavy).
+	heavy chan struct{}
 }
 
 // New makes the viewer. Its tokens must be distinct: a secret that is both an operator's and
@@ -88,6 +90,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.CookieName == "" {
 		cfg.CookieName = sessionCookie
 	}
+	if cfg.MaxHeavy <= 0 {
+		cfg.MaxHeavy = 4
+	}
 	if len(cfg.Operators) == 0 && len(cfg.Viewers) > 0 && !cfg.ReadOnly {
 		return nil, errors.New("web: viewer tokens need operator tokens: without them the viewer serves loopback callers without a login, and a viewer token would protect nothing")
 	}
@@ -99,6 +104,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg: cfg, src: deps.Source, hist: deps.History, flaky: deps.Flaky, log: cfg.Log, pages: pages,
 		sessions:  newSessions(cfg.CookieName, cfg.SessionTTL, cfg.MaxSessions, cfg.Now, cfg.Random),
 		anonymous: len(cfg.Operators) == 0 && len(cfg.Viewers) == 0,
+		heavy:     make(chan struct{}, cfg.MaxHeavy),
 	}
 	s.mux = s.routes()
 	return s, nil
@@ -112,12 +118,12 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /logout", s.authed(s.logout))
 	mux.HandleFunc("GET /{$}", s.authed(s.runsPage))
 	mux.HandleFunc("GET /runs/{id}", s.authed(s.runPage))
-	mux.HandleFunc("GET /runs/{id}/cases", s.authed(s.casePage))
-	mux.HandleFunc("GET /runs/{id}/trajectory", s.authed(s.trajectoryFile))
-	mux.HandleFunc("GET /runs/{id}/report.html", s.authed(s.reportFile))
+	mux.HandleFunc("GET /runs/{id}/cases", s.authed(s.bounded(s.casePage)))
+	mux.HandleFunc("GET /runs/{id}/trajectory", s.authed(s.bounded(s.trajectoryFile)))
+	mux.HandleFunc("GET /runs/{id}/report.html", s.authed(s.bounded(s.reportFile)))
 	mux.HandleFunc("POST /runs/{id}/cancel", s.authed(s.cancel))
 	mux.HandleFunc("GET /skills/{name}", s.authed(s.skillPage))
-	mux.HandleFunc("GET /compare", s.authed(s.comparePage))
+	mux.HandleFunc("GET /compare", s.authed(s.bounded(s.comparePage)))
 	mux.HandleFunc("/", s.authed(func(w http.ResponseWriter, r *http.Request, v *visitor) {
 		s.fail(w, r, v, http.StatusNotFound, errors.New("there is no such page"))
 	}))
@@ -210,4 +216,20 @@ func lookupCode(err error) int {
 		return http.StatusNotFound
 	}
 	return http.StatusInternalServerError
+}
+
+// bounded serves h only while fewer than MaxHeavy heavy pages are being served; past that it
+// answers 503 at once, asking to come back shortly, rather than queue requests that each read
+// a run's results back.
+func (s *Server) bounded(h func(http.ResponseWriter, *http.Request, *visitor)) func(http.ResponseWriter, *http.Request, *visitor) {
+	return func(w http.ResponseWriter, r *http.Request, v *visitor) {
+		select {
+		case s.heavy <- struct{}{}:
+			defer func() { <-s.heavy }()
+			h(w, r, v)
+		default:
+			w.Header().Set("Retry-After", "2")
+			s.fail(w, r, v, http.StatusServiceUnavailable, errors.New("the viewer is serving as many heavy pages as it may at once; try again in a moment"))
+		}
+	}
 }

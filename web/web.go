@@ -76,6 +76,10 @@ type Config struct {
 	SessionTTL time.Duration
 	// MaxSessions bounds the sessions kept (0 = 10,000); past it the oldest go first.
 	MaxSessions int
+	// MaxHeavy bounds the heavy pages served at once (0 = 4): a case page, a trajectory, an
+	// HTML report or a comparison reads a run's results back, and a burst of them would take
+	// the coordinator's memory and CPU from the runs. Past it a request gets 503 at once.
+	MaxHeavy int
 	// SecureCookies marks the session cookie Secure even on a plain HTTP request (a proxy in
 	// front terminates TLS); a request that came over TLS gets a Secure cookie anyway.
 	SecureCookies bool
