@@ -58,3 +58,49 @@ func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
 		t.Errorf("admitted = %v, want 21 jobs each for alice, bob and anonymous", got)
 	}
 }
+
+// TestJobsPerPrincipalSurviveARestart: the run records who submitted it, so a restarted
+// coordinator counts the unfinished jobs against the same token: before, its counts started
+// from zero and a token could double its allowance by waiting for a restart.
+func TestJobsPerPrincipalSurviveARestart(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	dataDir := t.TempDir()
+	start := func() *Coordinator {
+		c, err := New(Config{DataDir: dataDir, MaxJobsPerPrincipal: 30}, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	s := suite.Load([]string{"../examples/skills"}, skill.Options{})
+	var bundle bytes.Buffer
+	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	c := start()
+	st, err := c.Submit(withPrincipal(context.Background(), "alice"), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GetSubmittedBy() != "alice" {
+		t.Errorf("submitted_by %q, want alice", st.GetSubmittedBy())
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c2 := start()
+	t.Cleanup(func() { _ = c2.Close(context.Background()) })
+	c2.mu.Lock()
+	got := c2.admitted["alice"]
+	c2.mu.Unlock()
+	if got != 21 {
+		t.Errorf("after a restart alice holds %d jobs, want the 21 of her unfinished run", got)
+	}
+	var pe *PlanError
+	if _, err := c2.Submit(withPrincipal(context.Background(), "alice"), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{}); !errors.As(err, &pe) {
+		t.Errorf("a second run of alice after a restart: %v, want refused over her limit", err)
+	}
+}

@@ -390,6 +390,12 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		}
 		st.JobKey = nil
 		r.status = st
+		// Its unfinished jobs count against its submitter's limit again, as before the
+		// restart (admitted then: never refused now).
+		r.principal, r.reserved = st.GetSubmittedBy(), max(int(st.GetTotalJobs()-st.GetDoneJobs()), 0)
+		c.mu.Lock()
+		c.admitted[r.principal] += r.reserved
+		c.mu.Unlock()
 		c.launch(r)
 	}
 	c.wg.Add(3)
@@ -548,6 +554,7 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	r.status = &pb.RunStatus{
 		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
 		TotalJobs: int32(len(r.plan.Jobs)), Cases: r.builder.Counts(), UpdatedAt: spec.CreatedAt,
+		SubmittedBy: principal,
 	}
 	if err := c.save(ctx, r.status, r.key); err != nil {
 		return nil, err

@@ -2343,7 +2343,10 @@ type RunStatus struct {
 	// The run's 32 random bytes from which every job's secret is derived (see Job.secret). It
 	// lives only in the run-state KV bucket, which worker credentials cannot read; the
 	// coordinator keeps it out of every API response and event.
-	JobKey        []byte `protobuf:"bytes,11,opt,name=job_key,json=jobKey,proto3" json:"job_key,omitempty"`
+	JobKey []byte `protobuf:"bytes,11,opt,name=job_key,json=jobKey,proto3" json:"job_key,omitempty"`
+	// The name of the token that submitted the run ("" anonymous), set at admission: its
+	// unfinished jobs count against that token's limit again after a coordinator restarts.
+	SubmittedBy   string `protobuf:"bytes,12,opt,name=submitted_by,json=submittedBy,proto3" json:"submitted_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2453,6 +2456,13 @@ func (x *RunStatus) GetJobKey() []byte {
 		return x.JobKey
 	}
 	return nil
+}
+
+func (x *RunStatus) GetSubmittedBy() string {
+	if x != nil {
+		return x.SubmittedBy
+	}
+	return ""
 }
 
 // Event is one item of a run's live event stream.
@@ -2778,7 +2788,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\xa6\x03\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xc9\x03\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -2794,7 +2804,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vfinished_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x17\n" +
-	"\ajob_key\x18\v \x01(\fR\x06jobKey\"\xcc\x01\n" +
+	"\ajob_key\x18\v \x01(\fR\x06jobKey\x12!\n" +
+	"\fsubmitted_by\x18\f \x01(\tR\vsubmittedBy\"\xcc\x01\n" +
 	"\x05Event\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +
