@@ -2,18 +2,14 @@ package fleet
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/skillfleet/skillfleet/agent/agenttest"
-	"github.com/skillfleet/skillfleet/config"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/worker"
@@ -51,30 +47,13 @@ func TestCommandAgentRunsTheCLIInTheSandboxThroughTheGateway(t *testing.T) {
 		return agenttest.Text("Selected DEV.", 40, 6)
 	})
 
-	cfgPath := filepath.Join(t.TempDir(), config.FileName)
-	doc, err := yaml.Marshal(map[string]any{"agents": []map[string]any{{
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	models := modelsFromConfig(t, map[string]any{"agents": []map[string]any{{
 		"name": "cli", "model": "cli-model", "base_url": srv.BaseURL(), "api_key_env": "CLI_UPSTREAM_KEY",
 		"max_tokens": 10000, "price": map[string]any{"prompt_per_mtok": 1, "completion_per_mtok": 2},
 		"command": []string{"python3", "-c", strings.TrimSpace(cliScript), "{{prompt}}"},
 		"env":     map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, diags := config.Load(cfgPath)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	models, err := BuildModels(ModelsConfig{GatewayDir: filepath.Join(t.TempDir(), "gateway")}, cfg, nil, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = models.Close() })
+	}}}, log)
 
 	runner := startRunner(t, "cmdagent", log)
 

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,10 +9,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/skillfleet/skillfleet/agent/agenttest"
-	"github.com/skillfleet/skillfleet/config"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/skill"
@@ -32,27 +29,11 @@ func TestPluginEvalCasesRun(t *testing.T) {
 	t.Setenv("PE_UPSTREAM_KEY", "sk-test-PE-51e0")
 	srv := agenttest.NewFunc(t, sameModel())
 
-	cfgPath := filepath.Join(t.TempDir(), config.FileName)
-	doc, err := yaml.Marshal(map[string]any{
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	models := modelsFromConfig(t, map[string]any{
 		"agents": []map[string]any{{"name": "builtin", "model": "agent-model", "base_url": srv.BaseURL(), "api_key_env": "PE_UPSTREAM_KEY", "max_turns": 6}},
 		"judge":  map[string]any{"model": "judge-model", "base_url": srv.BaseURL(), "api_key_env": "PE_UPSTREAM_KEY"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, diags := config.Load(cfgPath)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	models, err := BuildModels(ModelsConfig{GatewayDir: filepath.Join(t.TempDir(), "gateway")}, cfg, nil, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = models.Close() })
+	}, log)
 
 	s := suite.Load([]string{filepath.Join("..", "suite", "testdata", "plugineval", "good")}, skill.Options{})
 	if s.Diagnostics.HasErrors() {

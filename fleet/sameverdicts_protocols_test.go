@@ -13,11 +13,9 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 	"github.com/skillfleet/skillfleet/agent/agenttest/standin"
-	"github.com/skillfleet/skillfleet/config"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -127,7 +125,8 @@ func TestSameVerdictsThroughEveryProtocol(t *testing.T) {
 			"base_url":   map[string]string{"openai": srv.BaseURL(), "anthropic": srv.URL, "gemini": srv.URL}[api],
 			"skills_dir": dir, "command": append(append([]string{standinMount + "/" + bin}, flags...), "{{prompt}}"), "env": env}
 	}
-	doc, err := yaml.Marshal(map[string]any{
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	models := modelsFromConfig(t, map[string]any{
 		"agents": []map[string]any{
 			{"name": "builtin", "model": "agent-model", "base_url": srv.BaseURL(), "api_key_env": "SAME_UPSTREAM_KEY", "max_turns": 6},
 			// The built-in agent natively on each provider's protocol.
@@ -141,24 +140,7 @@ func TestSameVerdictsThroughEveryProtocol(t *testing.T) {
 				map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "CODEX_API_KEY": "{{token}}"}),
 		},
 		"judge": map[string]any{"model": "judge-model", "base_url": srv.BaseURL(), "api_key_env": "SAME_UPSTREAM_KEY"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(t.TempDir(), config.FileName)
-	if err := os.WriteFile(cfgPath, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, diags := config.Load(cfgPath)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	models, err := BuildModels(ModelsConfig{GatewayDir: filepath.Join(t.TempDir(), "gateway")}, cfg, nil, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = models.Close() })
+	}, log)
 	for _, name := range []string{"claude", "gemini", "codex"} {
 		spec := models.Agents[name]
 		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: bins, Target: standinMount})

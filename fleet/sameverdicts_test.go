@@ -15,11 +15,9 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 	"github.com/skillfleet/skillfleet/atif"
-	"github.com/skillfleet/skillfleet/config"
 	"github.com/skillfleet/skillfleet/coordinator"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
@@ -265,8 +263,8 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 	t.Setenv("SAME_UPSTREAM_KEY", "sk-test-SAME-51e0")
 	srv := agenttest.NewFunc(t, sameModel())
 
-	cfgPath := filepath.Join(t.TempDir(), config.FileName)
-	doc, err := yaml.Marshal(map[string]any{
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	models := modelsFromConfig(t, map[string]any{
 		"agents": []map[string]any{
 			{"name": "builtin", "model": "agent-model", "base_url": srv.BaseURL(), "api_key_env": "SAME_UPSTREAM_KEY", "max_turns": 6},
 			{"name": "cli", "model": "cli-model", "base_url": srv.BaseURL(), "api_key_env": "SAME_UPSTREAM_KEY",
@@ -274,23 +272,7 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 				"env":     map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"}},
 		},
 		"judge": map[string]any{"model": "judge-model", "base_url": srv.BaseURL(), "api_key_env": "SAME_UPSTREAM_KEY"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, diags := config.Load(cfgPath)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	models, err := BuildModels(ModelsConfig{GatewayDir: filepath.Join(t.TempDir(), "gateway")}, cfg, nil, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = models.Close() })
+	}, log)
 	if !slices.Equal(models.Names, []string{"builtin", "cli"}) {
 		t.Fatalf("agents %v, want builtin and cli", models.Names)
 	}
