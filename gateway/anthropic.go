@@ -334,13 +334,9 @@ func anthropicFetched(obj map[string]any) string {
 
 // anthropicRequest is a parsed Messages (or count_tokens) request.
 type anthropicRequest struct {
-	params    map[string]json.RawMessage
-	count     bool
-	stream    bool
-	maxOutput int64
-	model     string
-	tools     int
-	removed   []string
+	requestInfo
+	params map[string]json.RawMessage
+	count  bool
 }
 
 func (anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
@@ -392,12 +388,6 @@ func (anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 	}
 	return p, nil
 }
-
-func (p *anthropicRequest) Model() string     { return p.model }
-func (p *anthropicRequest) Stream() bool      { return p.stream }
-func (p *anthropicRequest) MaxOutput() int64  { return p.maxOutput }
-func (p *anthropicRequest) Tools() int        { return p.tools }
-func (p *anthropicRequest) Removed() []string { return p.removed }
 
 // Build is the body sent upstream: the checked fields, the configured model, metadata
 // reduced to user_id, and max_tokens, which the Messages API requires: maxOutput when the

@@ -454,16 +454,12 @@ func geminiTools(raw json.RawMessage) (kept json.RawMessage, n int, removed []st
 // geminiRequest is a parsed generateContent or countTokens request, its field names in
 // lowerCamelCase.
 type geminiRequest struct {
+	// requestInfo's model is the model the path named; stream, that the path asked for one.
+	requestInfo
 	params map[string]json.RawMessage
-	// model is the model the path named; stream, that the path asked for a stream.
-	model  string
-	stream bool
 	// count: a countTokens request, whose generateContentRequest (if any) is inner.
-	count     bool
-	inner     *geminiRequest
-	maxOutput int64
-	tools     int
-	removed   []string
+	count bool
+	inner *geminiRequest
 }
 
 func (gemini) Parse(rt Route, body []byte) (Request, *Refusal) {
@@ -529,7 +525,7 @@ func parseGeminiCount(rt Route, params map[string]json.RawMessage) (*geminiReque
 	if ref := checkFields(params, geminiCountFields, nil, []string{"model"}); ref != nil {
 		return nil, ref
 	}
-	p := &geminiRequest{params: params, model: rt.Model, count: true}
+	p := &geminiRequest{requestInfo: requestInfo{model: rt.Model}, params: params, count: true}
 	raw, ok := params["generateContentRequest"]
 	if !ok {
 		if _, ok := params["contents"]; !ok {
@@ -550,12 +546,6 @@ func parseGeminiCount(rt Route, params map[string]json.RawMessage) (*geminiReque
 	p.inner = in
 	return p, nil
 }
-
-func (p *geminiRequest) Model() string     { return p.model }
-func (p *geminiRequest) Stream() bool      { return p.stream }
-func (p *geminiRequest) MaxOutput() int64  { return p.maxOutput }
-func (p *geminiRequest) Tools() int        { return p.tools }
-func (p *geminiRequest) Removed() []string { return p.removed }
 
 // Build is the upstream body: the checked fields, spelled in lowerCamelCase, and maxOutput as
 // generationConfig.maxOutputTokens. The configured model goes in the path (Upstream), except

@@ -41,16 +41,13 @@ var chatFields = map[string]fieldCheck{
 
 // chatRequest is a parsed Chat Completions request.
 type chatRequest struct {
+	requestInfo
 	params map[string]json.RawMessage
-	stream bool
 	// clientWantsUsage: the CLI asked for the usage chunk itself, so it is passed on.
 	clientWantsUsage bool
-	// maxOutput is the output the client asked for (0: none) under maxOutputField.
-	maxOutput      int64
+	// maxOutputField is where the client's max output (maxOutput) came, and where the
+	// gateway's goes.
 	maxOutputField string
-	model          string
-	removed        []string
-	tools          int
 	serviceTier    string
 }
 
@@ -90,12 +87,6 @@ func parseChat(body []byte, chatMaxField, serviceTier string) (*chatRequest, *Re
 	}
 	return p, nil
 }
-
-func (p *chatRequest) Model() string     { return p.model }
-func (p *chatRequest) Stream() bool      { return p.stream }
-func (p *chatRequest) MaxOutput() int64  { return p.maxOutput }
-func (p *chatRequest) Tools() int        { return p.tools }
-func (p *chatRequest) Removed() []string { return p.removed }
 
 // Build is the body sent upstream: the checked fields, the configured model, maxOutput under
 // the request's field, the configured service tier, and for a stream the usage chunk asked

@@ -67,12 +67,8 @@ func isInclude(name string, raw json.RawMessage) error {
 
 // responsesRequest is a parsed Responses API request (or a compaction of one).
 type responsesRequest struct {
+	requestInfo
 	params      map[string]json.RawMessage
-	stream      bool
-	maxOutput   int64
-	model       string
-	removed     []string
-	tools       int
 	compact     bool
 	serviceTier string
 }
@@ -94,12 +90,6 @@ func parseResponses(body []byte, compact bool, serviceTier string) (*responsesRe
 	}
 	return p, nil
 }
-
-func (p *responsesRequest) Model() string     { return p.model }
-func (p *responsesRequest) Stream() bool      { return p.stream }
-func (p *responsesRequest) MaxOutput() int64  { return p.maxOutput }
-func (p *responsesRequest) Tools() int        { return p.tools }
-func (p *responsesRequest) Removed() []string { return p.removed }
 
 // Build is the body sent upstream: the checked fields, the configured model, store: false
 // and maxOutput as max_output_tokens. A compaction carries no store flag or max output: the

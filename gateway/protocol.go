@@ -175,3 +175,18 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return r.Msg }
+
+// requestInfo is what every protocol's Request reports alike; each request type embeds it.
+type requestInfo struct {
+	model     string
+	stream    bool
+	maxOutput int64
+	tools     int
+	removed   []string
+}
+
+func (r *requestInfo) Model() string     { return r.model }
+func (r *requestInfo) Stream() bool      { return r.stream }
+func (r *requestInfo) MaxOutput() int64  { return r.maxOutput }
+func (r *requestInfo) Tools() int        { return r.tools }
+func (r *requestInfo) Removed() []string { return r.removed }
