@@ -64,8 +64,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 			drop := false
 			if name, ok := bytes.CutPrefix(line, []byte("event:")); ok {
 				event = string(bytes.TrimSpace(name))
-				// An event line is held until its data says whether the event is dropped.
-				held = append(held[:0], line)
+				// An event line is held until its data says whether the event is dropped. It is
+				// copied: ReadSlice's line is the reader's buffer, which the next read reuses.
+				held = append(held[:0], bytes.Clone(line))
 				continue
 			}
 			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {

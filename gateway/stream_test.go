@@ -265,3 +265,35 @@ func TestGatewayResponsesAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayRelaysNamedEventsIntact: a stream of named events (Responses, Anthropic) is
+// passed on byte for byte, however its lines fall across the relay's read buffer: an event
+// line is held until its data line is read, and must not be overwritten by that read.
+func TestGatewayRelaysNamedEventsIntact(t *testing.T) {
+	var sse strings.Builder
+	for i := 0; sse.Len() < 1<<20; i++ {
+		delta := strings.Repeat("x", 40+i%97)
+		fmt.Fprintf(&sse, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":%q}\n\n", delta)
+	}
+	sse.WriteString("event: response.completed\ndata: " +
+		`{"type":"response.completed","response":{"model":"m","output":[],"usage":{"input_tokens":5,"output_tokens":9}}}` + "\n\n")
+	want := sse.String()
+	up := newCaptureUpstream(t, func(string) (string, string) { return "text/event-stream", want })
+	f := serveGateway(t, up.URL+"/v1", nil)
+	s, err := f.g.Open("job", Budget{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, http.MethodPost, "/v1/responses", s.Token(), `{"input":"hi","stream":true}`)
+	if r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body[:min(len(r.Body), 200)])
+	}
+	if r.Body != want {
+		i := 0
+		for i < len(want) && i < len(r.Body) && want[i] == r.Body[i] {
+			i++
+		}
+		t.Fatalf("the relayed stream differs from the upstream's at byte %d of %d: got %q, want %q",
+			i, len(want), r.Body[i:min(i+60, len(r.Body))], want[i:min(i+60, len(want))])
+	}
+}
