@@ -230,7 +230,7 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		if ans.Stop == StopRefusal || ans.Stop == StopSafety {
 			// The provider's refusal or safety stop is no answer to judge: the case errors
 			// with its reason, whatever text came with it.
-			step.Extra = map[string]any{"stop_reason": ans.StopDetail}
+			step.Extra = map[string]any{atif.ExtraStopReason: ans.StopDetail}
 			return fail("error", fmt.Errorf("%w (turn %d): %s %q", ErrModelRefused, tr.Turns, ans.Stop, ans.StopDetail))
 		}
 		if len(ans.Calls) == 0 {

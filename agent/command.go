@@ -50,10 +50,9 @@ type GatewaySession interface {
 	// Turns is how many model calls of the CLI's main loop got an answer.
 	Turns() int
 	Activations() []activation.Activation
-	// Trajectory is the run in ATIF, as the gateway recorded it.
-	Trajectory() *atif.Trajectory
-	// ToolCallsComplete says the trajectory holds every tool call the model asked for.
-	ToolCallsComplete() bool
+	// Record is the run in ATIF, as the gateway recorded it, and whether it holds every tool
+	// call the model asked for.
+	Record() (t *atif.Trajectory, complete bool)
 	// BudgetExhausted says the gateway refused a request for the job's token budget.
 	BudgetExhausted() bool
 	Close()
@@ -191,13 +190,12 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		for _, a := range tr.Activations {
 			tr.Activated = append(tr.Activated, a.Skill)
 		}
-		tr.Trajectory = sess.Trajectory()
+		tr.Trajectory, tr.ToolsSeen = sess.Record()
 		// The calls the model asked for, as the gateway saw them: complete only when every
 		// request matched a step of one conversation, no message was skipped and no answer
 		// was cut (a CLI that compacts its history or runs sub-agents leaves calls out of
 		// sight, and an incomplete list could pass tool_not_called).
 		tr.ToolCalls = toolCallsOf(tr.Trajectory)
-		tr.ToolsSeen = sess.ToolCallsComplete()
 	}
 	switch {
 	case res.TimedOut || ctx.Err() != nil:
@@ -294,7 +292,7 @@ func refusalOf(t *atif.Trajectory) string {
 	}
 	for i := len(t.Steps) - 1; i >= 0; i-- {
 		if t.Steps[i].Source == atif.SourceAgent {
-			s, _ := t.Steps[i].Extra["stop_reason"].(string)
+			s, _ := t.Steps[i].Extra[atif.ExtraStopReason].(string)
 			return s
 		}
 	}

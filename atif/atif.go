@@ -19,6 +19,11 @@ import (
 // SchemaVersion is the version this package writes.
 const SchemaVersion = "ATIF-v1.7"
 
+// ExtraStopReason is the key of a step's extra that names why the model stopped when it was no
+// answer (a refusal or a safety stop): what reads a trajectory must not take that step's
+// message for the agent's answer.
+const ExtraStopReason = "stop_reason"
+
 // The step sources.
 const (
 	SourceSystem = "system"

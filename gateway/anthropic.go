@@ -18,6 +18,8 @@ type anthropic struct{}
 
 func (anthropic) Name() string { return APIAnthropic }
 
+func (anthropic) Paths() string { return "POST /v1/messages and /v1/messages/count_tokens" }
+
 // The operations of the Messages API. A route's Op carries "?beta=true" when the client sent
 // it (the SDKs' beta namespace), so that Upstream, which does not see the request's URL,
 // keeps it.

@@ -237,15 +237,7 @@ func (g *Gateway) route(r *http.Request) (Protocol, Route, bool) {
 }
 
 // paths says what the gateway serves, for a 404's message.
-func (g *Gateway) paths() string {
-	switch g.api.Name() {
-	case APIAnthropic:
-		return "POST /v1/messages and /v1/messages/count_tokens"
-	case APIGemini:
-		return "POST /v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens"
-	}
-	return "POST /v1/chat/completions, /v1/responses, /v1/responses/compact and GET /v1/models"
-}
+func (g *Gateway) paths() string { return g.api.Paths() }
 
 // serve serves one request; only, when set, is the one session whose token the socket takes.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, only *Session) {

@@ -19,6 +19,10 @@ type gemini struct{}
 
 func (gemini) Name() string { return APIGemini }
 
+func (gemini) Paths() string {
+	return "POST /v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens"
+}
+
 // geminiMethods are the methods served, by the name the path gives them.
 var geminiMethods = map[string]Route{
 	"generateContent":       {Op: "generateContent", Kind: Generate},

@@ -22,6 +22,10 @@ type openAI struct {
 
 func (openAI) Name() string { return APIOpenAI }
 
+func (openAI) Paths() string {
+	return "POST /v1/chat/completions, /v1/responses, /v1/responses/compact and GET /v1/models"
+}
+
 // openAIRoutes are the paths served, without the optional /v1 prefix.
 var openAIRoutes = map[string]Route{
 	"/chat/completions":  {Op: "chat", Kind: Generate},

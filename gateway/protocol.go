@@ -15,6 +15,8 @@ import (
 type Protocol interface {
 	// Name is the protocol's name in an agent's config (api: openai | anthropic | gemini).
 	Name() string
+	// Paths says what the protocol serves, for the message of a request the gateway does not.
+	Paths() string
 	// Route says which of the protocol's operations a request is; ok is false when its path
 	// is not one of this protocol's.
 	Route(r *http.Request) (rt Route, ok bool)

@@ -38,7 +38,7 @@ const (
 	extraIncomplete = "incomplete"            // an answer cut at a cap (on its step)
 	extraRemoved    = "removed_hosted_tools"  // hosted tools the gateway took out of requests
 	extraSide       = "side_requests"         // a CLI's side queries and token counts, not turns
-	extraStop       = "stop_reason"           // a refusal or safety stop (on its step)
+	extraStop       = atif.ExtraStopReason    // a refusal or safety stop (on its step)
 	extraAPI        = "api"                   // the protocol the CLI spoke
 	extraCacheWrite = "cache_creation_tokens" // prompt tokens the provider's cache stored (on a step)
 )
@@ -95,6 +95,13 @@ func (s *Session) recordAnswer(seq int, tools bool, u Tokens, ans *Turn) {
 		ans.bound()
 		s.traj.answer = ans
 	}
+}
+
+// Record is the session's trajectory (see Trajectory), built once, and whether it holds every
+// call the model asked for (see ToolCallsComplete).
+func (s *Session) Record() (*atif.Trajectory, bool) {
+	t := s.Trajectory()
+	return t, complete(t)
 }
 
 // ToolCallsComplete reports whether the trajectory holds every call the model asked for: one
