@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/skillfleet/skillfleet/agent/agenttest"
 	"github.com/skillfleet/skillfleet/agent/agenttest/standin"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/sandbox"
 	"github.com/skillfleet/skillfleet/worker"
 )
@@ -152,53 +150,7 @@ func TestSameVerdictsThroughEveryProtocol(t *testing.T) {
 	f := startFleet(t, exec, 1, nil)
 	rep := runToEnd(t, f, sameBundle(t), &pb.RunSpec{Agents: models.Names})
 
-	type want struct {
-		status  string
-		failing []string
-	}
-	wants := map[string]want{
-		"release-notes/notes-written":          {report.StatusPassed, nil},
-		"release-notes/lint-skill-read-too":    {report.StatusFailed, []string{"skill_not_activated"}},
-		"release-notes/no-file-writes":         {report.StatusFailed, []string{"tool_not_called", "max_turns"}},
-		"release-notes/notes-after-rate-limit": {report.StatusPassed, nil},
-		"changelog-lint/eval-1":                {report.StatusPassed, nil},
-	}
-	got := map[string]map[string]report.Case{}
-	for _, c := range rep.Cases {
-		key := c.Skill + "/" + c.Case
-		if got[key] == nil {
-			got[key] = map[string]report.Case{}
-		}
-		got[key][c.Agent] = c
-	}
-	for key, w := range wants {
-		base := got[key]["builtin"]
-		for _, a := range models.Names {
-			c, ok := got[key][a]
-			if !ok {
-				t.Errorf("%s: no row for agent %s", key, a)
-				continue
-			}
-			var failing []string
-			for _, as := range c.Assertions {
-				if !as.Passed || as.Errored {
-					failing = append(failing, as.Type)
-				}
-			}
-			if c.Status != w.status || !slices.Equal(failing, w.failing) {
-				t.Errorf("%s with %s: %s failing %v, want %s failing %v%s", key, a, c.Status, failing, w.status, w.failing, evidence(c))
-			}
-			if len(c.Assertions) != len(base.Assertions) {
-				t.Errorf("%s: builtin has %d assertion results, %s %d", key, len(base.Assertions), a, len(c.Assertions))
-				continue
-			}
-			for i := range c.Assertions {
-				if c.Assertions[i] != base.Assertions[i] {
-					t.Errorf("%s assertion %d: builtin %+v, %s %+v", key, i, base.Assertions[i], a, c.Assertions[i])
-				}
-			}
-		}
-	}
+	wants := checkSameVerdicts(t, rep, models.Names)
 	checkTrajectories(t, f.Coordinator, rep.Run, wants, models.Names)
 
 	// The key stayed in the worker: every request reached the upstream with it, none with a

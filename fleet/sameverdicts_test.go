@@ -282,68 +282,7 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 	f := startFleet(t, exec, 1, nil)
 	rep := runToEnd(t, f, sameBundle(t), &pb.RunSpec{Agents: models.Names})
 
-	// case → its verdict and the assertions that fail, the same for both agents.
-	type want struct {
-		status  string
-		failing []string
-	}
-	wants := map[string]want{
-		"release-notes/notes-written":       {report.StatusPassed, nil},
-		"release-notes/lint-skill-read-too": {report.StatusFailed, []string{"skill_not_activated"}},
-		"release-notes/no-file-writes":      {report.StatusFailed, []string{"tool_not_called", "max_turns"}},
-		// One rate-limited request, retried, is not a turn: the built-in agent's client retries
-		// within its turn, and an agent CLI's retry must not count as another.
-		"release-notes/notes-after-rate-limit": {report.StatusPassed, nil},
-		"changelog-lint/eval-1":                {report.StatusPassed, nil},
-	}
-	got := map[string]map[string]report.Case{} // case → agent → row
-	for _, c := range rep.Cases {
-		key := c.Skill + "/" + c.Case
-		if got[key] == nil {
-			got[key] = map[string]report.Case{}
-		}
-		got[key][c.Agent] = c
-	}
-	if len(got) != len(wants) {
-		t.Errorf("cases %v, want %d", keys(got), len(wants))
-	}
-	for key, w := range wants {
-		rows := got[key]
-		for _, a := range models.Names {
-			c, ok := rows[a]
-			if !ok {
-				t.Errorf("%s: no row for agent %s", key, a)
-				continue
-			}
-			t.Logf("%-36s %-8s %s", key, a, c.Status)
-			var failing []string
-			for _, as := range c.Assertions {
-				if !as.Passed || as.Errored {
-					failing = append(failing, as.Type)
-				}
-			}
-			if c.Status != w.status || !slices.Equal(failing, w.failing) {
-				t.Errorf("%s with %s: %s failing %v, want %s failing %v%s", key, a, c.Status, failing, w.status, w.failing, evidence(c))
-			}
-		}
-		// Assertion by assertion, not only the verdict: the agents must be judged alike.
-		b, cl := rows["builtin"], rows["cli"]
-		if b.Status != cl.Status {
-			t.Errorf("%s: builtin %s, cli %s", key, b.Status, cl.Status)
-		}
-		if len(b.Assertions) != len(cl.Assertions) {
-			t.Errorf("%s: builtin has %d assertion results, cli %d", key, len(b.Assertions), len(cl.Assertions))
-			continue
-		}
-		for i := range b.Assertions {
-			// The messages too: both agents made the same calls, so the evidence must read alike.
-			if b.Assertions[i] != cl.Assertions[i] {
-				t.Errorf("%s assertion %d: builtin %s passed=%v (%s), cli %s passed=%v (%s)", key, i,
-					b.Assertions[i].Type, b.Assertions[i].Passed, b.Assertions[i].Message,
-					cl.Assertions[i].Type, cl.Assertions[i].Passed, cl.Assertions[i].Message)
-			}
-		}
-	}
+	wants := checkSameVerdicts(t, rep, models.Names)
 
 	// The rate limit happened: each agent's conversation was refused once and sent again.
 	limited := map[any]int{}
@@ -380,6 +319,76 @@ func TestSameVerdictsThroughBothAgents(t *testing.T) {
 
 	checkTrajectories(t, f.Coordinator, rep.Run, wants, models.Names)
 	checkWorkspace(t, f.Coordinator, rep.Run, models.Names)
+}
+
+// sameWant is a case's verdict and the assertions that fail in it, for every agent.
+type sameWant struct {
+	status  string
+	failing []string
+}
+
+// checkSameVerdicts checks a run of sameSuite: every case has a row per agent with the
+// expected verdict and failing assertions, and every agent's assertion results equal the
+// first agent's, evidence included (the agents made the same calls). It returns the cases.
+func checkSameVerdicts(t *testing.T, rep report.Report, agents []string) map[string]sameWant {
+	t.Helper()
+	wants := map[string]sameWant{
+		"release-notes/notes-written":       {report.StatusPassed, nil},
+		"release-notes/lint-skill-read-too": {report.StatusFailed, []string{"skill_not_activated"}},
+		"release-notes/no-file-writes":      {report.StatusFailed, []string{"tool_not_called", "max_turns"}},
+		// One rate-limited request, retried, is not a turn: the built-in agent's client retries
+		// within its turn, and an agent CLI's retry must not count as another.
+		"release-notes/notes-after-rate-limit": {report.StatusPassed, nil},
+		"changelog-lint/eval-1":                {report.StatusPassed, nil},
+	}
+	got := map[string]map[string]report.Case{} // case → agent → row
+	for _, c := range rep.Cases {
+		key := c.Skill + "/" + c.Case
+		if got[key] == nil {
+			got[key] = map[string]report.Case{}
+		}
+		got[key][c.Agent] = c
+	}
+	if len(got) != len(wants) {
+		t.Errorf("cases %v, want %d", keys(got), len(wants))
+	}
+	for key, w := range wants {
+		base, ok := got[key][agents[0]]
+		if !ok {
+			t.Errorf("%s: no row for agent %s", key, agents[0])
+			continue
+		}
+		for _, a := range agents {
+			c, ok := got[key][a]
+			if !ok {
+				t.Errorf("%s: no row for agent %s", key, a)
+				continue
+			}
+			t.Logf("%-36s %-18s %s", key, a, c.Status)
+			var failing []string
+			for _, as := range c.Assertions {
+				if !as.Passed || as.Errored {
+					failing = append(failing, as.Type)
+				}
+			}
+			if c.Status != w.status || !slices.Equal(failing, w.failing) {
+				t.Errorf("%s with %s: %s failing %v, want %s failing %v%s", key, a, c.Status, failing, w.status, w.failing, evidence(c))
+			}
+			// Assertion by assertion, not only the verdict: the agents must be judged alike.
+			if len(c.Assertions) != len(base.Assertions) {
+				t.Errorf("%s: %s has %d assertion results, %s %d", key, agents[0], len(base.Assertions), a, len(c.Assertions))
+				continue
+			}
+			for i := range c.Assertions {
+				if c.Assertions[i] != base.Assertions[i] {
+					t.Errorf("%s assertion %d: %s %s passed=%v (%s), %s %s passed=%v (%s)", key, i,
+						agents[0], base.Assertions[i].Type, base.Assertions[i].Passed, base.Assertions[i].Message,
+						a, c.Assertions[i].Type, c.Assertions[i].Passed, c.Assertions[i].Message)
+				}
+			}
+		}
+	}
+	return wants
 }
 
 func keys[V any](m map[string]V) []string {
