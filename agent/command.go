@@ -16,6 +16,7 @@ import (
 	"github.com/skillfleet/skillfleet/activation"
 	"github.com/skillfleet/skillfleet/atif"
 	"github.com/skillfleet/skillfleet/internal/text"
+	"github.com/skillfleet/skillfleet/sandbox"
 )
 
 // forwarderScript is the in-sandbox forwarder from 127.0.0.1:PORT to the gateway's socket.
@@ -125,7 +126,7 @@ func NewCommand(cfg CommandConfig) (*Command, error) {
 	if cfg.GatewayDir == "" {
 		cfg.GatewayDir = DefaultGatewayDir
 	}
-	if cfg.SkillsDir != "" && !validSkillsDir(cfg.SkillsDir) {
+	if cfg.SkillsDir != "" && !sandbox.InWritableTree(cfg.SkillsDir) {
 		return nil, fmt.Errorf("agent: command: skills_dir %q must be a clean absolute path under /work, /tmp or /home/sandbox", cfg.SkillsDir)
 	}
 	if cfg.ForwardPort == 0 {
@@ -222,21 +223,6 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	}
 	tr.Stop = "final"
 	return output, tr, nil
-}
-
-// skillsWritable are the sandbox's writable trees a skills_dir may lie in.
-var skillsWritable = []string{"/work/", "/tmp/", "/home/sandbox/"}
-
-func validSkillsDir(dir string) bool {
-	if path.Clean(dir) != dir || strings.ContainsAny(dir, "\x00\n") {
-		return false
-	}
-	for _, w := range skillsWritable {
-		if strings.HasPrefix(dir, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // placeSkillsScript copies skill directories into the CLI's skills directory and takes their

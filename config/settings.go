@@ -21,6 +21,7 @@ import (
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/sandbox"
 )
 
 // FileName is the suite configuration file, looked for at the root of a suite.
@@ -354,26 +355,12 @@ func checkAPI(a Agent, lineOf func(key string) int, errAt func(int, string, stri
 		case a.Command == nil:
 			diags = append(diags, errAt(lineOf("skills_dir"), "config.agents.skills_dir",
 				"agent %q has skills_dir but no command: it is where an agent CLI's own loader finds the skills", a.Name)...)
-		case !validSkillsDir(a.SkillsDir):
+		case !sandbox.InWritableTree(a.SkillsDir):
 			diags = append(diags, errAt(lineOf("skills_dir"), "config.agents.skills_dir",
 				"agent %q: skills_dir %q must be a clean absolute path under /work, /tmp or /home/sandbox (the sandbox's writable trees), e.g. /work/.claude/skills", a.Name, a.SkillsDir)...)
 		}
 	}
 	return diags
-}
-
-// validSkillsDir is agent.Command's rule, repeated so that a bad path is a diagnostic at load
-// time: a clean absolute path inside one of the sandbox's writable trees.
-func validSkillsDir(dir string) bool {
-	if filepath.ToSlash(filepath.Clean(dir)) != dir || strings.ContainsAny(dir, "\x00\n") {
-		return false
-	}
-	for _, w := range []string{"/work/", "/tmp/", "/home/sandbox/"} {
-		if strings.HasPrefix(dir, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkRateLimit checks a rate_limit: counts within bounds, and only where something paces to

@@ -22,6 +22,21 @@ const (
 	tmpDir      = "/tmp"
 )
 
+// InWritableTree says p is a clean absolute path strictly inside one of the sandbox's writable
+// trees (its work directory, /tmp, the sandbox user's HOME): where something a job runs may
+// be given a directory to write, such as an agent CLI's skills directory.
+func InWritableTree(p string) bool {
+	if path.Clean(p) != p || strings.ContainsRune(p, 0) || strings.ContainsRune(p, '\n') {
+		return false
+	}
+	for _, w := range []string{workDir, tmpDir, homeDir} {
+		if strings.HasPrefix(p, w+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // Labels on every sandbox container. The reaper selects on LabelSandbox and decides with the
 // rest; they are also what an operator filters on: docker ps -a --filter label=skillfleet.sandbox.
 const (

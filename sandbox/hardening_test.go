@@ -301,3 +301,28 @@ func TestSeccompProfile(t *testing.T) {
 		t.Fatalf("touch: exit %d %s", res.ExitCode, res.Stderr)
 	}
 }
+
+func TestInWritableTree(t *testing.T) {
+	for _, tc := range []struct {
+		p    string
+		want bool
+	}{
+		{"/work/.claude/skills", true},
+		{"/tmp/skills", true},
+		{"/home/sandbox/.gemini/skills", true},
+		{"/work", false},               // the tree itself, not a directory in it
+		{"/workshop/skills", false},    // a prefix of the name is not the tree
+		{"/work/../etc/skills", false}, // not clean
+		{"/work/a/", false},            // not clean
+		{"work/skills", false},         // not absolute
+		{"/etc/skills", false},         // read-only root
+		{"/skills/x", false},           // the bundle's read-only mount
+		{"/home/sandboxed/x", false},   // another home
+		{"/work/a\x00b", false},        // NUL
+		{"/work/a\nb", false},          // newline
+	} {
+		if got := InWritableTree(tc.p); got != tc.want {
+			t.Errorf("InWritableTree(%q) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
