@@ -27,6 +27,26 @@ const MaxTurns = 8
 // not an answer, so not 0, and told apart from other failures (1).
 const ExitRefused = 2
 
+// ErrRefused marks the model's refusal; Main exits with ExitRefused on it.
+var ErrRefused = errors.New("the model refused")
+
+// RunFunc is a stand-in's whole program, with its process's arguments, streams and
+// environment passed in so tests can call it directly.
+type RunFunc func(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error
+
+// Main runs a stand-in as a process: an error goes to stderr under the stand-in's name and
+// exits ExitRefused for a refusal, 1 for anything else.
+func Main(name string, run RunFunc) {
+	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+" stand-in:", err)
+		if errors.Is(err, ErrRefused) {
+			os.Exit(ExitRefused)
+		}
+		os.Exit(1)
+	}
+}
+
 // Tool is one tool a stand-in offers; all its parameters are required strings.
 type Tool struct {
 	Name, Description string

@@ -22,19 +22,7 @@ import (
 	"github.com/skillfleet/skillfleet/agent/agenttest/standin"
 )
 
-// errRefused marks the model's refusal, which exits with standin.ExitRefused.
-var errRefused = errors.New("the model refused (stop_reason refusal)")
-
-func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "anthropic stand-in:", err)
-		if errors.Is(err, errRefused) {
-			os.Exit(standin.ExitRefused)
-		}
-		os.Exit(1)
-	}
-}
+func main() { standin.Main("anthropic", run) }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("anthropic", flag.ContinueOnError)
@@ -109,7 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 			}
 		}
 		if msg.StopReason == anthropic.StopReasonRefusal {
-			return errRefused
+			return fmt.Errorf("%w (stop_reason refusal)", standin.ErrRefused)
 		}
 		if len(results) == 0 {
 			_, err := fmt.Fprintln(stdout, text.String())

@@ -22,19 +22,7 @@ import (
 	"github.com/skillfleet/skillfleet/agent/agenttest/standin"
 )
 
-// errRefused marks the model's refusal, which exits with standin.ExitRefused.
-var errRefused = errors.New("the model refused")
-
-func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gemini stand-in:", err)
-		if errors.Is(err, errRefused) {
-			os.Exit(standin.ExitRefused)
-		}
-		os.Exit(1)
-	}
-}
+func main() { standin.Main("gemini", run) }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("gemini", flag.ContinueOnError)
@@ -134,7 +122,7 @@ func ask(ctx context.Context, client *genai.Client, model string, contents []*ge
 	var finish genai.FinishReason
 	for _, resp := range chunks {
 		if resp.PromptFeedback != nil && resp.PromptFeedback.BlockReason != "" {
-			return nil, fmt.Errorf("%w: prompt blocked (%s)", errRefused, resp.PromptFeedback.BlockReason)
+			return nil, fmt.Errorf("%w: prompt blocked (%s)", standin.ErrRefused, resp.PromptFeedback.BlockReason)
 		}
 		if len(resp.Candidates) == 0 {
 			continue
@@ -161,7 +149,7 @@ func ask(ctx context.Context, client *genai.Client, model string, contents []*ge
 		return turn, nil
 	case genai.FinishReasonSafety, genai.FinishReasonProhibitedContent, genai.FinishReasonBlocklist,
 		genai.FinishReasonSPII, genai.FinishReasonRecitation, genai.FinishReasonImageSafety:
-		return nil, fmt.Errorf("%w: finishReason %s", errRefused, finish)
+		return nil, fmt.Errorf("%w: finishReason %s", standin.ErrRefused, finish)
 	}
 	return nil, fmt.Errorf("finishReason %s", finish)
 }

@@ -23,19 +23,7 @@ import (
 	"github.com/skillfleet/skillfleet/agent/agenttest/standin"
 )
 
-// errRefused marks the model's refusal, which exits with standin.ExitRefused.
-var errRefused = errors.New("the model refused")
-
-func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "openai stand-in:", err)
-		if errors.Is(err, errRefused) {
-			os.Exit(standin.ExitRefused)
-		}
-		os.Exit(1)
-	}
-}
+func main() { standin.Main("openai", run) }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("openai", flag.ContinueOnError)
@@ -106,7 +94,7 @@ func (l loop) responses(ctx context.Context, prompt string) (string, error) {
 			case "message":
 				for _, c := range item.Content {
 					if c.Type == "refusal" {
-						return "", fmt.Errorf("%w: %s", errRefused, c.Refusal)
+						return "", fmt.Errorf("%w: %s", standin.ErrRefused, c.Refusal)
 					}
 				}
 				input = append(input, responses.ResponseInputItemParamOfMessage(messageText(item), responses.EasyInputMessageRoleAssistant))
@@ -175,7 +163,7 @@ func (l loop) chat(ctx context.Context, prompt string) (string, error) {
 			return "", err
 		}
 		if msg.Refusal != "" {
-			return "", fmt.Errorf("%w: %s", errRefused, msg.Refusal)
+			return "", fmt.Errorf("%w: %s", standin.ErrRefused, msg.Refusal)
 		}
 		if len(msg.ToolCalls) == 0 {
 			return msg.Content, nil
