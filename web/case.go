@@ -122,14 +122,8 @@ func (s *Server) casePage(w http.ResponseWriter, r *http.Request, v *visitor) {
 		http.Redirect(w, r, runHref(id), http.StatusSeeOther)
 		return
 	}
-	st, err := s.src.Status(ctx, id)
-	if err != nil {
-		s.fail(w, r, v, lookupCode(err), err)
-		return
-	}
-	rep, err := s.src.Report(ctx, id)
-	if err != nil {
-		s.fail(w, r, v, lookupCode(err), err)
+	st, rep, ok := s.runAndReport(w, r, v, id)
+	if !ok {
 		return
 	}
 	var c *report.Case
@@ -156,7 +150,7 @@ func (s *Server) casePage(w http.ResponseWriter, r *http.Request, v *visitor) {
 			p.Siblings = append(p.Siblings, sibling{Label: label + ", arm " + armName(o.Arm), Href: caseHref(id, i, o), Status: o.Status})
 		}
 	}
-	err = s.src.AcceptedResults(ctx, id, func(res *pb.Result) error {
+	err := s.src.AcceptedResults(ctx, id, func(res *pb.Result) error {
 		if !sameCase(res, c.Skill, c.Case, c.Agent, c.Arm) {
 			return nil
 		}

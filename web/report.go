@@ -313,14 +313,8 @@ type caseKey struct{ skill, name, agent, arm string }
 // A run with a baseline gets its arms compared, as `runs report --format html` does.
 func (s *Server) reportFile(w http.ResponseWriter, r *http.Request, v *visitor) {
 	ctx, id := r.Context(), r.PathValue("id")
-	st, err := s.src.Status(ctx, id)
-	if err != nil {
-		s.fail(w, r, v, lookupCode(err), err)
-		return
-	}
-	rep, err := s.src.Report(ctx, id)
-	if err != nil {
-		s.fail(w, r, v, lookupCode(err), err)
+	st, rep, ok := s.runAndReport(w, r, v, id)
+	if !ok {
 		return
 	}
 	in := ReportInput{Status: st, Report: rep, Generated: s.cfg.Now(), Results: func(fn func(*pb.Result) error) error {

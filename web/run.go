@@ -139,16 +139,26 @@ func (f caseFilter) keep(c *report.Case) bool {
 	return true
 }
 
-func (s *Server) runPage(w http.ResponseWriter, r *http.Request, v *visitor) {
-	ctx, id := r.Context(), r.PathValue("id")
-	st, err := s.src.Status(ctx, id)
+// runAndReport reads a run's status and report, or answers the request with the lookup's
+// failure and returns false.
+func (s *Server) runAndReport(w http.ResponseWriter, r *http.Request, v *visitor, id string) (*pb.RunStatus, report.Report, bool) {
+	st, err := s.src.Status(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, v, lookupCode(err), err)
-		return
+		return nil, report.Report{}, false
 	}
-	rep, err := s.src.Report(ctx, id)
+	rep, err := s.src.Report(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, v, lookupCode(err), err)
+		return nil, report.Report{}, false
+	}
+	return st, rep, true
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request, v *visitor) {
+	id := r.PathValue("id")
+	st, rep, ok := s.runAndReport(w, r, v, id)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
