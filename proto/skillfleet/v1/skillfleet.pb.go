@@ -2086,6 +2086,11 @@ type RunSpec struct {
 	// reuse_within_ms (see Job.reuse); the rest run.
 	ChangedOnly   bool  `protobuf:"varint,15,opt,name=changed_only,json=changedOnly,proto3" json:"changed_only,omitempty"`
 	ReuseWithinMs int64 `protobuf:"varint,16,opt,name=reuse_within_ms,json=reuseWithinMs,proto3" json:"reuse_within_ms,omitempty"`
+	// The team that owns the run, set at admission from the submitter's token ("" is the team
+	// "default", as for a run admitted before teams). Every read and change of the run, its
+	// history rows, flaky labels and reuse sources are the team's alone; suite names live in
+	// the team's namespace. Never taken from a request.
+	Team          string `protobuf:"bytes,17,opt,name=team,proto3" json:"team,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2230,6 +2235,13 @@ func (x *RunSpec) GetReuseWithinMs() int64 {
 		return x.ReuseWithinMs
 	}
 	return 0
+}
+
+func (x *RunSpec) GetTeam() string {
+	if x != nil {
+		return x.Team
+	}
+	return ""
 }
 
 // Counts tallies cases (not jobs) by verdict.
@@ -2756,7 +2768,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xb6\x04\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xca\x04\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -2780,7 +2792,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x0ecatalog_digest\x18\r \x01(\tR\rcatalogDigest\x12\x1a\n" +
 	"\bbaseline\x18\x0e \x01(\tR\bbaseline\x12!\n" +
 	"\fchanged_only\x18\x0f \x01(\bR\vchangedOnly\x12&\n" +
-	"\x0freuse_within_ms\x18\x10 \x01(\x03R\rreuseWithinMs\"\xb7\x01\n" +
+	"\x0freuse_within_ms\x18\x10 \x01(\x03R\rreuseWithinMs\x12\x12\n" +
+	"\x04team\x18\x11 \x01(\tR\x04team\"\xb7\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
