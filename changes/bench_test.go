@@ -89,7 +89,7 @@ func BenchmarkWhatChanged(b *testing.B) {
 	})
 	b.Run("flaky-list", func(b *testing.B) {
 		for b.Loop() {
-			cells, err := FlakyCells(context.Background(), s, "nightly", "scheduled", flaky.Config{})
+			cells, err := FlakyCells(context.Background(), s, "", "nightly", "scheduled", flaky.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,8 @@
 // Package changes builds, from the results history, what a run's report says about the runs
 // before it: the "what changed" section (the case-level diff against the previous completed
-// run of the same suite and lane, with the paired statistics) and the flaky labels of its
-// cells, and it applies a quarantine policy to the report.
+// run of the same team, suite and lane, with the paired statistics) and the flaky labels of its
+// cells, and it applies a quarantine policy to the report. A suite name is a suite only within
+// its team: another team's runs under the same name are never read.
 //
 // Labels are recomputed from the window at every report, not stored: the previous label that
 // flaky.Assess needs for its hysteresis is the label the same rules give the window without
@@ -9,8 +10,9 @@
 // holds labels and no migration was needed; a cell's label depends only on the runs in its
 // window, and two reports of the same run agree.
 //
-// The window is the suite's last Window finished runs in the lane (history.WindowVerdicts),
-// plus the run reported. Only with_skill results count: a baseline arm failing is expected.
+// The window is the team's suite's last Window finished runs in the lane
+// (history.WindowVerdicts), plus the run reported. Only with_skill results count: a baseline
+// arm failing is expected.
 package changes
 
 import (
@@ -31,22 +33,26 @@ import (
 
 // Store is what the section reads of the history; *history.Store is one.
 type Store interface {
-	PreviousRunOf(ctx context.Context, suite, lane string, created time.Time, id string) (history.Run, bool, error)
+	PreviousRunOf(ctx context.Context, team, suite, lane string, created time.Time, id string) (history.Run, bool, error)
 	RunResults(ctx context.Context, id string) ([]history.Result, error)
-	WindowVerdicts(ctx context.Context, suite, lane string, n int, exclude string) ([]history.Cell, error)
+	WindowVerdicts(ctx context.Context, team, suite, lane string, n int, exclude string) ([]history.Cell, error)
 }
 
 // Run names the run a report is about.
 type Run struct {
-	ID, Suite, Lane string
-	Created         time.Time
+	ID string
+	// Team owns the run (tenant.Team of its spec's team): only the team's runs of the suite
+	// are compared with it and label its cells.
+	Team        string
+	Suite, Lane string
+	Created     time.Time
 }
 
 // Annotate sets rep.Changes from the store and this run's results (current: every result the
 // report counts, of any arm), and marks the cases whose cell is labelled flaky.
 func Annotate(ctx context.Context, s Store, run Run, current []history.Result, rep *report.Report, cfg flaky.Config) error {
 	ch := &report.Changes{}
-	prev, ok, err := s.PreviousRunOf(ctx, run.Suite, run.Lane, run.Created, run.ID)
+	prev, ok, err := s.PreviousRunOf(ctx, run.Team, run.Suite, run.Lane, run.Created, run.ID)
 	if err != nil {
 		return err
 	}
@@ -62,7 +68,7 @@ func Annotate(ctx context.Context, s Store, run Run, current []history.Result, r
 		diff(ch, prev.ID, rows, run.ID, current)
 	}
 
-	cells, err := s.WindowVerdicts(ctx, run.Suite, run.Lane, flakyWindow(cfg), run.ID)
+	cells, err := s.WindowVerdicts(ctx, run.Team, run.Suite, run.Lane, flakyWindow(cfg), run.ID)
 	if err != nil {
 		return err
 	}

@@ -27,8 +27,10 @@ type step map[string]string
 type sequence struct {
 	t     *testing.T
 	store *history.Store
-	n     int
-	cfg   flaky.Config
+	// n counts the runs of the store, whichever sequence ran them: ids and days follow it.
+	n    *int
+	cfg  flaky.Config
+	team string
 }
 
 func newSequence(t *testing.T) *sequence {
@@ -38,15 +40,23 @@ func newSequence(t *testing.T) *sequence {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &sequence{t: t, store: s}
+	return &sequence{t: t, store: s, n: new(int)}
 }
 
-// run reports the next run of suite "nightly" with the cases' verdicts, and stores it.
+// of is a sequence of team's runs in the same store, its runs interleaved with q's.
+func (q *sequence) of(team string) *sequence {
+	o := *q
+	o.team = team
+	return &o
+}
+
+// run reports the next run of the team's suite "nightly" with the cases' verdicts, and stores
+// it.
 func (q *sequence) run(cases step) report.Report {
 	q.t.Helper()
-	q.n++
-	id := fmt.Sprintf("run-%03d", q.n)
-	created := t0.Add(time.Duration(q.n) * 24 * time.Hour)
+	*q.n++
+	id := fmt.Sprintf("run-%03d", *q.n)
+	created := t0.Add(time.Duration(*q.n) * 24 * time.Hour)
 	var rows []history.Result
 	rep := report.Report{Run: id}
 	names := make([]string, 0, len(cases))
@@ -57,7 +67,7 @@ func (q *sequence) run(cases step) report.Report {
 	for _, name := range names {
 		status := report.StatusPassed
 		for e, v := range cases[name] {
-			r := history.Result{RunID: id, JobID: fmt.Sprintf("%s-%d", name, e), Suite: "nightly", Lane: "scheduled",
+			r := history.Result{RunID: id, JobID: fmt.Sprintf("%s-%d", name, e), Team: q.team, Suite: "nightly", Lane: "scheduled",
 				Skill: "sk", Case: name, Agent: "builtin", Model: "m1", Arm: "with_skill", Epoch: e + 1, Attempt: 1,
 				CaseDigest: "sha256:" + name, FinishedAt: created, RecordedAt: created}
 			switch v {
@@ -81,7 +91,7 @@ func (q *sequence) run(cases step) report.Report {
 		}
 		rep.Cases = append(rep.Cases, report.Case{Skill: "sk", Case: name, Agent: "builtin", Status: status, Epochs: len(cases[name]), Confidence: 1})
 	}
-	run := Run{ID: id, Suite: "nightly", Lane: "scheduled", Created: created}
+	run := Run{ID: id, Team: q.team, Suite: "nightly", Lane: "scheduled", Created: created}
 	if err := Annotate(context.Background(), q.store, run, rows, &rep, q.cfg); err != nil {
 		q.t.Fatal(err)
 	}
@@ -89,7 +99,7 @@ func (q *sequence) run(cases step) report.Report {
 	if err := q.store.WriteResults(ctx, rows); err != nil {
 		q.t.Fatal(err)
 	}
-	if err := q.store.WriteRun(ctx, history.Run{ID: id, Suite: "nightly", Lane: "scheduled", State: "completed",
+	if err := q.store.WriteRun(ctx, history.Run{ID: id, Team: q.team, Suite: "nightly", Lane: "scheduled", State: "completed",
 		CreatedAt: created, FinishedAt: created.Add(time.Hour)}); err != nil {
 		q.t.Fatal(err)
 	}
@@ -175,15 +185,67 @@ func TestFlakyLabels(t *testing.T) {
 			t.Errorf("run %d: infrastructure failures or a steady pass labelled flaky: %v", i+1, flakyCases)
 		}
 	}
-	cells, err := FlakyCells(context.Background(), q.store, "nightly", "scheduled", flaky.Config{})
+	cells, err := FlakyCells(context.Background(), q.store, "", "nightly", "scheduled", flaky.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cells) != 1 || cells[0].Case != "flips" || !strings.Contains(cells[0].Evidence, "decided runs") {
 		t.Errorf("flaky list %+v, want the flips case with its evidence", cells)
 	}
-	if other, err := FlakyCells(context.Background(), q.store, "other-suite", "", flaky.Config{}); err != nil || len(other) != 0 {
+	if other, err := FlakyCells(context.Background(), q.store, "", "other-suite", "", flaky.Config{}); err != nil || len(other) != 0 {
 		t.Errorf("another suite's flaky list: %+v, %v", other, err)
+	}
+}
+
+// TestOtherTeamsAreNotRead: another team's runs of the same suite name, between and after
+// this team's, change neither what changed in this team's next run nor its flaky labels;
+// each team's flaky list is its own.
+func TestOtherTeamsAreNotRead(t *testing.T) {
+	q := newSequence(t)
+	other := q.of("teamB")
+	q.run(step{"a": "P", "b": "P"}) // run-001
+	var last report.Report
+	for _, v := range "PFPFPF" { // run-002 … run-007: teamB's a flips, its b fails
+		last = other.run(step{"a": string(v), "b": "F"})
+	}
+	if ch := last.Changes; ch == nil || ch.Previous == nil || *ch.Previous != "run-006" || len(ch.Flaky) != 1 || ch.Flaky[0].Case != "a" {
+		t.Fatalf("teamB's own report: %+v, want run-006 before it and its case a flaky", ch)
+	}
+	rep := q.run(step{"a": "P", "b": "P"}) // run-008
+	ch := rep.Changes
+	if ch == nil || ch.Previous == nil || *ch.Previous != "run-001" {
+		t.Fatalf("what changed: %+v, want run-001 (this team's) before it", ch)
+	}
+	if len(ch.NewlyFailing)+len(ch.Fixed)+len(ch.StillFailing)+len(ch.New)+len(ch.Removed) != 0 || ch.Stats == nil || ch.Stats.Cases != 2 {
+		t.Errorf("what changed against this team's run: fixed %v, newly failing %v, stats %+v; want nothing changed in 2 cases",
+			names(ch.Fixed), names(ch.NewlyFailing), ch.Stats)
+	}
+	if len(ch.Flaky) != 0 {
+		t.Errorf("flaky from another team's runs: %+v", ch.Flaky)
+	}
+	for _, c := range rep.Cases {
+		if c.Flaky != nil {
+			t.Errorf("case %s marked flaky from another team's runs: %+v", c.Case, c.Flaky)
+		}
+	}
+	tests := []struct {
+		team string
+		want []string
+	}{
+		{"", nil},
+		{"default", nil},
+		{"teamB", []string{"a"}},
+		{"teamC", nil},
+	}
+	for _, tt := range tests {
+		cells, err := FlakyCells(context.Background(), q.store, tt.team, "nightly", "", flaky.Config{})
+		var got []string
+		for _, c := range cells {
+			got = append(got, c.Case)
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("team %q's flaky list %v, %v; want %v", tt.team, got, err, tt.want)
+		}
 	}
 }
 

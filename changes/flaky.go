@@ -16,14 +16,15 @@ import (
 
 // Windows is what the flaky list reads of the history; *history.Store is one.
 type Windows interface {
-	WindowVerdicts(ctx context.Context, suite, lane string, n int, exclude string) ([]history.Cell, error)
+	WindowVerdicts(ctx context.Context, team, suite, lane string, n int, exclude string) ([]history.Cell, error)
 }
 
-// FlakyCells lists the cells labelled flaky over the suite's last window of finished runs in
-// the lane ("" for every lane), with their evidence, in skill, case, agent and model order.
-// Cases' confidence is not stored, so a run's outcome here is "every decided epoch passed".
-func FlakyCells(ctx context.Context, s Windows, suite, lane string, cfg flaky.Config) ([]report.FlakyCell, error) {
-	cells, err := s.WindowVerdicts(ctx, suite, lane, flakyWindow(cfg), "")
+// FlakyCells lists the cells labelled flaky over the team's suite's last window of finished
+// runs in the lane ("" for every lane), with their evidence, in skill, case, agent and model
+// order. Cases' confidence is not stored, so a run's outcome here is "every decided epoch
+// passed". Team "" is tenant.DefaultTeam.
+func FlakyCells(ctx context.Context, s Windows, team, suite, lane string, cfg flaky.Config) ([]report.FlakyCell, error) {
+	cells, err := s.WindowVerdicts(ctx, team, suite, lane, flakyWindow(cfg), "")
 	if err != nil {
 		return nil, err
 	}

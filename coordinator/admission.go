@@ -18,6 +18,7 @@ import (
 	"github.com/skillfleet/skillfleet/bundle"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/ctxio"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/suite"
 )
@@ -157,46 +158,65 @@ func (c *Coordinator) maxJobBytes() int {
 	return limit
 }
 
-// reserve counts jobs against principal's limit, refusing them if it would be exceeded.
-func (c *Coordinator) reserve(principal string, jobs int) error {
+// quotas are the jobs of unfinished runs this process counts, per submitter (a token's or
+// proxy user's name, "" anonymous) and per team.
+type quotas struct {
+	byName, byTeam map[string]int
+}
+
+func newQuotas() quotas { return quotas{byName: map[string]int{}, byTeam: map[string]int{}} }
+
+// over says how a submission of jobs by name in team would go over a limit ("" if it would
+// not), ending with then.
+func (c *Coordinator) overLocked(name, team string, jobs int, then string) error {
+	if have := c.admitted.byName[name] + jobs; have > c.cfg.MaxJobsPerPrincipal {
+		who := "anonymous callers"
+		if name != "" {
+			who = "token " + name
+		}
+		return &PlanError{Err: fmt.Errorf("%s would have %d jobs in unfinished runs, over the limit of %d: %s", who, have, c.cfg.MaxJobsPerPrincipal, then)}
+	}
+	if have := c.admitted.byTeam[team] + jobs; have > c.cfg.MaxJobsPerTeam {
+		return &PlanError{Err: fmt.Errorf("team %s would have %d jobs in unfinished runs, over the limit of %d: %s", team, have, c.cfg.MaxJobsPerTeam, then)}
+	}
+	return nil
+}
+
+// reserve counts jobs against the limits of name and of team, refusing them if either would
+// be exceeded.
+func (c *Coordinator) reserve(name, team string, jobs int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	have := c.admitted[principal]
-	if have+jobs > c.cfg.MaxJobsPerPrincipal {
-		who := "anonymous callers"
-		if principal != "" {
-			who = "token " + principal
-		}
-		return &PlanError{Err: fmt.Errorf("%s would have %d jobs in unfinished runs, over the limit of %d: wait for runs to finish or cancel some", who, have+jobs, c.cfg.MaxJobsPerPrincipal)}
+	if err := c.overLocked(name, team, jobs, "wait for runs to finish or cancel some"); err != nil {
+		return err
 	}
-	c.admitted[principal] = have + jobs
+	c.admitted.byName[name] += jobs
+	c.admitted.byTeam[team] += jobs
 	return nil
 }
 
-// quotaHolds says whether principal's limit can take jobs more, without booking them.
-func (c *Coordinator) quotaHolds(principal string, jobs int) error {
+// quotaHolds says whether the limits of name and team can take jobs more, without booking
+// them.
+func (c *Coordinator) quotaHolds(name, team string, jobs int) error {
 	c.mu.Lock()
-	have := c.admitted[principal]
-	c.mu.Unlock()
-	if have+jobs > c.cfg.MaxJobsPerPrincipal {
-		who := "the anonymous caller"
-		if principal != "" {
-			who = "token " + principal
-		}
-		return &PlanError{Err: fmt.Errorf("%s would have %d jobs in unfinished runs, over the limit of %d: the fire is skipped without planning", who, have+jobs, c.cfg.MaxJobsPerPrincipal)}
-	}
-	return nil
+	defer c.mu.Unlock()
+	return c.overLocked(name, team, jobs, "the fire is skipped without planning")
 }
 
-// unreserve gives a run's jobs back to its principal's limit; it is safe to call twice.
+// unreserve gives a run's jobs back to its submitter's and team's limits; it is safe to call
+// twice.
 func (c *Coordinator) unreserve(r *run) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.reserved == 0 {
 		return
 	}
-	if c.admitted[r.principal] -= r.reserved; c.admitted[r.principal] <= 0 {
-		delete(c.admitted, r.principal)
+	team := tenant.Team(r.spec.GetTeam())
+	if c.admitted.byName[r.principal] -= r.reserved; c.admitted.byName[r.principal] <= 0 {
+		delete(c.admitted.byName, r.principal)
+	}
+	if c.admitted.byTeam[team] -= r.reserved; c.admitted.byTeam[team] <= 0 {
+		delete(c.admitted.byTeam, team)
 	}
 	r.reserved = 0
 }

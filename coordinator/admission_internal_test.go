@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 	"github.com/skillfleet/skillfleet/skill"
@@ -29,7 +30,7 @@ func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	submit := func(who string) error {
-		_, err := c.Submit(withPrincipal(context.Background(), who), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{})
+		_, err := c.Submit(as(who, "teamA", tenant.Member), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{})
 		return err
 	}
 	for _, step := range []struct {
@@ -54,8 +55,53 @@ func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if got := c.admitted; len(got) != 3 || got["alice"] != 21 || got["bob"] != 21 || got[""] != 21 {
+	if got := c.admitted.byName; len(got) != 3 || got["alice"] != 21 || got["bob"] != 21 || got[""] != 21 {
 		t.Errorf("admitted = %v, want 21 jobs each for alice, bob and anonymous", got)
+	}
+	if got := c.admitted.byTeam; len(got) != 1 || got["teamA"] != 63 {
+		t.Errorf("admitted per team = %v, want teamA's 63", got)
+	}
+}
+
+// as is a context of a principal.
+func as(name, team string, role tenant.Role) context.Context {
+	return tenant.With(context.Background(), tenant.Principal{Name: name, Team: team, Role: role})
+}
+
+// TestJobsPerTeam: a team's tokens share its allowance; another team's is its own; a viewer
+// submits nothing, and the run is the submitter's team's whatever the spec said.
+func TestJobsPerTeam(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	c, err := New(Config{DataDir: t.TempDir(), MaxJobsPerPrincipal: 100, MaxJobsPerTeam: 50}, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	s := suite.Load([]string{"../examples/skills"}, skill.Options{})
+	var bundle bytes.Buffer
+	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		who, team string
+		role      tenant.Role
+		want      string // "" admitted, else a word of the refusal
+	}{
+		{"a1", "teamA", tenant.Member, ""},
+		{"a2", "teamA", tenant.Member, ""},
+		{"a3", "teamA", tenant.Member, "team teamA would have 63 jobs"},
+		{"b1", "teamB", tenant.Member, ""},
+		{"bv", "teamB", tenant.Viewer, "may not change"},
+	} {
+		st, err := c.Submit(as(step.who, step.team, step.role), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{Team: "teamZ"})
+		switch {
+		case step.want == "" && err != nil:
+			t.Errorf("%s: %v, want admitted", step.who, err)
+		case step.want == "" && st.GetSpec().GetTeam() != step.team:
+			t.Errorf("%s: run of team %q, want %q", step.who, st.GetSpec().GetTeam(), step.team)
+		case step.want != "" && (err == nil || !strings.Contains(err.Error(), step.want)):
+			t.Errorf("%s: %v, want refused with %q", step.who, err, step.want)
+		}
 	}
 }
 
@@ -81,7 +127,7 @@ func TestJobsPerPrincipalSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := start()
-	st, err := c.Submit(withPrincipal(context.Background(), "alice"), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{})
+	st, err := c.Submit(as("alice", "teamA", tenant.Member), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +140,13 @@ func TestJobsPerPrincipalSurviveARestart(t *testing.T) {
 	c2 := start()
 	t.Cleanup(func() { _ = c2.Close(context.Background()) })
 	c2.mu.Lock()
-	got := c2.admitted["alice"]
+	got, team := c2.admitted.byName["alice"], c2.admitted.byTeam["teamA"]
 	c2.mu.Unlock()
-	if got != 21 {
-		t.Errorf("after a restart alice holds %d jobs, want the 21 of her unfinished run", got)
+	if got != 21 || team != 21 {
+		t.Errorf("after a restart alice holds %d jobs and teamA %d, want the 21 of her unfinished run", got, team)
 	}
 	var pe *PlanError
-	if _, err := c2.Submit(withPrincipal(context.Background(), "alice"), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{}); !errors.As(err, &pe) {
+	if _, err := c2.Submit(as("alice", "teamA", tenant.Member), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{}); !errors.As(err, &pe) {
 		t.Errorf("a second run of alice after a restart: %v, want refused over her limit", err)
 	}
 }

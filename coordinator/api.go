@@ -21,6 +21,7 @@ import (
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/authlimit"
 	"github.com/skillfleet/skillfleet/internal/httpserve"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/suite"
@@ -57,6 +58,9 @@ type APIConfig struct {
 	UploadRateWindow time.Duration
 	// Now is the clock of the upload rate (nil: time.Now).
 	Now func() time.Time
+	// Proxy, when enabled, takes the caller from an authenticating proxy's headers (single
+	// sign-on); a request without them still needs a token.
+	Proxy *tenant.Proxy
 	// Guesses limits failed authentications per client address (nil: authlimit's defaults).
 	// Share one with the web viewer's login, so that guesses split between the two draw on one
 	// budget.
@@ -115,6 +119,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("PUT /v1/schedules/{name}", a.auth(a.addSchedule))
 	mux.HandleFunc("DELETE /v1/schedules/{name}", a.auth(a.removeSchedule))
 	mux.HandleFunc("GET /v1/flaky", a.auth(a.flakyCells))
+	mux.HandleFunc("GET /v1/audit", a.auth(a.auditRecords))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {
@@ -135,6 +140,12 @@ type api struct {
 // priority (on-demand or scheduled), deadline (a Go duration), and changed_only=true with an
 // optional reuse_within (a Go duration) for a changed-only run.
 func (a *api) submit(w http.ResponseWriter, r *http.Request) {
+	// A viewer's upload is refused before it is read (admission refuses it again).
+	if p := tenant.Of(r.Context()); !p.CanChange(p.Team) {
+		a.c.audit(p, "", "submit", "suite/"+r.URL.Query().Get("name"), outcomeDenied, "role "+p.Role.String())
+		writeError(w, http.StatusForbidden, fmt.Errorf("submit: %w (%s)", ErrForbidden, p.Role), nil)
+		return
+	}
 	q := r.URL.Query()
 	spec := &pb.RunSpec{Name: q.Get("name"), SkillGlobs: q["skill"], CaseGlobs: q["case"], CaseKinds: q["kind"], Agents: q["agent"]}
 	switch q.Get("priority") {
@@ -261,6 +272,8 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, store func(io.Reade
 		writeError(w, http.StatusRequestEntityTooLarge, err, nil)
 	case errors.As(err, &full):
 		writeError(w, http.StatusInsufficientStorage, err, nil)
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err, nil)
 	default:
 		return false, err
 	}
@@ -331,6 +344,7 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 
 // FlakyList is the answer of GET /v1/flaky: the flaky cells of a suite with their evidence.
 type FlakyList struct {
+	Team  string             `json:"team"`
 	Suite string             `json:"suite"`
 	Lane  string             `json:"lane,omitempty"`
 	Cells []report.FlakyCell `json:"cells"`
@@ -345,6 +359,12 @@ func (a *api) flakyCells(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	suite, lane := q.Get("suite"), q.Get("lane")
+	team, ok := teamOf(r)
+	if !ok {
+		// Another team's suite has no flaky cells the caller may know of.
+		writeError(w, http.StatusNotFound, fmt.Errorf("no suite %q in your team", suite), nil)
+		return
+	}
 	if suite == "" {
 		writeError(w, http.StatusBadRequest, errors.New("suite is required"), nil)
 		return
@@ -357,7 +377,7 @@ func (a *api) flakyCells(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("lane must be ondemand or scheduled, got %q", lane), nil)
 		return
 	}
-	cells, err := a.c.flaky.FlakyCells(r.Context(), suite, lane)
+	cells, err := a.c.flaky.FlakyCells(r.Context(), team, suite, lane)
 	if err != nil {
 		a.c.log.Warn("flaky list failed", zap.String("suite", suite), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, errors.New("the history could not be read"), nil)
@@ -367,7 +387,7 @@ func (a *api) flakyCells(w http.ResponseWriter, r *http.Request) {
 		cells = []report.FlakyCell{}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(FlakyList{Suite: suite, Lane: lane, Cells: cells}); err != nil {
+	if err := json.NewEncoder(w).Encode(FlakyList{Team: team, Suite: suite, Lane: lane, Cells: cells}); err != nil {
 		a.c.log.Warn("writing the flaky list failed", zap.Error(err))
 	}
 }
@@ -432,7 +452,7 @@ func (a *api) results(w http.ResponseWriter, r *http.Request) {
 // events streams a run's events as server-sent events: "status" and "result" events whose data
 // is the JSON of the RunStatus or Result. The stream ends after the run's final status.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
-	release, err := a.streams.acquire(principalFrom(r.Context()))
+	release, err := a.streams.acquire(tenant.Of(r.Context()).Name)
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, err, nil)
@@ -553,6 +573,8 @@ func writeLookupError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoResult), errors.Is(err, ErrNoTrajectory):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrForbidden):
+		code = http.StatusForbidden
 	case errors.Is(err, ErrAmbiguous):
 		code = http.StatusBadRequest
 	case errors.As(err, &pe):

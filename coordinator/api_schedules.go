@@ -7,13 +7,20 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // pushSuite stores the uploaded bundle as the latest of the suite named in the path.
 func (a *api) pushSuite(w http.ResponseWriter, r *http.Request) {
+	team, ok := teamOf(r)
+	if !ok {
+		writeError(w, http.StatusNotFound, ErrNotFound, nil)
+		return
+	}
 	var ps *PushedSuite
 	answered, err := a.upload(w, r, func(body io.Reader) (err error) {
-		ps, err = a.c.PushSuite(r.Context(), r.PathValue("name"), body)
+		ps, err = a.c.PushSuite(r.Context(), team, r.PathValue("name"), body)
 		return err
 	})
 	if answered {
@@ -59,7 +66,12 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("the body must be a JSON object with suite, cron and agents: "+err.Error()), nil)
 		return
 	}
-	s, err := a.c.AddSchedule(r.Context(), Schedule{Name: r.PathValue("name"), Suite: req.Suite, Cron: req.Cron, Agents: req.Agents})
+	team, ok := teamOf(r)
+	if !ok {
+		writeError(w, http.StatusNotFound, ErrNotFound, nil)
+		return
+	}
+	s, err := a.c.AddSchedule(r.Context(), Schedule{Name: r.PathValue("name"), Team: team, Suite: req.Suite, Cron: req.Cron, Agents: req.Agents})
 	var pe *PlanError
 	if errors.As(err, &pe) {
 		writeError(w, http.StatusUnprocessableEntity, err, nil)
@@ -74,7 +86,12 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) removeSchedule(w http.ResponseWriter, r *http.Request) {
-	if err := a.c.RemoveSchedule(r.Context(), r.PathValue("name")); err != nil {
+	team, ok := teamOf(r)
+	if !ok {
+		writeError(w, http.StatusNotFound, ErrNotFound, nil)
+		return
+	}
+	if err := a.c.RemoveSchedule(r.Context(), team, r.PathValue("name")); err != nil {
 		writeScheduleError(a, w, err)
 		return
 	}
@@ -88,6 +105,8 @@ func writeScheduleError(a *api, w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, err, nil)
 	case errors.Is(err, ErrNoSuite), errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, err, nil)
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err, nil)
 	case errors.Is(err, ErrScheduleExists):
 		writeError(w, http.StatusConflict, err, nil)
 	case errors.Is(err, ErrNoSchedules):
@@ -102,4 +121,19 @@ func writeJSONBody(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// teamOf is the team a request acts in: the caller's own, or for an admin the one ?team=
+// names. ok is false for a team the caller may not read (a member naming another team), which
+// is answered as not found.
+func teamOf(r *http.Request) (team string, ok bool) {
+	p := tenant.Of(r.Context())
+	team = r.URL.Query().Get("team")
+	if team == "" {
+		return tenant.Team(p.Team), true
+	}
+	if tenant.CheckTeam(team) != nil || !p.CanRead(team) {
+		return "", false
+	}
+	return team, true
 }

@@ -7,21 +7,40 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/skillfleet/skillfleet/internal/httpserve"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
-// Token is one bearer token the API accepts, with the name limits and logs know its holder by.
+// Token is one bearer token the API accepts, with the name limits and logs know its holder
+// by, and the team and role that decide what its holder may read and change.
 type Token struct {
 	Name, Secret string
+	// Team is the holder's team ("" is tenant.DefaultTeam).
+	Team string
+	// Role is what the holder may do (0 is tenant.Member).
+	Role tenant.Role
 }
 
-// ParseTokens reads a token file: one token per line, "NAME TOKEN" or a bare token (named
-// "line N"); blank lines and lines starting with # are ignored. source names the file in
-// errors. A file with no token is an error: an empty file must not turn authentication off.
+// Principal is the caller a token authenticates.
+func (t Token) Principal() tenant.Principal {
+	role := t.Role
+	if role == 0 {
+		role = tenant.Member
+	}
+	return tenant.Principal{Name: t.Name, Team: tenant.Team(t.Team), Role: role}
+}
+
+// ParseTokens reads a token file: one token per line, "NAME TOKEN [team=TEAM]
+// [role=admin|member|viewer]" or a bare token (named "line N"); blank lines and lines starting
+// with # are ignored. A token without team= is in the team "default" and one without role= a
+// member, so a file written before teams gives every token what it had: the one team's work.
+// source names the file in errors. A file with no token is an error: an empty file must not
+// turn authentication off.
 func ParseTokens(text, source string) ([]Token, error) {
 	var out []Token
 	names, secrets := map[string]int{}, map[string]int{}
@@ -32,13 +51,16 @@ func ParseTokens(text, source string) ([]Token, error) {
 			continue
 		}
 		var t Token
-		switch f := strings.Fields(line); len(f) {
-		case 1:
+		switch f := strings.Fields(line); {
+		case len(f) == 1:
 			t = Token{Name: fmt.Sprintf("line %d", n), Secret: f[0]}
-		case 2:
+		case len(f) >= 2 && len(f) <= 4:
 			t = Token{Name: f[0], Secret: f[1]}
+			if err := t.options(f[2:]); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", source, n, err)
+			}
 		default:
-			return nil, fmt.Errorf("%s:%d: want \"NAME TOKEN\" or a bare token, got %d fields", source, n, len(f))
+			return nil, fmt.Errorf("%s:%d: want \"NAME TOKEN [team=TEAM] [role=ROLE]\" or a bare token, got %d fields", source, n, len(f))
 		}
 		if prev, ok := names[t.Name]; ok {
 			return nil, fmt.Errorf("%s:%d: token name %q already used on line %d", source, n, t.Name, prev)
@@ -55,6 +77,34 @@ func ParseTokens(text, source string) ([]Token, error) {
 	return out, nil
 }
 
+// options reads a token line's team= and role=, each at most once.
+func (t *Token) options(fields []string) error {
+	seen := map[string]bool{}
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || (k != "team" && k != "role") {
+			return fmt.Errorf("%q: want team=TEAM or role=admin|member|viewer after the token", f)
+		}
+		if seen[k] {
+			return fmt.Errorf("%s= given twice", k)
+		}
+		seen[k] = true
+		if k == "team" {
+			if err := tenant.CheckTeam(v); err != nil {
+				return err
+			}
+			t.Team = v
+			continue
+		}
+		role, err := tenant.ParseRole(v)
+		if err != nil {
+			return err
+		}
+		t.Role = role
+	}
+	return nil
+}
+
 // tokens are the configured tokens: Tokens, and Token as one named "default".
 func (cfg APIConfig) tokens() []Token {
 	out := append([]Token(nil), cfg.Tokens...)
@@ -64,17 +114,19 @@ func (cfg APIConfig) tokens() []Token {
 	return out
 }
 
-// auth admits a request to h: with tokens, one of them as a bearer token (its name becomes the
-// request's principal); without, only a request a browser on another site cannot forge.
+// auth admits a request to h as a principal: the holder of one of the tokens presented as a
+// bearer token, or the user an authenticating proxy names (APIConfig.Proxy); without tokens
+// or a proxy, anyone whose request a browser on another site cannot forge, as
+// tenant.Anonymous.
 func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 	tokens := a.cfg.tokens()
-	if len(tokens) == 0 {
+	if len(tokens) == 0 && !a.cfg.Proxy.Enabled() {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if code, err := checkAnonymous(r); err != nil {
 				writeError(w, code, err, nil)
 				return
 			}
-			h(w, r.WithContext(withPrincipal(r.Context(), "")))
+			h(w, r.WithContext(tenant.With(r.Context(), tenant.Anonymous)))
 		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -86,25 +138,41 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many wrong tokens from this address: try again in %s", retry.Round(time.Second)), nil)
 			return
 		}
+		p, ok, err := a.cfg.Proxy.FromRequest(r)
+		if err != nil {
+			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, err.Error())
+			writeError(w, http.StatusUnauthorized, err, nil)
+			return
+		}
+		if ok {
+			// The proxy authenticates a browser by its cookie, which a page of another site
+			// sends too: a change must come from this site, or be a request no form can make.
+			if code, err := checkBrowser(r); err != nil {
+				writeError(w, code, err, nil)
+				return
+			}
+			h(w, r.WithContext(tenant.With(r.Context(), p)))
+			return
+		}
 		// The scheme is case-insensitive (RFC 9110).
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		name, ok := "", false
 		if strings.EqualFold(scheme, "Bearer") {
 			// Every token is compared, in constant time, so timing tells neither a token nor
 			// which one matched.
 			for _, t := range tokens {
 				if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
-					name, ok = t.Name, true
+					p, ok = t.Principal(), true
 				}
 			}
 		}
 		if !ok {
 			a.cfg.Guesses.Failed(r)
+			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, "missing or wrong bearer token from "+r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
 			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
 			return
 		}
-		h(w, r.WithContext(withPrincipal(r.Context(), name)))
+		h(w, r.WithContext(tenant.With(r.Context(), p)))
 	}
 }
 
@@ -119,6 +187,24 @@ func checkAnonymous(r *http.Request) (int, error) {
 	if r.Header.Get("Origin") != "" {
 		return http.StatusForbidden, errors.New("without a bearer token the API refuses browser requests (an Origin header): configure a token")
 	}
+	return checkUpload(r)
+}
+
+// checkBrowser refuses a request of a user a proxy authenticated that a page of another site
+// could have made: one with another site's Origin, or a POST a form could send.
+func checkBrowser(r *http.Request) (int, error) {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return http.StatusForbidden, fmt.Errorf("a request of origin %q is not this site's (%s)", o, r.Host)
+		}
+	}
+	return checkUpload(r)
+}
+
+// checkUpload refuses a POST that is not a tar: a cross-origin form POST needs no preflight
+// only with a form or text content type.
+func checkUpload(r *http.Request) (int, error) {
 	if r.Method == http.MethodPost {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/x-tar" {

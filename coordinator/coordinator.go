@@ -26,6 +26,7 @@ import (
 	"github.com/skillfleet/skillfleet/bundle"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/clock"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -58,9 +59,10 @@ type Config struct {
 	// MaxJobsPerRun refuses a suite that expands into more jobs; 0 means 100,000.
 	MaxJobsPerRun int
 	// MaxJobsPerPrincipal caps the jobs of one caller's unfinished runs (a token's name; ""
-	// for anonymous callers), this submission's included; 0 means 4 × MaxJobsPerRun. Runs
-	// resumed after a restart are not counted: the run record does not name its submitter.
-	MaxJobsPerPrincipal int
+	// for anonymous callers), this submission's included; 0 means 4 × MaxJobsPerRun.
+	// MaxJobsPerTeam caps those of one team's (0 = 10 × MaxJobsPerRun). Runs resumed after a
+	// restart count again: the run records its submitter and team.
+	MaxJobsPerPrincipal, MaxJobsPerTeam int
 	// MaxBundleBytes caps an upload (the tar, headers included); 0 means
 	// bundle.MaxBundleBytes plus 64 MiB of tar overhead.
 	MaxBundleBytes int64
@@ -82,8 +84,9 @@ type Config struct {
 	// MinScheduleInterval is the shortest gap a schedule's slots may have (0 = 5 minutes):
 	// "@every 0s" would fire at every check and plan a run each time.
 	MinScheduleInterval time.Duration
-	// MaxSchedules caps the schedules the fleet keeps (0 = 200).
-	MaxSchedules int
+	// MaxSchedules caps the schedules the fleet keeps (0 = 200), and MaxSchedulesPerTeam
+	// those of one team (0 = 20).
+	MaxSchedules, MaxSchedulesPerTeam int
 }
 
 func (c *Config) defaults() error {
@@ -104,6 +107,9 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxJobsPerPrincipal <= 0 {
 		c.MaxJobsPerPrincipal = 4 * c.MaxJobsPerRun
+	}
+	if c.MaxJobsPerTeam <= 0 {
+		c.MaxJobsPerTeam = 10 * c.MaxJobsPerRun
 	}
 	if c.MaxBundleBytes <= 0 {
 		c.MaxBundleBytes = bundle.MaxBundleBytes + 64<<20
@@ -146,6 +152,9 @@ func (c *Config) defaults() error {
 	if c.MaxSchedules <= 0 {
 		c.MaxSchedules = 200
 	}
+	if c.MaxSchedulesPerTeam <= 0 {
+		c.MaxSchedulesPerTeam = 20
+	}
 	return nil
 }
 
@@ -157,6 +166,8 @@ type Deps struct {
 	Bundles  BundleStore
 	Log      *zap.Logger
 	Registry prometheus.Registerer
+	// Audit keeps the audit log; nil keeps it in the coordinator's log only.
+	Audit AuditLog
 	// Clock times the run loop (deadlines, progress writes, retries); nil means the system
 	// clock.
 	Clock clock.Clock
@@ -184,7 +195,8 @@ type Deps struct {
 // epoch of the cell under one cell digest since a time (history.Store.Reusable). epochs maps
 // each key to its cell's number of epochs.
 type Reuse interface {
-	Reusable(ctx context.Context, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]Reused, error)
+	// Reusable finds, among team's runs of suite only, the latest pass of each cell key.
+	Reusable(ctx context.Context, team, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]Reused, error)
 }
 
 // Reused is a run a cell's verdict may be reused from.
@@ -202,9 +214,10 @@ type Changes interface {
 	Annotate(ctx context.Context, st *pb.RunStatus, rep *report.Report) error
 }
 
-// Flaky lists the flaky cells of a suite in a lane ("" for every lane), with their evidence.
+// Flaky lists the flaky cells of a team's suite in a lane ("" for every lane), with their
+// evidence, from that team's runs only.
 type Flaky interface {
-	FlakyCells(ctx context.Context, suite, lane string) ([]report.FlakyCell, error)
+	FlakyCells(ctx context.Context, team, suite, lane string) ([]report.FlakyCell, error)
 }
 
 // History keeps results for months. Its methods are called on the run loop, so they must not
@@ -279,8 +292,9 @@ type Coordinator struct {
 
 	mu   sync.Mutex
 	runs map[string]*run
-	// admitted counts the jobs of each principal's unfinished runs submitted to this process.
-	admitted  map[string]int
+	// admitted counts the jobs of unfinished runs, per submitter and per team.
+	admitted  quotas
+	auditLog  AuditLog
 	finished  *reportCache
 	stopWatch func()
 }
@@ -327,7 +341,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	return &Coordinator{
 		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, schedules: deps.Schedules, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
 		metrics: m, cache: cache, pub: pub, history: deps.History, changes: deps.Changes, flaky: deps.Flaky, reuse: deps.Reuse, base: base, stop: stop,
-		runs: make(map[string]*run), admitted: make(map[string]int), finished: newReportCache(cfg.KeepReportCases),
+		runs: make(map[string]*run), admitted: newQuotas(), auditLog: deps.Audit, finished: newReportCache(cfg.KeepReportCases),
 	}, nil
 }
 
@@ -394,7 +408,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		// restart (admitted then: never refused now).
 		r.principal, r.reserved = st.GetSubmittedBy(), max(int(st.GetTotalJobs()-st.GetDoneJobs()), 0)
 		c.mu.Lock()
-		c.admitted[r.principal] += r.reserved
+		c.admitted.byName[r.principal] += r.reserved
+		c.admitted.byTeam[tenant.Team(st.GetSpec().GetTeam())] += r.reserved
 		c.mu.Unlock()
 		c.launch(r)
 	}
@@ -512,10 +527,18 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	if err := c.checkResultsRoom(ctx); err != nil {
 		return nil, err
 	}
-	principal := principalFrom(ctx)
-	if err := c.reserve(principal, len(r.plan.Jobs)); err != nil {
+	p := tenant.Of(ctx)
+	if !p.CanChange(p.Team) {
+		c.audit(p, "", "submit", "suite/"+spec.GetName(), outcomeDenied, "role "+p.Role.String())
+		return nil, fmt.Errorf("submit: %w (%s)", ErrForbidden, p.Role)
+	}
+	// The run is its submitter's team's, whatever the request said.
+	spec.Team = tenant.Team(p.Team)
+	if err := c.reserve(p.Name, spec.Team, len(r.plan.Jobs)); err != nil {
+		c.audit(p, "", "submit", "suite/"+spec.GetName(), outcomeRefused, err.Error())
 		return nil, err
 	}
+	principal := p.Name
 	r.principal, r.reserved = principal, len(r.plan.Jobs)
 	launched := false
 	defer func() {
@@ -561,6 +584,7 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	}
 	c.metrics.submitted.Inc()
 	c.log.Info("run submitted", zap.String("run", spec.Id), zap.String("bundle", digest), zap.Int("jobs", len(r.plan.Jobs)))
+	c.audit(p, "", "submit", "run/"+spec.Id, outcomeOK, fmt.Sprintf("suite %s, %d jobs", spec.GetName(), len(r.plan.Jobs)))
 	st := r.snapshot()
 	launched = true
 	c.launch(r)
@@ -649,18 +673,22 @@ func (c *Coordinator) launch(r *run) {
 
 // Status returns a run's current state.
 func (c *Coordinator) Status(ctx context.Context, id string) (*pb.RunStatus, error) {
+	if err := c.mayRead(ctx, id); err != nil {
+		return nil, err
+	}
 	if r := c.active(id); r != nil {
 		return r.snapshot(), nil
 	}
 	return public(c.load(ctx, id))
 }
 
-// List returns every stored run, newest first.
+// List returns every stored run the caller may read, newest first.
 func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 	out, err := c.listStored(ctx)
 	if err != nil {
 		return nil, err
 	}
+	out = visibleRuns(ctx, out)
 	for i, st := range out {
 		if r := c.active(st.GetId()); r != nil {
 			out[i] = r.snapshot()
@@ -673,10 +701,19 @@ func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 // Cancel stops a run: its queued jobs are removed, unfinished cases are skipped. Cancelling a
 // finished run changes nothing and returns its status.
 func (c *Coordinator) Cancel(ctx context.Context, id string) (*pb.RunStatus, error) {
+	if err := c.mayChange(ctx, id, "cancel"); err != nil {
+		return nil, err
+	}
+	p := tenant.Of(ctx)
 	r := c.active(id)
 	if r == nil {
-		return public(c.load(ctx, id))
+		st, err := public(c.load(ctx, id))
+		if err == nil {
+			c.audit(p, st.GetSpec().GetTeam(), "cancel", "run/"+id, outcomeOK, "already "+st.GetState().String())
+		}
+		return st, err
 	}
+	c.audit(p, r.spec.GetTeam(), "cancel", "run/"+id, outcomeOK, "")
 	select {
 	case r.cancel <- "cancelled on request":
 	default:
@@ -691,6 +728,9 @@ func (c *Coordinator) Cancel(ctx context.Context, id string) (*pb.RunStatus, err
 
 // Subscribe returns a run's live events; the channel closes when the run ends.
 func (c *Coordinator) Subscribe(ctx context.Context, id string) (<-chan *pb.Event, func(), error) {
+	if err := c.mayRead(ctx, id); err != nil {
+		return nil, nil, err
+	}
 	if r := c.active(id); r != nil {
 		ch, cancel := r.events.subscribe(256)
 		return ch, cancel, nil
@@ -709,6 +749,9 @@ func (c *Coordinator) Subscribe(ctx context.Context, id string) (<-chan *pb.Even
 // run's report is the one stored when it finished (see storeReport), rebuilt from its results
 // only for a run that stored none.
 func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, error) {
+	if err := c.mayRead(ctx, id); err != nil {
+		return report.Report{}, err
+	}
 	if r := c.active(id); r != nil {
 		return r.builder.Report(), nil
 	}

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/skill"
@@ -41,7 +42,7 @@ func (c *Coordinator) offerReuse(ctx context.Context, r *run, idx []int, msgs []
 		if within <= 0 {
 			within = DefaultReuseWithin
 		}
-		found, err := c.reuse.Reusable(ctx, r.spec.GetName(), c.now().Add(-within), r.id, epochs)
+		found, err := c.reuse.Reusable(ctx, tenant.Team(r.spec.GetTeam()), r.spec.GetName(), c.now().Add(-within), r.id, epochs)
 		if err != nil {
 			c.log.Warn("looking up reusable cells failed; they run", zap.String("run", r.id), zap.Int("cells", len(epochs)), zap.Error(err))
 			return

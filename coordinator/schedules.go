@@ -19,17 +19,42 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 )
 
 // Pushed suites and schedules live in the run-state bucket under these prefixes: a run id
 // holds no dot, so they never meet a run's key, and the bucket is one the coordinator may
-// already write (no new bucket, no new permission).
+// already write (no new bucket, no new permission). A team's names follow the prefix as
+// "TEAM.NAME", the default team's as "NAME" (as before teams): neither holds a dot, so a key
+// names one team's object and no other team can reach it.
 const (
 	suiteKeyPrefix    = "suite."
 	scheduleKeyPrefix = "schedule."
 )
+
+// ref is a team's name of a suite or schedule.
+type ref struct{ team, name string }
+
+// key is the store key of r under prefix.
+func (r ref) key(prefix string) string {
+	if tenant.Team(r.team) == tenant.DefaultTeam {
+		return prefix + r.name
+	}
+	return prefix + r.team + "." + r.name
+}
+
+// String is r as audit records and errors name it.
+func (r ref) String() string { return tenant.Team(r.team) + "/" + r.name }
+
+// refOf reads a key's rest after its prefix.
+func refOf(rest string) ref {
+	if team, name, ok := strings.Cut(rest, "."); ok {
+		return ref{team: team, name: name}
+	}
+	return ref{team: tenant.DefaultTeam, name: rest}
+}
 
 // ScheduleStore is the run-state store with compare-and-swap (queue.RunStore): a schedule's
 // slot is claimed by an update at the revision read, so of two coordinators exactly one fires.
@@ -58,7 +83,9 @@ func (e *InvalidError) Unwrap() error { return e.Err }
 
 // PushedSuite is the latest bundle pushed under a suite name.
 type PushedSuite struct {
-	Name         string    `json:"name"`
+	Name string `json:"name"`
+	// Team owns the suite: its name is in the team's namespace.
+	Team         string    `json:"team"`
 	BundleDigest string    `json:"bundle_digest"`
 	PushedAt     time.Time `json:"pushed_at"`
 	// By is the principal that pushed it ("" for an anonymous caller).
@@ -69,7 +96,10 @@ type PushedSuite struct {
 
 // Schedule fires a pushed suite's latest bundle on the scheduled lane at each slot of Cron.
 type Schedule struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Team owns the schedule and the suite it fires (of the same team); it is set from the
+	// creator's token, never from a request body.
+	Team  string `json:"team"`
 	Suite string `json:"suite"`
 	// Cron is a standard five-field line or a descriptor (@daily, @hourly, @every 1h), in UTC.
 	Cron string `json:"cron"`
@@ -110,15 +140,35 @@ func (c *Coordinator) scheduleStore() (ScheduleStore, error) {
 	return c.schedules, nil
 }
 
-// PushSuite stores body as the latest bundle of the suite name. It is checked, extracted and
-// planned (with the default agents) as a submission is, so a suite that could not run is
+// mayChangeIn returns nil when the caller of ctx may change team's objects, ErrNotFound when
+// it may not read them (another team's: not disclosed) and ErrForbidden when it may only
+// read them; a refusal is audited as action on object.
+func (c *Coordinator) mayChangeIn(ctx context.Context, team, action, object string) error {
+	p := tenant.Of(ctx)
+	switch {
+	case !p.CanRead(team):
+		c.audit(p, "", action, object, outcomeDenied, "another team's")
+		return fmt.Errorf("%s: %w", object, ErrNotFound)
+	case !p.CanChange(team):
+		c.audit(p, team, action, object, outcomeDenied, "role "+p.Role.String())
+		return fmt.Errorf("%s %s: %w (%s)", action, object, ErrForbidden, p.Role)
+	}
+	return nil
+}
+
+// PushSuite stores body as the latest bundle of team's suite name. It is checked, extracted
+// and planned (with the default agents) as a submission is, so a suite that could not run is
 // refused now rather than at 2 am; nothing is stored for a refused one.
-func (c *Coordinator) PushSuite(ctx context.Context, name string, body io.Reader) (*PushedSuite, error) {
+func (c *Coordinator) PushSuite(ctx context.Context, team, name string, body io.Reader) (*PushedSuite, error) {
 	store, err := c.scheduleStore()
 	if err != nil {
 		return nil, err
 	}
 	if err := checkName("suite", name); err != nil {
+		return nil, err
+	}
+	id := ref{tenant.Team(team), name}
+	if err := c.mayChangeIn(ctx, id.team, "push", "suite/"+id.String()); err != nil {
 		return nil, err
 	}
 	stage, err := os.MkdirTemp(c.cache.Dir(), ".tmp-push-")
@@ -135,7 +185,7 @@ func (c *Coordinator) PushSuite(ctx context.Context, name string, body io.Reader
 	if err := extract(tarPath, tree); err != nil {
 		return nil, &PlanError{Err: err}
 	}
-	spec := &pb.RunSpec{Name: name, BundleDigest: digest, Priority: pb.Priority_PRIORITY_SCHEDULED, CreatedAt: timestamppb.New(c.now())}
+	spec := &pb.RunSpec{Name: name, Team: id.team, BundleDigest: digest, Priority: pb.Priority_PRIORITY_SCHEDULED, CreatedAt: timestamppb.New(c.now())}
 	r, err := c.planIn(tree, spec, c.cfg.MaxJobsPerRun)
 	if err != nil {
 		return nil, err
@@ -156,28 +206,31 @@ func (c *Coordinator) PushSuite(ctx context.Context, name string, body io.Reader
 	if err := c.cache.Adopt(digest, tree); err != nil {
 		c.log.Warn("keeping the extracted bundle failed", zap.String("bundle", digest), zap.Error(err))
 	}
-	ps := &PushedSuite{Name: name, BundleDigest: digest, PushedAt: c.now().UTC(), By: principalFrom(ctx), Jobs: len(r.plan.Jobs)}
+	p := tenant.Of(ctx)
+	ps := &PushedSuite{Name: name, Team: id.team, BundleDigest: digest, PushedAt: c.now().UTC(), By: p.Name, Jobs: len(r.plan.Jobs)}
 	b, err := json.Marshal(ps)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.Put(ctx, suiteKeyPrefix+name, b); err != nil {
+	if _, err := store.Put(ctx, id.key(suiteKeyPrefix), b); err != nil {
 		return nil, fmt.Errorf("store suite %s: %w", name, err)
 	}
-	c.log.Info("suite pushed", zap.String("suite", name), zap.String("bundle", digest), zap.String("by", ps.By))
+	c.audit(p, id.team, "push", "suite/"+id.String(), outcomeOK, "bundle "+digest)
 	return ps, nil
 }
 
-// Suite returns the latest push of the suite name, or ErrNoSuite.
-func (c *Coordinator) Suite(ctx context.Context, name string) (*PushedSuite, error) {
+// Suite returns the latest push of team's suite name, or ErrNoSuite: also for a suite the
+// caller of ctx may not read.
+func (c *Coordinator) Suite(ctx context.Context, team, name string) (*PushedSuite, error) {
 	store, err := c.scheduleStore()
 	if err != nil {
 		return nil, err
 	}
-	if checkName("suite", name) != nil {
+	id := ref{tenant.Team(team), name}
+	if checkName("suite", name) != nil || !tenant.Of(ctx).CanRead(id.team) {
 		return nil, fmt.Errorf("%w: %q", ErrNoSuite, name)
 	}
-	b, _, err := store.Get(ctx, suiteKeyPrefix+name)
+	b, _, err := store.Get(ctx, id.key(suiteKeyPrefix))
 	if errors.Is(err, queue.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrNoSuite, name)
 	}
@@ -188,10 +241,11 @@ func (c *Coordinator) Suite(ctx context.Context, name string) (*PushedSuite, err
 	if err := json.Unmarshal(b, ps); err != nil {
 		return nil, fmt.Errorf("suite %s: stored record is unreadable: %w", name, err)
 	}
+	ps.Team = id.team // a record pushed before teams names none
 	return ps, nil
 }
 
-// Suites returns every pushed suite, by name.
+// Suites returns every pushed suite the caller of ctx may read, by team and name.
 func (c *Coordinator) Suites(ctx context.Context) ([]*PushedSuite, error) {
 	names, err := c.keysUnder(ctx, suiteKeyPrefix)
 	if err != nil {
@@ -199,7 +253,7 @@ func (c *Coordinator) Suites(ctx context.Context) ([]*PushedSuite, error) {
 	}
 	out := make([]*PushedSuite, 0, len(names))
 	for _, n := range names {
-		ps, err := c.Suite(ctx, n)
+		ps, err := c.Suite(ctx, n.team, n.name)
 		if errors.Is(err, ErrNoSuite) {
 			continue // removed since listed
 		}
@@ -211,8 +265,9 @@ func (c *Coordinator) Suites(ctx context.Context) ([]*PushedSuite, error) {
 	return out, nil
 }
 
-// keysUnder returns the names stored under prefix, sorted.
-func (c *Coordinator) keysUnder(ctx context.Context, prefix string) ([]string, error) {
+// keysUnder returns the names stored under prefix that the caller of ctx may read, sorted by
+// team and name.
+func (c *Coordinator) keysUnder(ctx context.Context, prefix string) ([]ref, error) {
 	store, err := c.scheduleStore()
 	if err != nil {
 		return nil, err
@@ -221,13 +276,18 @@ func (c *Coordinator) keysUnder(ctx context.Context, prefix string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	p := tenant.Of(ctx)
+	var out []ref
 	for _, k := range keys {
-		if name, ok := strings.CutPrefix(k, prefix); ok {
-			out = append(out, name)
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			if r := refOf(rest); p.CanRead(r.team) {
+				out = append(out, r)
+			}
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].team < out[j].team || (out[i].team == out[j].team && out[i].name < out[j].name)
+	})
 	return out, nil
 }
 
@@ -241,6 +301,10 @@ func (c *Coordinator) AddSchedule(ctx context.Context, s Schedule) (*Schedule, e
 	if err := checkName("schedule", s.Name); err != nil {
 		return nil, err
 	}
+	id := ref{tenant.Team(s.Team), s.Name}
+	if err := c.mayChangeIn(ctx, id.team, "schedule.add", "schedule/"+id.String()); err != nil {
+		return nil, err
+	}
 	sched, err := ParseCron(s.Cron)
 	if err != nil {
 		return nil, err
@@ -249,46 +313,72 @@ func (c *Coordinator) AddSchedule(ctx context.Context, s Schedule) (*Schedule, e
 		return nil, &InvalidError{Err: fmt.Errorf("cron %q fires every %s, more often than the fleet's minimum interval of %s",
 			s.Cron, gap, c.cfg.MinScheduleInterval)}
 	}
-	if names, err := c.keysUnder(ctx, scheduleKeyPrefix); err != nil {
+	// Every team's schedules count toward the fleet's limit, whoever asks.
+	all, err := c.keysUnder(tenant.With(ctx, tenant.Anonymous), scheduleKeyPrefix)
+	if err != nil {
 		return nil, err
-	} else if len(names) >= c.cfg.MaxSchedules {
-		return nil, &InvalidError{Err: fmt.Errorf("the fleet keeps %d schedules already, its limit: remove one first", len(names))}
+	}
+	if len(all) >= c.cfg.MaxSchedules {
+		return nil, &InvalidError{Err: fmt.Errorf("the fleet keeps %d schedules already, its limit: remove one first", len(all))}
+	}
+	if n := countTeam(all, id.team); n >= c.cfg.MaxSchedulesPerTeam {
+		return nil, &InvalidError{Err: fmt.Errorf("team %s keeps %d schedules already, its limit: remove one first", id.team, n)}
 	}
 	if err := c.checkSpec(&pb.RunSpec{Agents: s.Agents}); err != nil {
 		return nil, err
 	}
-	if _, err := c.Suite(ctx, s.Suite); err != nil {
+	if _, err := c.Suite(ctx, id.team, s.Suite); err != nil {
 		return nil, err
 	}
 	now := c.now().UTC()
-	s.CreatedAt, s.LastFired, s.By, s.LastRun, s.LastError = now, now, principalFrom(ctx), "", ""
+	p := tenant.Of(ctx)
+	s.Team, s.CreatedAt, s.LastFired, s.By, s.LastRun, s.LastError = id.team, now, now, p.Name, "", ""
 	b, err := json.Marshal(&s)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.Create(ctx, scheduleKeyPrefix+s.Name, b); err != nil {
+	if _, err := store.Create(ctx, id.key(scheduleKeyPrefix), b); err != nil {
 		if errors.Is(err, queue.ErrConflict) {
 			return nil, fmt.Errorf("%w: %q", ErrScheduleExists, s.Name)
 		}
 		return nil, err
 	}
-	c.log.Info("schedule added", zap.String("schedule", s.Name), zap.String("suite", s.Suite), zap.String("cron", s.Cron))
+	c.audit(p, id.team, "schedule.add", "schedule/"+id.String(), outcomeOK, fmt.Sprintf("suite %s, cron %q", s.Suite, s.Cron))
 	return &s, nil
 }
 
-// RemoveSchedule deletes a schedule; an unknown name is ErrNotFound.
-func (c *Coordinator) RemoveSchedule(ctx context.Context, name string) error {
+func countTeam(refs []ref, team string) int {
+	n := 0
+	for _, r := range refs {
+		if r.team == team {
+			n++
+		}
+	}
+	return n
+}
+
+// RemoveSchedule deletes team's schedule name; an unknown name, or another team's, is
+// ErrNotFound.
+func (c *Coordinator) RemoveSchedule(ctx context.Context, team, name string) error {
 	store, err := c.scheduleStore()
 	if err != nil {
 		return err
 	}
-	if _, _, err := c.loadSchedule(ctx, name); err != nil {
+	id := ref{tenant.Team(team), name}
+	if err := c.mayChangeIn(ctx, id.team, "schedule.remove", "schedule/"+id.String()); err != nil {
 		return err
 	}
-	return store.Delete(ctx, scheduleKeyPrefix+name)
+	if _, _, err := c.loadSchedule(ctx, id); err != nil {
+		return err
+	}
+	if err := store.Delete(ctx, id.key(scheduleKeyPrefix)); err != nil {
+		return err
+	}
+	c.audit(tenant.Of(ctx), id.team, "schedule.remove", "schedule/"+id.String(), outcomeOK, "")
+	return nil
 }
 
-// Schedules returns every schedule, by name.
+// Schedules returns every schedule the caller of ctx may read, by team and name.
 func (c *Coordinator) Schedules(ctx context.Context) ([]*Schedule, error) {
 	names, err := c.keysUnder(ctx, scheduleKeyPrefix)
 	if err != nil {
@@ -308,25 +398,28 @@ func (c *Coordinator) Schedules(ctx context.Context) ([]*Schedule, error) {
 	return out, nil
 }
 
-func (c *Coordinator) loadSchedule(ctx context.Context, name string) (*Schedule, uint64, error) {
+func (c *Coordinator) loadSchedule(ctx context.Context, id ref) (*Schedule, uint64, error) {
 	store, err := c.scheduleStore()
 	if err != nil {
 		return nil, 0, err
 	}
-	if checkName("schedule", name) != nil {
-		return nil, 0, fmt.Errorf("schedule %q: %w", name, ErrNotFound)
+	if checkName("schedule", id.name) != nil || !tenant.Of(ctx).CanRead(id.team) {
+		return nil, 0, fmt.Errorf("schedule %q: %w", id.name, ErrNotFound)
 	}
-	b, rev, err := store.Get(ctx, scheduleKeyPrefix+name)
+	b, rev, err := store.Get(ctx, id.key(scheduleKeyPrefix))
 	if errors.Is(err, queue.ErrNotFound) {
-		return nil, 0, fmt.Errorf("schedule %q: %w", name, ErrNotFound)
+		return nil, 0, fmt.Errorf("schedule %q: %w", id.name, ErrNotFound)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 	s := &Schedule{}
 	if err := json.Unmarshal(b, s); err != nil {
-		return nil, 0, fmt.Errorf("schedule %s: stored record is unreadable: %w", name, err)
+		return nil, 0, fmt.Errorf("schedule %s: stored record is unreadable: %w", id, err)
 	}
+	// The key is the record's team: a record written before teams names none, and a body
+	// cannot move a schedule into another team.
+	s.Team = id.team
 	return s, rev, nil
 }
 
@@ -363,7 +456,7 @@ func (c *Coordinator) FireDue(ctx context.Context) ([]string, error) {
 	for _, n := range names {
 		id, err := c.fire(ctx, n)
 		if err != nil {
-			c.log.Warn("schedule did not fire", zap.String("schedule", n), zap.Error(err))
+			c.log.Warn("schedule did not fire", zap.Stringer("schedule", n), zap.Error(err))
 			continue
 		}
 		if id != "" {
@@ -374,7 +467,7 @@ func (c *Coordinator) FireDue(ctx context.Context) ([]string, error) {
 }
 
 // fire fires one schedule if a slot is due, returning the run it submitted ("" for none).
-func (c *Coordinator) fire(ctx context.Context, name string) (string, error) {
+func (c *Coordinator) fire(ctx context.Context, name ref) (string, error) {
 	s, rev, err := c.loadSchedule(ctx, name)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
@@ -394,7 +487,7 @@ func (c *Coordinator) fire(ctx context.Context, name string) (string, error) {
 	s.LastFired, s.LastRun, s.LastError = slot, "", ""
 	if rev, err = c.putSchedule(ctx, s, rev); err != nil {
 		if errors.Is(err, queue.ErrConflict) {
-			c.log.Debug("schedule slot claimed by another coordinator", zap.String("schedule", name), zap.Time("slot", slot))
+			c.log.Debug("schedule slot claimed by another coordinator", zap.Stringer("schedule", name), zap.Time("slot", slot))
 			return "", nil
 		}
 		return "", err
@@ -407,12 +500,12 @@ func (c *Coordinator) fire(ctx context.Context, name string) (string, error) {
 		s.LastRun = id
 	}
 	if _, err := c.putSchedule(ctx, s, rev); err != nil && !errors.Is(err, queue.ErrConflict) {
-		c.log.Warn("recording a schedule's fire failed", zap.String("schedule", name), zap.Error(err))
+		c.log.Warn("recording a schedule's fire failed", zap.Stringer("schedule", name), zap.Error(err))
 	}
 	if subErr != nil {
 		return "", fmt.Errorf("slot %s: %w", slot.Format(time.RFC3339), subErr)
 	}
-	c.log.Info("schedule fired", zap.String("schedule", name), zap.String("run", id), zap.Time("slot", slot))
+	c.log.Info("schedule fired", zap.Stringer("schedule", name), zap.String("run", id), zap.Time("slot", slot))
 	return id, nil
 }
 
@@ -421,23 +514,26 @@ func (c *Coordinator) putSchedule(ctx context.Context, s *Schedule, rev uint64) 
 	if err != nil {
 		return 0, err
 	}
-	return c.schedules.Update(ctx, scheduleKeyPrefix+s.Name, b, rev)
+	return c.schedules.Update(ctx, ref{s.Team, s.Name}.key(scheduleKeyPrefix), b, rev)
 }
 
 // submitScheduled starts a run of the schedule's suite, from its latest pushed bundle, on the
-// scheduled lane, admitted as its creator's. A fire the creator's quota cannot take is
-// refused before any planning, from the jobs the suite planned into when it was pushed: a
-// schedule over quota costs one lookup, not a plan.
+// scheduled lane, admitted as its creator's, in the schedule's team. A fire the creator's or
+// the team's quota cannot take is refused before any planning, from the jobs the suite
+// planned into when it was pushed: a schedule over quota costs one lookup, not a plan.
 func (c *Coordinator) submitScheduled(ctx context.Context, s *Schedule) (string, error) {
-	ps, err := c.Suite(ctx, s.Suite)
+	ps, err := c.Suite(ctx, s.Team, s.Suite)
 	if err != nil {
 		return "", err
 	}
-	if err := c.quotaHolds(s.By, ps.Jobs); err != nil {
+	if err := c.quotaHolds(s.By, s.Team, ps.Jobs); err != nil {
 		return "", err
 	}
 	spec := &pb.RunSpec{Name: s.Suite, Agents: s.Agents, Priority: pb.Priority_PRIORITY_SCHEDULED}
-	st, err := c.submitStored(withPrincipal(ctx, s.By), ps.BundleDigest, spec)
+	// The creator's role then may since have changed; the schedule fires as a member of its
+	// team, which is all a schedule can do.
+	as := tenant.Principal{Name: s.By, Team: s.Team, Role: tenant.Member}
+	st, err := c.submitStored(tenant.With(ctx, as), ps.BundleDigest, spec)
 	if err != nil {
 		return "", err
 	}

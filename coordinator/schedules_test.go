@@ -44,7 +44,7 @@ func scheduler(t *testing.T, topo *queue.Topology, clk fakeclock.Clock, every ti
 func pushNightly(t *testing.T, c *coordinator.Coordinator) *coordinator.PushedSuite {
 	t.Helper()
 	ctx := context.Background()
-	ps, err := c.PushSuite(ctx, "nightly", bytes.NewReader(twoCaseSuite(t)))
+	ps, err := c.PushSuite(ctx, "", "nightly", bytes.NewReader(twoCaseSuite(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestRetentionKeepsPushedSuite(t *testing.T) {
 	// The object store stamps uploads with the wall clock: start there.
 	clk := fakeclock.NewFake(time.Now())
 	c := scheduler(t, topo, clk, 0)
-	first, err := c.PushSuite(ctx, "nightly", bytes.NewReader(twoCaseSuite(t)))
+	first, err := c.PushSuite(ctx, "", "nightly", bytes.NewReader(twoCaseSuite(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestRetentionKeepsPushedSuite(t *testing.T) {
 		t.Fatal("the sweep deleted the pushed suite's bundle")
 	}
 	// A newer push replaces it; the old bundle, which no run uses, goes.
-	second, err := c.PushSuite(ctx, "nightly", bytes.NewReader(bundleOf(t, plannedSuite(t))))
+	second, err := c.PushSuite(ctx, "", "nightly", bytes.NewReader(bundleOf(t, plannedSuite(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestScheduleLimits(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close(ctx) })
 	oneCase := bundleOf(t, writeFiles(t, map[string]string{"s/SKILL.md": okSkill, "s/cases.yaml": "cases:\n  - name: a\n    input: hi\n    assertions:\n      output_contains: [\"x\"]\n"}))
-	if _, err := c.PushSuite(ctx, "nightly", bytes.NewReader(oneCase)); err != nil {
+	if _, err := c.PushSuite(ctx, "", "nightly", bytes.NewReader(oneCase)); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b"} {

@@ -7,6 +7,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/history"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 )
@@ -62,13 +63,13 @@ func (p *ReportPolicy) annotate(ctx context.Context, st *pb.RunStatus, rep *repo
 		return err
 	}
 	spec := st.GetSpec()
-	run := changes.Run{ID: id, Suite: spec.GetName(), Lane: history.Lane(spec.GetPriority()), Created: spec.GetCreatedAt().AsTime()}
+	run := changes.Run{ID: id, Team: tenant.Team(spec.GetTeam()), Suite: spec.GetName(), Lane: history.Lane(spec.GetPriority()), Created: spec.GetCreatedAt().AsTime()}
 	return changes.Annotate(ctx, p.History.Store, run, rows, rep, p.Flaky)
 }
 
-// FlakyCells lists a suite's flaky cells from the history (coordinator.Flaky).
-func (p *ReportPolicy) FlakyCells(ctx context.Context, suite, lane string) ([]report.FlakyCell, error) {
-	return changes.FlakyCells(ctx, p.History.Store, suite, lane, p.Flaky)
+// FlakyCells lists a team's suite's flaky cells from the history (coordinator.Flaky).
+func (p *ReportPolicy) FlakyCells(ctx context.Context, team, suite, lane string) ([]report.FlakyCell, error) {
+	return changes.FlakyCells(ctx, p.History.Store, team, suite, lane, p.Flaky)
 }
 
 // wire sets the coordinator's Changes and Flaky from the policy.

@@ -83,7 +83,7 @@ func TestReportSaysWhatChanged(t *testing.T) {
 		t.Errorf("quarantined %+v, summary %+v: the listed failing case must not fail the run", quarantined, rep.Summary)
 	}
 	// The flaky list answers from the same history: two runs are too few for a label.
-	cells, err := (&ReportPolicy{History: f.History}).FlakyCells(context.Background(), "examples", "scheduled")
+	cells, err := (&ReportPolicy{History: f.History}).FlakyCells(context.Background(), "", "examples", "scheduled")
 	if err != nil || len(cells) != 0 {
 		t.Errorf("flaky cells after two runs: %+v, %v", cells, err)
 	}

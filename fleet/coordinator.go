@@ -136,13 +136,21 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 		return err
 	}
 	deps := coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo, Log: log.Named("coordinator"), Registry: reg}
+	var audit *AuditLog
 	if hist != nil {
 		deps.History, deps.Reuse = hist, hist
+		if audit, err = NewAuditLog(hist.Store, log.Named("audit"), reg); err != nil {
+			return err
+		}
+		deps.Audit = audit
 		// Closed after the coordinator (deferred first, run last): its last results and
 		// finished runs are queued by then.
 		defer func() {
 			hctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
+			if err := audit.Close(hctx); err != nil {
+				log.Error("writing the last audit records", zap.Error(err))
+			}
 			if err := hist.Close(hctx); err != nil {
 				log.Error("closing the history", zap.Error(err))
 			}
@@ -187,7 +195,7 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 		}
 		servers = append(servers, ms)
 	}
-	handler, err := CoordinatorHandler(c, api, cfg.Web, hist, policy, log)
+	handler, err := CoordinatorHandler(c, api, cfg.Web, Tenancy{History: hist, Policy: policy, Audit: audit}, log)
 	if err != nil {
 		for _, s := range servers {
 			_ = s.HTTP.Close()

@@ -113,10 +113,10 @@ func DefaultLocalHistory() (string, error) {
 
 var _ coordinator.Reuse = (*History)(nil)
 
-// Reusable finds the runs a changed-only run may reuse its cells' verdicts from
+// Reusable finds the runs of team a changed-only run may reuse its cells' verdicts from
 // (coordinator.Reuse, over history.Store.Reusable).
-func (h *History) Reusable(ctx context.Context, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]coordinator.Reused, error) {
-	found, err := h.Store.Reusable(ctx, suite, since, exclude, epochs)
+func (h *History) Reusable(ctx context.Context, team, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]coordinator.Reused, error) {
+	found, err := h.Store.Reusable(ctx, team, suite, since, exclude, epochs)
 	if err != nil {
 		return nil, err
 	}

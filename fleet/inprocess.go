@@ -55,8 +55,9 @@ type InProcess struct {
 	Conn        *queue.Conn
 	Topology    *queue.Topology
 	Coordinator *coordinator.Coordinator
-	// History is the open history, nil when off.
+	// History is the open history, nil when off, and Audit its audit log.
 	History *History
+	Audit   *AuditLog
 
 	cfg     InProcessConfig
 	reg     prometheus.Registerer
@@ -119,6 +120,10 @@ func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err
 	}
 	if f.History != nil {
 		deps.History, deps.Reuse = f.History, f.History
+		if f.Audit, err = NewAuditLog(f.History.Store, cfg.Log.Named("audit"), reg); err != nil {
+			return nil, err
+		}
+		deps.Audit = f.Audit
 	}
 	(&ReportPolicy{History: f.History, Flaky: cfg.Flaky, Quarantine: cfg.Quarantine}).wire(&deps)
 	if f.Coordinator, err = coordinator.New(cc, deps); err != nil {
@@ -198,6 +203,9 @@ func (f *InProcess) Close(ctx context.Context) error {
 	}
 	if f.History != nil {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		if f.Audit != nil {
+			errs = append(errs, f.Audit.Close(hctx))
+		}
 		errs = append(errs, f.History.Close(hctx))
 		cancel()
 	}

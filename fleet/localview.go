@@ -84,8 +84,8 @@ type archiveFlaky struct {
 	cfg   flaky.Config
 }
 
-func (f archiveFlaky) FlakyCells(ctx context.Context, suite, lane string) ([]report.FlakyCell, error) {
-	return changes.FlakyCells(ctx, f.store, suite, lane, f.cfg)
+func (f archiveFlaky) FlakyCells(ctx context.Context, team, suite, lane string) ([]report.FlakyCell, error) {
+	return changes.FlakyCells(ctx, f.store, team, suite, lane, f.cfg)
 }
 
 // LocalViewerConfig is `skillfleet view`: the web viewer, read-only, over a local history.

@@ -115,7 +115,7 @@ func TestArchiveSource(t *testing.T) {
 	if _, err := src.Cancel(ctx, "r1"); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Cancel = %v, want ErrReadOnly", err)
 	}
-	cells, err := archiveFlaky{store: src.store}.FlakyCells(ctx, "greetings", "")
+	cells, err := archiveFlaky{store: src.store}.FlakyCells(ctx, "", "greetings", "")
 	if err != nil {
 		t.Errorf("FlakyCells: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/web"
@@ -16,9 +17,9 @@ import (
 
 // WebConfig is the coordinator's web viewer, served on its HTTP address beside the API.
 type WebConfig struct {
-	// ViewerTokens are read-only tokens: their holders log in to the viewer and read every
-	// page, but cancel nothing. The API (/v1/) does not accept them. They need API tokens
-	// (the operators').
+	// ViewerTokens are read-only tokens: their holders log in to the viewer and read their
+	// team's pages, but cancel nothing. The API (/v1/) does not accept them. They need API
+	// tokens (the operators').
 	ViewerTokens []coordinator.Token
 	// SecureCookies marks the session cookie Secure on plain HTTP too: for a coordinator
 	// behind a proxy that terminates TLS.
@@ -67,7 +68,7 @@ func (s webSource) Cancel(ctx context.Context, id string) (*pb.RunStatus, error)
 func webTokens(api coordinator.APIConfig) []web.Token {
 	var out []web.Token
 	for _, t := range api.Tokens {
-		out = append(out, web.Token{Name: t.Name, Secret: t.Secret})
+		out = append(out, web.Token{Name: t.Name, Secret: t.Secret, Team: t.Team, Role: t.Principal().Role})
 	}
 	if api.Token != "" {
 		out = append(out, web.Token{Name: "default", Secret: api.Token})
@@ -75,23 +76,34 @@ func webTokens(api coordinator.APIConfig) []web.Token {
 	return out
 }
 
+// Tenancy is what the viewer reads beside the coordinator; each may be nil (no history: the
+// viewer's skill pages say so, and logins are audited in the log only).
+type Tenancy struct {
+	History *History
+	Policy  *ReportPolicy
+	Audit   *AuditLog
+}
+
 // CoordinatorHandler is what the coordinator serves on its HTTP address: the API owns /v1/,
-// /healthz, /readyz and /metrics; the web viewer everything else. hist and policy may be nil
-// (no history: the viewer's skill pages say so).
-func CoordinatorHandler(c *coordinator.Coordinator, api coordinator.APIConfig, wc WebConfig, hist *History, policy *ReportPolicy, log *zap.Logger) (http.Handler, error) {
+// /healthz, /readyz and /metrics; the web viewer everything else.
+func CoordinatorHandler(c *coordinator.Coordinator, api coordinator.APIConfig, wc WebConfig, t Tenancy, log *zap.Logger) (http.Handler, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	cfg := web.Config{Operators: webTokens(api), SecureCookies: wc.SecureCookies, Log: log.Named("web"), Guesses: api.Guesses}
-	for _, t := range wc.ViewerTokens {
-		cfg.Viewers = append(cfg.Viewers, web.Token{Name: t.Name, Secret: t.Secret})
+	cfg := web.Config{Operators: webTokens(api), SecureCookies: wc.SecureCookies, Log: log.Named("web"), Guesses: api.Guesses, Proxy: api.Proxy}
+	for _, v := range wc.ViewerTokens {
+		// A viewer token is a viewer's, whatever its line says.
+		cfg.Viewers = append(cfg.Viewers, web.Token{Name: v.Name, Secret: v.Secret, Team: v.Team, Role: tenant.Viewer})
 	}
 	deps := web.Deps{Source: webSource{c}}
-	if hist != nil {
-		deps.History = hist.Store
-		if policy != nil && policy.History != nil {
-			deps.Flaky = policy
+	if t.History != nil {
+		deps.History = t.History.Store
+		if t.Policy != nil && t.Policy.History != nil {
+			deps.Flaky = t.Policy
 		}
+	}
+	if t.Audit != nil {
+		deps.Audit = t.Audit
 	}
 	viewer, err := web.New(cfg, deps)
 	if err != nil {

@@ -66,7 +66,7 @@ func BenchmarkCasePage(b *testing.B) {
 	if rep, err := f.Coordinator.Report(ctx, run.GetId()); err != nil || rep.Summary.Passed != skills*cases {
 		b.Fatalf("report: %v; want %d cases passed", err, skills*cases)
 	}
-	h, err := CoordinatorHandler(f.Coordinator, coordinator.APIConfig{Token: "bench-token"}, WebConfig{}, nil, nil, nil)
+	h, err := CoordinatorHandler(f.Coordinator, coordinator.APIConfig{Token: "bench-token"}, WebConfig{}, Tenancy{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestCoordinatorServesTheViewer(t *testing.T) {
 	t.Cleanup(exec.ReleaseAll)
 	api := coordinator.APIConfig{Tokens: []coordinator.Token{{Name: "ops", Secret: "op-secret-0123456789"}}}
 	h, err := CoordinatorHandler(f.Coordinator, api, WebConfig{ViewerTokens: []coordinator.Token{{Name: "reader", Secret: "view-secret-0123456789"}}},
-		f.History, &ReportPolicy{History: f.History}, nil)
+		Tenancy{History: f.History, Policy: &ReportPolicy{History: f.History}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCoordinatorServesTheViewer(t *testing.T) {
 	if code, _ := get(plain, "/", "op-secret-0123456789"); code != http.StatusSeeOther {
 		t.Errorf("/ without a session: %d, want a redirect to the login", code)
 	}
-	for _, tc := range []struct{ token, who string }{{"op-secret-0123456789", "ops (operator)"}, {"view-secret-0123456789", "reader (viewer)"}} {
+	for _, tc := range []struct{ token, who string }{{"op-secret-0123456789", "ops (member, team default)"}, {"view-secret-0123456789", "reader (viewer, team default)"}} {
 		jar, _ := cookiejar.New(nil)
 		browser := &http.Client{Jar: jar}
 		resp, err := browser.PostForm(srv.URL+"/login", url.Values{"token": {tc.token}, "next": {"/runs/" + st.GetId()}})

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
-const runColumns = `run_id, suite, lane, state, reason, created_ms, finished_ms, total_jobs, done_jobs,
+const runColumns = `run_id, team, suite, lane, state, reason, created_ms, finished_ms, total_jobs, done_jobs,
 	cases_total, cases_passed, cases_failed, cases_errored, cases_timed_out, cases_skipped, cases_reused`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -22,7 +24,7 @@ func scanRun(sc scanner) (Run, error) {
 		created  int64
 		finished sql.NullInt64
 	)
-	err := sc.Scan(&r.ID, &r.Suite, &r.Lane, &r.State, &r.Reason, &created, &finished, &r.TotalJobs, &r.DoneJobs,
+	err := sc.Scan(&r.ID, &r.Team, &r.Suite, &r.Lane, &r.State, &r.Reason, &created, &finished, &r.TotalJobs, &r.DoneJobs,
 		&r.Cases.Total, &r.Cases.Passed, &r.Cases.Failed, &r.Cases.Errored, &r.Cases.TimedOut, &r.Cases.Skipped, &r.Cases.Reused)
 	if err != nil {
 		return Run{}, err
@@ -46,24 +48,24 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 	return r, nil
 }
 
-// PreviousRun returns the last completed run of the same suite and lane created before the
-// run id (ties on the creation time broken by id); ok is false when there is none. The run
+// PreviousRun returns the last completed run of the same team, suite and lane created before
+// the run id (ties on the creation time broken by id); ok is false when there is none. The run
 // itself must be stored.
 func (s *Store) PreviousRun(ctx context.Context, id string) (prev Run, ok bool, err error) {
 	cur, err := s.Run(ctx, id)
 	if err != nil {
 		return Run{}, false, err
 	}
-	return s.PreviousRunOf(ctx, cur.Suite, cur.Lane, cur.CreatedAt, cur.ID)
+	return s.PreviousRunOf(ctx, cur.Team, cur.Suite, cur.Lane, cur.CreatedAt, cur.ID)
 }
 
 // PreviousRunOf is PreviousRun for a run that need not be stored yet (its rows may still be
-// queued in a Writer): the last completed run of suite and lane created before created (ties
-// broken by id).
-func (s *Store) PreviousRunOf(ctx context.Context, suite, lane string, created time.Time, id string) (prev Run, ok bool, err error) {
+// queued in a Writer): the last completed run of the team's suite and lane created before
+// created (ties broken by id). Team "" is tenant.DefaultTeam.
+func (s *Store) PreviousRunOf(ctx context.Context, team, suite, lane string, created time.Time, id string) (prev Run, ok bool, err error) {
 	prev, err = scanRun(s.db.QueryRowContext(ctx, s.d.bind(`SELECT `+runColumns+` FROM runs
-WHERE suite = $1 AND lane = $2 AND state = 'completed' AND (created_ms < $3 OR (created_ms = $4 AND run_id < $5))
-ORDER BY created_ms DESC, run_id DESC LIMIT 1`), suite, lane, created.UnixMilli(), created.UnixMilli(), id))
+WHERE team = $1 AND suite = $2 AND lane = $3 AND state = 'completed' AND (created_ms < $4 OR (created_ms = $5 AND run_id < $6))
+ORDER BY created_ms DESC, run_id DESC LIMIT 1`), tenant.Team(team), suite, lane, created.UnixMilli(), created.UnixMilli(), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, false, nil
 	}
@@ -73,7 +75,7 @@ ORDER BY created_ms DESC, run_id DESC LIMIT 1`), suite, lane, created.UnixMilli(
 	return prev, true, nil
 }
 
-const resultSelect = `SELECT run_id, job_id, suite, lane, skill, case_name, agent, model, judge_model, arm,
+const resultSelect = `SELECT run_id, job_id, team, suite, lane, skill, case_name, agent, model, judge_model, arm,
 	epoch, attempt, verdict, reason_class, reason, prompt_tokens, completion_tokens, cost,
 	duration_ms, case_digest, finished_ms, recorded_ms, cell_key, cell_digest, reused_from FROM results`
 
@@ -82,7 +84,7 @@ func scanResult(sc scanner) (Result, error) {
 		r                  Result
 		finished, recorded int64
 	)
-	err := sc.Scan(&r.RunID, &r.JobID, &r.Suite, &r.Lane, &r.Skill, &r.Case, &r.Agent, &r.Model, &r.JudgeModel, &r.Arm,
+	err := sc.Scan(&r.RunID, &r.JobID, &r.Team, &r.Suite, &r.Lane, &r.Skill, &r.Case, &r.Agent, &r.Model, &r.JudgeModel, &r.Arm,
 		&r.Epoch, &r.Attempt, &r.Verdict, &r.ReasonClass, &r.Reason, &r.PromptTokens, &r.CompletionTokens, &r.Cost,
 		&r.DurationMS, &r.CaseDigest, &finished, &recorded, &r.CellKey, &r.CellDigest, &r.ReusedFrom)
 	r.FinishedAt, r.RecordedAt = time.UnixMilli(finished).UTC(), time.UnixMilli(recorded).UTC()
@@ -131,11 +133,11 @@ type Cell struct {
 	Verdicts []CellVerdict
 }
 
-// RecentVerdicts returns, for every cell of the suite's finished runs in the lane ("" for
-// every lane), its verdicts in the last n finished runs it appeared in: what flaky detection
-// reads. Runs still in progress are left out; the reason classes let infrastructure failures
-// be left out too.
-func (s *Store) RecentVerdicts(ctx context.Context, suite, lane string, n int) ([]Cell, error) {
+// RecentVerdicts returns, for every cell of the team's suite's finished runs in the lane (""
+// for every lane), its verdicts in the last n finished runs it appeared in: what flaky
+// detection reads. Runs still in progress are left out; the reason classes let infrastructure
+// failures be left out too. Team "" is tenant.DefaultTeam.
+func (s *Store) RecentVerdicts(ctx context.Context, team, suite, lane string, n int) ([]Cell, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -144,9 +146,9 @@ func (s *Store) RecentVerdicts(ctx context.Context, suite, lane string, n int) (
 		DENSE_RANK() OVER (PARTITION BY r.skill, r.case_name, r.agent, r.model, r.arm
 			ORDER BY ru.created_ms DESC, ru.run_id DESC) AS k
 	FROM results r JOIN runs ru ON ru.run_id = r.run_id
-	WHERE ru.suite = $1 AND ($2 = '' OR ru.lane = $3) AND ru.finished_ms IS NOT NULL
-) ranked WHERE k <= $4
-ORDER BY skill, case_name, agent, model, arm, k, epoch`), suite, lane, lane, n)
+	WHERE ru.team = $1 AND ru.suite = $2 AND ($3 = '' OR ru.lane = $4) AND ru.finished_ms IS NOT NULL
+) ranked WHERE k <= $5
+ORDER BY skill, case_name, agent, model, arm, k, epoch`), tenant.Team(team), suite, lane, lane, n)
 	if err != nil {
 		return nil, fmt.Errorf("history: recent verdicts of %s: %w", suite, err)
 	}
@@ -173,19 +175,19 @@ ORDER BY skill, case_name, agent, model, arm, k, epoch`), suite, lane, lane, n)
 	return out, nil
 }
 
-// WindowVerdicts returns, for every cell of the suite's last n finished runs in the lane ("" for
-// every lane), leaving out the run exclude (the run being reported, which the caller adds
-// itself), its verdicts in those runs, newest run first. Unlike RecentVerdicts the window is
-// the suite's runs, not each cell's: a case added last week has fewer runs in it. That makes
-// it an index lookup of n runs rather than a ranking of every stored result, which is what
-// lets a report built at the end of each run read it.
-func (s *Store) WindowVerdicts(ctx context.Context, suite, lane string, n int, exclude string) ([]Cell, error) {
+// WindowVerdicts returns, for every cell of the team's suite's last n finished runs in the lane
+// ("" for every lane), leaving out the run exclude (the run being reported, which the caller
+// adds itself), its verdicts in those runs, newest run first. Unlike RecentVerdicts the window
+// is the suite's runs, not each cell's: a case added last week has fewer runs in it. That
+// makes it an index lookup of n runs rather than a ranking of every stored result, which is
+// what lets a report built at the end of each run read it. Team "" is tenant.DefaultTeam.
+func (s *Store) WindowVerdicts(ctx context.Context, team, suite, lane string, n int, exclude string) ([]Cell, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx, s.d.bind(`SELECT run_id, created_ms FROM runs
-WHERE suite = $1 AND ($2 = '' OR lane = $3) AND finished_ms IS NOT NULL AND run_id <> $4
-ORDER BY created_ms DESC, run_id DESC LIMIT $5`), suite, lane, lane, exclude, n)
+WHERE team = $1 AND suite = $2 AND ($3 = '' OR lane = $4) AND finished_ms IS NOT NULL AND run_id <> $5
+ORDER BY created_ms DESC, run_id DESC LIMIT $6`), tenant.Team(team), suite, lane, lane, exclude, n)
 	if err != nil {
 		return nil, fmt.Errorf("history: the last runs of %s: %w", suite, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // Reusable is the run a changed-only run may reuse a cell's verdict from.
@@ -17,13 +19,14 @@ type Reusable struct {
 // keysPerReuseQuery bounds one lookup's IN list, under both backends' parameter limits.
 const keysPerReuseQuery = 500
 
-// Reusable finds, for each cell of the suite in epochs (its key, pb.Job.cell_key, and how many
-// epochs it runs), the latest run other than exclude that
-// finished it since the given time with every epoch passed under one cell digest. A run that
+// Reusable finds, for each cell of the team's suite in epochs (its key, pb.Job.cell_key, and
+// how many epochs it runs), the latest run of the team other than exclude that finished it
+// since the given time with every epoch passed under one cell digest: another team's pass
+// under the same suite name is never a source. Team "" is tenant.DefaultTeam. A run that
 // itself reused the cell is no source (its rows say "reused", not "passed"), so a verdict is
 // reused only while the run that earned it is within the window. A cell some rows of which
 // were lost (history down) has fewer rows than epochs and is not reusable: it runs.
-func (s *Store) Reusable(ctx context.Context, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]Reusable, error) {
+func (s *Store) Reusable(ctx context.Context, team, suite string, since time.Time, exclude string, epochs map[string]int) (map[string]Reusable, error) {
 	keys := make([]string, 0, len(epochs))
 	for k := range epochs {
 		if k != "" {
@@ -37,8 +40,8 @@ func (s *Store) Reusable(ctx context.Context, suite string, since time.Time, exc
 		var q strings.Builder
 		q.WriteString(`SELECT cell_key, run_id, MIN(cell_digest), MAX(cell_digest), COUNT(*),
 	SUM(CASE WHEN verdict = 'passed' THEN 1 ELSE 0 END), MAX(finished_ms)
-FROM results WHERE suite = $1 AND run_id <> $2 AND finished_ms >= $3 AND cell_key IN (`)
-		args := []any{suite, exclude, since.UnixMilli()}
+FROM results WHERE team = $1 AND suite = $2 AND run_id <> $3 AND finished_ms >= $4 AND cell_key IN (`)
+		args := []any{tenant.Team(team), suite, exclude, since.UnixMilli()}
 		for i, k := range chunk {
 			if i > 0 {
 				q.WriteString(", ")

@@ -48,7 +48,7 @@ func TestReusable(t *testing.T) {
 		for _, k := range []string{"latest", "failing", "two-digests", "partial", "stale", "chained", "excluded", "no-digest", "other-suite", "unknown"} {
 			qs[k] = 2
 		}
-		got, err := s.Reusable(ctx, "nightly", t0.Add(-24*h), "r9", qs)
+		got, err := s.Reusable(ctx, "", "nightly", t0.Add(-24*h), "r9", qs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestReusableManyKeys(t *testing.T) {
 	if err := s.WriteResults(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Reusable(ctx, "n", t0.Add(-time.Hour), "", qs)
+	got, err := s.Reusable(ctx, "", "n", t0.Add(-time.Hour), "", qs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/verdict"
@@ -19,6 +20,8 @@ const maxReason = 2000
 type Result struct {
 	RunID string
 	JobID string
+	// Team owns the result: its run's team (RunSpec.team, "" stored as tenant.DefaultTeam).
+	Team string
 	// Suite is the run's suite name (RunSpec.name); Lane "ondemand" or "scheduled".
 	Suite, Lane string
 	Skill, Case string
@@ -54,7 +57,11 @@ type Counts struct {
 
 // Run is one run as history keeps it.
 type Run struct {
-	ID, Suite, Lane string
+	ID string
+	// Team owns the run (RunSpec.team, "" stored as tenant.DefaultTeam): a suite name means
+	// a suite only within its team.
+	Team        string
+	Suite, Lane string
 	// State is "pending", "running", "completed", "cancelled", "deadline_exceeded" or "failed".
 	State      string
 	Reason     string
@@ -95,7 +102,7 @@ func FromResult(res *pb.Result, spec *pb.RunSpec, now time.Time) Result {
 		finished = res.GetFinishedAt().AsTime()
 	}
 	return Result{
-		RunID: res.GetRunId(), JobID: res.GetJobId(),
+		RunID: res.GetRunId(), JobID: res.GetJobId(), Team: tenant.Team(spec.GetTeam()),
 		Suite: spec.GetName(), Lane: Lane(spec.GetPriority()),
 		Skill: res.GetSkill(), Case: res.GetCaseName(), Agent: res.GetAgent(),
 		Model: res.GetModel(), JudgeModel: res.GetJudgeModel(), Arm: arm,
@@ -116,7 +123,7 @@ func FromStatus(st *pb.RunStatus) Run {
 		id = spec.GetId()
 	}
 	r := Run{
-		ID: id, Suite: spec.GetName(), Lane: Lane(spec.GetPriority()),
+		ID: id, Team: tenant.Team(spec.GetTeam()), Suite: spec.GetName(), Lane: Lane(spec.GetPriority()),
 		State: StateName(st.GetState()), Reason: text.ClipBytes(st.GetReason(), maxReason),
 		CreatedAt: spec.GetCreatedAt().AsTime(),
 		TotalJobs: int(st.GetTotalJobs()), DoneJobs: int(st.GetDoneJobs()),
@@ -136,7 +143,7 @@ func ToStatus(r Run) *pb.RunStatus {
 	st := &pb.RunStatus{
 		Id: r.ID, State: pb.RunState(pb.RunState_value["RUN_STATE_"+strings.ToUpper(r.State)]), Reason: r.Reason,
 		TotalJobs: int32(r.TotalJobs), DoneJobs: int32(r.DoneJobs),
-		Spec: &pb.RunSpec{Id: r.ID, Name: r.Suite, CreatedAt: timestamppb.New(r.CreatedAt)},
+		Spec: &pb.RunSpec{Id: r.ID, Team: r.Team, Name: r.Suite, CreatedAt: timestamppb.New(r.CreatedAt)},
 		Cases: &pb.Counts{Total: int32(r.Cases.Total), Passed: int32(r.Cases.Passed), Failed: int32(r.Cases.Failed),
 			Errored: int32(r.Cases.Errored), TimedOut: int32(r.Cases.TimedOut), Skipped: int32(r.Cases.Skipped), Reused: int32(r.Cases.Reused)},
 	}

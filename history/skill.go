@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // SkillRun is one run of a suite as one of its skills saw it: the verdicts of the skill's jobs
@@ -21,11 +23,11 @@ type SkillRun struct {
 // Decided is how many of the skill's jobs passed or failed: the denominator of its pass rate.
 func (r SkillRun) Decided() int { return r.Passed + r.Failed }
 
-// SkillRuns returns the last n runs of the suite in the lane ("" for every lane) that ran the
-// skill, newest first, with the verdicts of the skill's jobs in each: what a skill's page
-// shows over time. Runs still going are included (their State says so) with the results
-// written so far.
-func (s *Store) SkillRuns(ctx context.Context, suite, lane, skill string, n int) ([]SkillRun, error) {
+// SkillRuns returns the last n runs of the team's suite in the lane ("" for every lane) that
+// ran the skill, newest first, with the verdicts of the skill's jobs in each: what a skill's
+// page shows over time. Runs still going are included (their State says so) with the results
+// written so far. Team "" is tenant.DefaultTeam.
+func (s *Store) SkillRuns(ctx context.Context, team, suite, lane, skill string, n int) ([]SkillRun, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -33,12 +35,12 @@ func (s *Store) SkillRuns(ctx context.Context, suite, lane, skill string, n int)
 FROM runs ru JOIN results r ON r.run_id = ru.run_id
 WHERE ru.run_id IN (
 	SELECT x.run_id FROM runs x
-	WHERE x.suite = $1 AND ($2 = '' OR x.lane = $3)
-		AND EXISTS (SELECT 1 FROM results y WHERE y.run_id = x.run_id AND y.skill = $4)
-	ORDER BY x.created_ms DESC, x.run_id DESC LIMIT $5)
-	AND r.skill = $6 AND r.arm = 'with_skill'
+	WHERE x.team = $1 AND x.suite = $2 AND ($3 = '' OR x.lane = $4)
+		AND EXISTS (SELECT 1 FROM results y WHERE y.run_id = x.run_id AND y.skill = $5)
+	ORDER BY x.created_ms DESC, x.run_id DESC LIMIT $6)
+	AND r.skill = $7 AND r.arm = 'with_skill'
 GROUP BY ru.run_id, ru.lane, ru.state, ru.created_ms, r.verdict
-ORDER BY ru.created_ms DESC, ru.run_id DESC`), suite, lane, lane, skill, n, skill)
+ORDER BY ru.created_ms DESC, ru.run_id DESC`), tenant.Team(team), suite, lane, lane, skill, n, skill)
 	if err != nil {
 		return nil, fmt.Errorf("history: runs of skill %s in %s: %w", skill, suite, err)
 	}

@@ -60,7 +60,7 @@ func TestSkillRuns(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				got, err := s.SkillRuns(ctx(), "alpha", tt.lane, "sk", tt.n)
+				got, err := s.SkillRuns(ctx(), "", "alpha", tt.lane, "sk", tt.n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,11 +69,11 @@ func TestSkillRuns(t *testing.T) {
 				}
 			})
 		}
-		got, err := s.SkillRuns(ctx(), "alpha", "", "sk", 10)
+		got, err := s.SkillRuns(ctx(), "", "alpha", "", "sk", 10)
 		if err != nil || len(got) == 0 || !got[len(got)-1].CreatedAt.Equal(t0) || got[len(got)-1].Decided() != 2 {
 			t.Errorf("oldest run: %+v, %v", got, err)
 		}
-		if got, err := s.SkillRuns(ctx(), "alpha", "", "nope", 10); err != nil || len(got) != 0 {
+		if got, err := s.SkillRuns(ctx(), "", "alpha", "", "nope", 10); err != nil || len(got) != 0 {
 			t.Errorf("an unknown skill: %v, %v", got, err)
 		}
 	})

@@ -74,11 +74,11 @@ func TestMigrations(t *testing.T) {
 				t.Fatalf("open %d: %v", i, err)
 			}
 			v, err := s.SchemaVersion(ctx)
-			if err != nil || v != 3 {
-				t.Fatalf("open %d: schema version %d, %v; want 3", i, v, err)
+			if err != nil || v != 4 {
+				t.Fatalf("open %d: schema version %d, %v; want 4", i, v, err)
 			}
 			var n int
-			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 3 {
+			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 4 {
 				t.Fatalf("open %d: %d migration rows, %v", i, n, err)
 			}
 			if err := s.WriteRun(ctx, FromStatus(status(fmt.Sprint("r", i), "s", 0, pb.RunState_RUN_STATE_COMPLETED, t0))); err != nil {
@@ -154,7 +154,7 @@ func TestQueries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Run{ID: "a4", Suite: "alpha", Lane: "scheduled", State: "completed", CreatedAt: t0.Add(3 * time.Hour),
+			want := Run{ID: "a4", Team: "default", Suite: "alpha", Lane: "scheduled", State: "completed", CreatedAt: t0.Add(3 * time.Hour),
 				FinishedAt: t0.Add(3*time.Hour + time.Minute), TotalJobs: 4, DoneJobs: 4, Cases: Counts{Total: 2, Passed: 1, Failed: 1}}
 			if r != want {
 				t.Errorf("Run = %+v\nwant %+v", r, want)
@@ -164,7 +164,7 @@ func TestQueries(t *testing.T) {
 				t.Fatalf("RunResults = %d rows, %v", len(rows), err)
 			}
 			got := rows[0]
-			wantRow := Result{RunID: "a4", JobID: "j0", Suite: "alpha", Lane: "scheduled", Skill: "sk", Case: "c1", Agent: "builtin",
+			wantRow := Result{RunID: "a4", JobID: "j0", Team: "default", Suite: "alpha", Lane: "scheduled", Skill: "sk", Case: "c1", Agent: "builtin",
 				Model: "m1", Arm: "with_skill", Epoch: 0, Attempt: 1, Verdict: "timed_out", ReasonClass: "timeout",
 				Reason: "sandbox failed to start", PromptTokens: 100, CompletionTokens: 20, Cost: 0.25, DurationMS: 1500,
 				CaseDigest: "sha256:c1", FinishedAt: t0, RecordedAt: t0}
@@ -177,7 +177,7 @@ func TestQueries(t *testing.T) {
 		})
 
 		t.Run("recent verdicts", func(t *testing.T) {
-			cells, err := s.RecentVerdicts(ctx, "alpha", "scheduled", 2)
+			cells, err := s.RecentVerdicts(ctx, "", "alpha", "scheduled", 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +196,7 @@ func TestQueries(t *testing.T) {
 			if cells[0].CellKey != (CellKey{Skill: "sk", Case: "c1", Agent: "builtin", Model: "m1", Arm: "with_skill"}) {
 				t.Errorf("cell %+v", cells[0].CellKey)
 			}
-			all, err := s.RecentVerdicts(ctx, "alpha", "", 10)
+			all, err := s.RecentVerdicts(ctx, "", "alpha", "", 10)
 			if err != nil || len(all) != 1 || len(all[0].Verdicts) != 8 {
 				t.Errorf("every lane: %+v, %v; want 8 verdicts of 4 finished runs", all, err)
 			}

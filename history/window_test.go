@@ -51,7 +51,7 @@ func TestWindowVerdictsAndPreviousRunOf(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				cells, err := s.WindowVerdicts(ctx(), "alpha", "scheduled", tt.n, tt.exclude)
+				cells, err := s.WindowVerdicts(ctx(), "", "alpha", "scheduled", tt.n, tt.exclude)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,11 +70,11 @@ func TestWindowVerdictsAndPreviousRunOf(t *testing.T) {
 		}
 		// The reported run need not be stored: w4 is unknown to PreviousRun's lookup by id
 		// until its rows arrive, PreviousRunOf needs only its suite, lane and time.
-		prev, ok, err := s.PreviousRunOf(ctx(), "alpha", "scheduled", t0.Add(5*time.Hour), "w9")
+		prev, ok, err := s.PreviousRunOf(ctx(), "", "alpha", "scheduled", t0.Add(5*time.Hour), "w9")
 		if err != nil || !ok || prev.ID != "w3" {
 			t.Errorf("PreviousRunOf = %s %v %v, want w3 (the last completed)", prev.ID, ok, err)
 		}
-		if _, ok, err := s.PreviousRunOf(ctx(), "alpha", "scheduled", t0, "w1"); ok || err != nil {
+		if _, ok, err := s.PreviousRunOf(ctx(), "", "alpha", "scheduled", t0, "w1"); ok || err != nil {
 			t.Errorf("the first run has a previous run: %v %v", ok, err)
 		}
 	})

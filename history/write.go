@@ -8,19 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // resultColumns are the results table's columns in the order resultArgs gives them.
 var resultColumns = []string{
-	"run_id", "job_id", "suite", "lane", "skill", "case_name", "agent", "model", "judge_model", "arm",
+	"run_id", "job_id", "team", "suite", "lane", "skill", "case_name", "agent", "model", "judge_model", "arm",
 	"epoch", "attempt", "verdict", "reason_class", "reason", "prompt_tokens", "completion_tokens", "cost",
 	"duration_ms", "case_digest", "finished_ms", "recorded_ms", "cell_key", "cell_digest", "reused_from",
 }
 
 func resultArgs(r *Result) []any {
 	return []any{
-		r.RunID, r.JobID, r.Suite, r.Lane, r.Skill, r.Case, r.Agent, r.Model, r.JudgeModel, r.Arm,
+		r.RunID, r.JobID, tenant.Team(r.Team), r.Suite, r.Lane, r.Skill, r.Case, r.Agent, r.Model, r.JudgeModel, r.Arm,
 		r.Epoch, r.Attempt, r.Verdict, r.ReasonClass, r.Reason, r.PromptTokens, r.CompletionTokens, r.Cost,
 		r.DurationMS, r.CaseDigest, r.FinishedAt.UnixMilli(), r.RecordedAt.UnixMilli(), r.CellKey, r.CellDigest, r.ReusedFrom,
 	}
@@ -107,16 +108,16 @@ func lastPerJob(rs []Result) []Result {
 	return out
 }
 
-const runInsert = `INSERT INTO runs (run_id, suite, lane, state, reason, created_ms, finished_ms, total_jobs, done_jobs,
+const runInsert = `INSERT INTO runs (run_id, team, suite, lane, state, reason, created_ms, finished_ms, total_jobs, done_jobs,
 	cases_total, cases_passed, cases_failed, cases_errored, cases_timed_out, cases_skipped, cases_reused)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 
 func runArgs(r *Run) []any {
 	var finished any
 	if !r.FinishedAt.IsZero() {
 		finished = r.FinishedAt.UnixMilli()
 	}
-	return []any{r.ID, r.Suite, r.Lane, r.State, r.Reason, r.CreatedAt.UnixMilli(), finished, r.TotalJobs, r.DoneJobs,
+	return []any{r.ID, tenant.Team(r.Team), r.Suite, r.Lane, r.State, r.Reason, r.CreatedAt.UnixMilli(), finished, r.TotalJobs, r.DoneJobs,
 		r.Cases.Total, r.Cases.Passed, r.Cases.Failed, r.Cases.Errored, r.Cases.TimedOut, r.Cases.Skipped, r.Cases.Reused}
 }
 
@@ -132,7 +133,7 @@ func (s *Store) writeRun(ctx context.Context, e execer, r *Run) error {
 	if r.FinishedAt.IsZero() {
 		q += " ON CONFLICT (run_id) DO NOTHING"
 	} else {
-		q += ` ON CONFLICT (run_id) DO UPDATE SET suite = excluded.suite, lane = excluded.lane, state = excluded.state,
+		q += ` ON CONFLICT (run_id) DO UPDATE SET team = excluded.team, suite = excluded.suite, lane = excluded.lane, state = excluded.state,
 	reason = excluded.reason, created_ms = excluded.created_ms, finished_ms = excluded.finished_ms,
 	total_jobs = excluded.total_jobs, done_jobs = excluded.done_jobs, cases_total = excluded.cases_total,
 	cases_passed = excluded.cases_passed, cases_failed = excluded.cases_failed, cases_errored = excluded.cases_errored,
@@ -212,8 +213,9 @@ func (s *Store) Backfill(ctx context.Context, st *pb.RunStatus, results iter.Seq
 }
 
 // DeleteBefore deletes results that finished before cutoff, then runs created before it
-// that have no result left, then the archives (WriteArchive) of runs deleted, in batches of
-// at most batch rows so that no transaction holds the database for long. It returns how many results and runs it deleted.
+// that have no result left, then the archives (WriteArchive) of runs deleted, then the audit
+// entries (AppendAudit) from before cutoff, in batches of at most batch rows so that no
+// transaction holds the database for long. It returns how many results and runs it deleted.
 func (s *Store) DeleteBefore(ctx context.Context, cutoff time.Time, batch int) (results, runs int, err error) {
 	if batch <= 0 {
 		batch = 10_000
@@ -231,11 +233,14 @@ func (s *Store) DeleteBefore(ctx context.Context, cutoff time.Time, batch int) (
 	(SELECT run_id, seq FROM result_archives WHERE run_id NOT IN (SELECT run_id FROM runs) LIMIT $1)`)
 	delArchives := s.d.bind(`DELETE FROM run_archives WHERE run_id IN
 	(SELECT run_id FROM run_archives WHERE run_id NOT IN (SELECT run_id FROM runs) LIMIT $1)`)
+	var audited int
+	delAudit := s.d.bind(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at_ms < $1 LIMIT $2)`)
 	for _, step := range []struct {
 		q    string
 		n    *int
 		args []any
-	}{{delResults, &results, []any{c, batch}}, {delRuns, &runs, []any{c, batch}}, {delArchived, &archived, []any{batch}}, {delArchives, &archived, []any{batch}}} {
+	}{{delResults, &results, []any{c, batch}}, {delRuns, &runs, []any{c, batch}}, {delArchived, &archived, []any{batch}},
+		{delArchives, &archived, []any{batch}}, {delAudit, &audited, []any{c, batch}}} {
 		for {
 			res, err := s.db.ExecContext(ctx, step.q, step.args...)
 			if err != nil {

@@ -16,7 +16,21 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/internal/httpserve"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
+
+// Outcomes of the audit records the viewer makes.
+const (
+	outcomeOK      = "ok"
+	outcomeRefused = "refused"
+)
+
+// audit records a login or logout, when the viewer has an audit log.
+func (srv *Server) audit(who tenant.Principal, action, outcome, detail string) {
+	if srv.auditor != nil {
+		srv.auditor.Audit(who, action, "viewer", outcome, detail)
+	}
+}
 
 // Sessions are server-side: the cookie holds a random id (32 bytes from Config.Random) that
 // names a session in memory, with its holder, role, CSRF token and expiry. Logging out deletes
@@ -26,45 +40,29 @@ import (
 // sessionCookie is the session cookie's name unless Config.CookieName says otherwise.
 const sessionCookie = "skillfleet_session"
 
-// role is what a visitor may do.
-type role int
-
-const (
-	// roleViewer reads pages.
-	roleViewer role = iota
-	// roleOperator reads pages and cancels runs.
-	roleOperator
-)
-
-func (r role) String() string {
-	if r == roleOperator {
-		return "operator"
-	}
-	return "viewer"
-}
-
 // session is one login.
 type session struct {
 	id, csrf string
-	// name is the token's holder; "" for the anonymous visitor of a token-less viewer.
-	name    string
-	role    role
+	// who is the token's holder (or the proxy's user); its Name is "" for the anonymous
+	// visitor of a token-less viewer.
+	who     tenant.Principal
 	expires time.Time
 	created time.Time
 }
 
 // visitor is who a request comes from.
 type visitor struct {
-	Name string
-	Role role
+	tenant.Principal
 	// CSRF is the token the page's forms carry.
 	CSRF string
-	// Anonymous: a token-less viewer, where nobody logs in (or out).
-	Anonymous bool
+	// Anonymous: a token-less viewer, where nobody logs in (or out). Proxied: the proxy in
+	// front logs people in and out.
+	Anonymous, Proxied bool
 }
 
-// CanCancel reports whether the visitor may cancel runs.
-func (v *visitor) CanCancel() bool { return v != nil && v.Role == roleOperator }
+// CanCancel reports whether the visitor may cancel runs: of the runs a page shows (its
+// team's, or every team's for an admin), a member's or an admin's.
+func (v *visitor) CanCancel() bool { return v != nil && v.Role >= tenant.Member }
 
 // sessions keeps the logins, at most max of them.
 type sessions struct {
@@ -92,7 +90,7 @@ func (s *sessions) token() (string, error) {
 }
 
 // start makes a session for a token's holder.
-func (s *sessions) start(name string, r role) (*session, error) {
+func (s *sessions) start(who tenant.Principal) (*session, error) {
 	id, err := s.token()
 	if err != nil {
 		return nil, err
@@ -102,12 +100,12 @@ func (s *sessions) start(name string, r role) (*session, error) {
 		return nil, err
 	}
 	now := s.now()
-	ss := &session{id: id, csrf: csrf, name: name, role: r, created: now, expires: now.Add(s.ttl)}
+	ss := &session{id: id, csrf: csrf, who: who, created: now, expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A holder's own logins make room for its next one: logging in over and over (a viewer's
 	// token will do) ends only its holder's sessions, never other people's.
-	if own := s.ofHolderLocked(name, now); len(own) >= maxSessionsPerHolder {
+	if own := s.ofHolderLocked(who.Name, now); len(own) >= maxSessionsPerHolder {
 		delete(s.byID, own[0].id)
 	}
 	if len(s.byID) >= s.max {
@@ -125,7 +123,7 @@ const maxSessionsPerHolder = 32
 func (s *sessions) ofHolderLocked(name string, now time.Time) []*session {
 	var own []*session
 	for _, ss := range s.byID {
-		if ss.name == name && now.Before(ss.expires) {
+		if ss.who.Name == name && now.Before(ss.expires) {
 			own = append(own, ss)
 		}
 	}
@@ -143,15 +141,15 @@ func (s *sessions) evictLocked(now time.Time) {
 			delete(s.byID, id)
 			continue
 		}
-		count[ss.name]++
+		count[ss.who.Name]++
 	}
 	if len(s.byID) < s.max {
 		return
 	}
 	var victim *session
 	for _, ss := range s.byID {
-		if victim == nil || count[ss.name] > count[victim.name] ||
-			(count[ss.name] == count[victim.name] && ss.created.Before(victim.created)) {
+		if victim == nil || count[ss.who.Name] > count[victim.who.Name] ||
+			(count[ss.who.Name] == count[victim.who.Name] && ss.created.Before(victim.created)) {
 			victim = ss
 		}
 	}
@@ -202,10 +200,38 @@ func (srv *Server) clearCookie(w http.ResponseWriter, r *http.Request) {
 }
 
 // authed wraps a page: it finds the visitor, or sends a browser to the login form (GET) or
-// refuses (anything else). A token-less viewer serves loopback Hosts only, and gives each
-// browser an anonymous operator session so that its forms carry a CSRF token.
-func (srv *Server) authed(h func(http.ResponseWriter, *http.Request, *visitor)) http.HandlerFunc {
+// refuses (anything else), and gives the page a request whose context carries the visitor's
+// principal, which every read of the Source is checked against. A token-less viewer serves
+// loopback Hosts only, and gives each browser an anonymous session so that its forms carry a
+// CSRF token; a user an authenticating proxy names (Config.Proxy) gets a session the same
+// way, without a login.
+func (srv *Server) authed(page func(http.ResponseWriter, *http.Request, *visitor)) http.HandlerFunc {
+	h := func(w http.ResponseWriter, r *http.Request, v *visitor) {
+		page(w, r.WithContext(tenant.With(r.Context(), v.Principal)), v)
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
+		if p, ok, err := srv.cfg.Proxy.FromRequest(r); err != nil {
+			srv.audit(tenant.Principal{}, "login", outcomeRefused, err.Error())
+			srv.fail(w, r, nil, http.StatusUnauthorized, err)
+			return
+		} else if ok {
+			if srv.cfg.ReadOnly {
+				p.Role = tenant.Viewer
+			}
+			ss := srv.sessions.get(r)
+			if ss == nil || ss.who != p {
+				// A new user behind the same browser (or a changed role) gets a new session:
+				// a session is never another principal's.
+				var err error
+				if ss, err = srv.sessions.start(p); err != nil {
+					srv.fail(w, r, nil, http.StatusInternalServerError, err)
+					return
+				}
+				srv.setCookie(w, r, ss)
+			}
+			h(w, r, &visitor{Principal: p, CSRF: ss.csrf, Proxied: true})
+			return
+		}
 		if srv.anonymous {
 			if !httpserve.LoopbackHost(r.Host) {
 				srv.fail(w, r, nil, http.StatusForbidden, fmt.Errorf("without tokens this viewer serves only loopback hosts (127.0.0.1, ::1, localhost), not %q: configure the coordinator's tokens to serve others", r.Host))
@@ -213,18 +239,18 @@ func (srv *Server) authed(h func(http.ResponseWriter, *http.Request, *visitor)) 
 			}
 			ss := srv.sessions.get(r)
 			if ss == nil {
-				rl := roleOperator
+				who := tenant.Anonymous
 				if srv.cfg.ReadOnly {
-					rl = roleViewer
+					who.Role = tenant.Viewer
 				}
 				var err error
-				if ss, err = srv.sessions.start("", rl); err != nil {
+				if ss, err = srv.sessions.start(who); err != nil {
 					srv.fail(w, r, nil, http.StatusInternalServerError, err)
 					return
 				}
 				srv.setCookie(w, r, ss)
 			}
-			h(w, r, &visitor{Role: ss.role, CSRF: ss.csrf, Anonymous: true})
+			h(w, r, &visitor{Principal: ss.who, CSRF: ss.csrf, Anonymous: true})
 			return
 		}
 		if srv.cfg.LinkLogin && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Query().Has("token") {
@@ -240,7 +266,7 @@ func (srv *Server) authed(h func(http.ResponseWriter, *http.Request, *visitor)) 
 			srv.fail(w, r, nil, http.StatusUnauthorized, errors.New("log in first"))
 			return
 		}
-		h(w, r, &visitor{Name: ss.name, Role: ss.role, CSRF: ss.csrf})
+		h(w, r, &visitor{Principal: ss.who, CSRF: ss.csrf})
 	}
 }
 
@@ -318,39 +344,47 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", retry.Round(time.Second))})
 		return
 	}
-	name, rl, found := srv.match([]byte(r.PostFormValue("token")))
+	who, found := srv.match([]byte(r.PostFormValue("token")))
 	if !found {
 		srv.cfg.Guesses.Failed(r)
+		srv.audit(tenant.Principal{}, "login", outcomeRefused, "wrong token at the login form from "+r.RemoteAddr)
 		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "That token is not accepted here.", ReadOnly: srv.cfg.ReadOnly})
 		return
 	}
-	ss, err := srv.sessions.start(name, rl)
+	srv.startSession(w, r, who, next)
+}
+
+// startSession logs who in and sends the browser on to next.
+func (srv *Server) startSession(w http.ResponseWriter, r *http.Request, who tenant.Principal, next string) {
+	ss, err := srv.sessions.start(who)
 	if err != nil {
 		srv.fail(w, r, nil, http.StatusInternalServerError, err)
 		return
 	}
+	srv.audit(who, "login", outcomeOK, "")
 	srv.setCookie(w, r, ss)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // match finds the token got among the configured ones, each compared in constant time so
-// that timing tells neither a token nor which one matched. A read-only viewer makes every
-// holder a viewer.
-func (srv *Server) match(got []byte) (name string, rl role, found bool) {
+// that timing tells neither a token nor which one matched. A viewer token's holder is a
+// viewer whatever its line says, and a read-only viewer makes every holder one.
+func (srv *Server) match(got []byte) (who tenant.Principal, found bool) {
 	for _, t := range srv.cfg.Viewers {
 		if subtle.ConstantTimeCompare(got, []byte(t.Secret)) == 1 {
-			name, found, rl = t.Name, true, roleViewer
+			who, found = t.principal(tenant.Viewer), true
+			who.Role = tenant.Viewer
 		}
 	}
 	for _, t := range srv.cfg.Operators {
 		if subtle.ConstantTimeCompare(got, []byte(t.Secret)) == 1 {
-			name, found, rl = t.Name, true, roleOperator
+			who, found = t.principal(tenant.Member), true
 		}
 	}
 	if srv.cfg.ReadOnly {
-		rl = roleViewer
+		who.Role = tenant.Viewer
 	}
-	return name, rl, found && len(got) > 0
+	return who, found && len(got) > 0
 }
 
 // linkLogin logs in with the token of a link (Config.LinkLogin) and sends the browser to the
@@ -371,19 +405,14 @@ func (srv *Server) linkLogin(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", retry.Round(time.Second))})
 		return
 	}
-	name, rl, found := srv.match([]byte(got))
+	who, found := srv.match([]byte(got))
 	if !found {
 		srv.cfg.Guesses.Failed(r)
+		srv.audit(tenant.Principal{}, "login", outcomeRefused, "wrong token in a link from "+r.RemoteAddr)
 		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly, Error: "The link's token is not accepted here (a viewer's link lasts as long as the viewer that printed it)."})
 		return
 	}
-	ss, err := srv.sessions.start(name, rl)
-	if err != nil {
-		srv.fail(w, r, nil, http.StatusInternalServerError, err)
-		return
-	}
-	srv.setCookie(w, r, ss)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	srv.startSession(w, r, who, next)
 }
 
 func (srv *Server) logout(w http.ResponseWriter, r *http.Request, v *visitor) {
@@ -394,6 +423,7 @@ func (srv *Server) logout(w http.ResponseWriter, r *http.Request, v *visitor) {
 	}
 	if ss := srv.sessions.get(r); ss != nil {
 		srv.sessions.end(ss.id)
+		srv.audit(ss.who, "logout", outcomeOK, "")
 	}
 	srv.clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

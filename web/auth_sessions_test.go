@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // TestLoginFloodEndsOnlyItsHoldersSessions: the review's logout flood. Any token, a viewer's
@@ -18,7 +20,7 @@ func TestLoginFloodEndsOnlyItsHoldersSessions(t *testing.T) {
 	var others []*session
 	for i := range 80 {
 		now = now.Add(time.Second)
-		ss, err := s.start(fmt.Sprintf("person-%d", i), roleViewer)
+		ss, err := s.start(tenant.Principal{Name: fmt.Sprintf("person-%d", i), Team: "teamA", Role: tenant.Viewer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +28,7 @@ func TestLoginFloodEndsOnlyItsHoldersSessions(t *testing.T) {
 	}
 	for range 10000 {
 		now = now.Add(time.Millisecond)
-		if _, err := s.start("mallory", roleViewer); err != nil {
+		if _, err := s.start(tenant.Principal{Name: "mallory", Team: "teamB", Role: tenant.Viewer}); err != nil {
 			t.Fatal(err)
 		}
 	}

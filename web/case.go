@@ -139,7 +139,7 @@ func (s *Server) casePage(w http.ResponseWriter, r *http.Request, v *visitor) {
 	}
 	b := newBudget(casePageBytes, casePieceBytes)
 	p := casePage{Run: headOf(st), Detail: detailOf(c, b)}
-	p.Detail.SkillHref = skillHref(c.Skill, p.Run.suite)
+	p.Detail.SkillHref = skillHref(c.Skill, p.Run.team, p.Run.suite)
 	for i := range rep.Cases {
 		o := &rep.Cases[i]
 		if o != c && o.Skill == c.Skill && o.Case == c.Case {

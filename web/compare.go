@@ -179,11 +179,11 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request, v *visitor)
 	case err != nil:
 		p.Error = err.Error()
 	default:
-		suite := ""
+		suite, team := "", ""
 		if st, err := s.src.Status(ctx, b.Run); err == nil {
-			suite = st.GetSpec().GetName()
+			suite, team = st.GetSpec().GetName(), st.GetSpec().GetTeam()
 		}
-		l := links{run: runHref, skill: func(skill string) string { return skillHref(skill, suite) }}
+		l := links{run: runHref, skill: func(skill string) string { return skillHref(skill, team, suite) }}
 		if axis == comparison.AxisArm {
 			// The changed cases are the run's: they link to its with_skill cases.
 			if rep, err := s.src.Report(ctx, p.Run); err == nil {

@@ -15,13 +15,13 @@ var errDriver = errors.New(`failed to connect to host=db.internal user=skillflee
 
 type failingHistory struct{}
 
-func (failingHistory) SkillRuns(context.Context, string, string, string, int) ([]history.SkillRun, error) {
+func (failingHistory) SkillRuns(context.Context, string, string, string, string, int) ([]history.SkillRun, error) {
 	return nil, errDriver
 }
 
 type failingFlaky struct{}
 
-func (failingFlaky) FlakyCells(context.Context, string, string) ([]report.FlakyCell, error) {
+func (failingFlaky) FlakyCells(context.Context, string, string, string) ([]report.FlakyCell, error) {
 	return nil, errDriver
 }
 

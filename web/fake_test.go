@@ -126,14 +126,14 @@ func (f *fakeSource) cancels() []string {
 // fakeHistory answers a skill's runs.
 type fakeHistory struct{ runs []history.SkillRun }
 
-func (h fakeHistory) SkillRuns(_ context.Context, suite, lane, skill string, n int) ([]history.SkillRun, error) {
+func (h fakeHistory) SkillRuns(_ context.Context, _, suite, lane, skill string, n int) ([]history.SkillRun, error) {
 	return h.runs[:min(n, len(h.runs))], nil
 }
 
 // fakeFlaky answers a suite's flaky cells.
 type fakeFlaky struct{ cells []report.FlakyCell }
 
-func (f fakeFlaky) FlakyCells(context.Context, string, string) ([]report.FlakyCell, error) {
+func (f fakeFlaky) FlakyCells(context.Context, string, string, string) ([]report.FlakyCell, error) {
 	return f.cells, nil
 }
 

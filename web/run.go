@@ -44,8 +44,8 @@ type runHead struct {
 	Done, Total                                               int32
 	// Live: the run is still going.
 	Live bool
-	// suite is the suite's full name, for links (Suite may be clipped).
-	suite string
+	// suite is the suite's full name, for links (Suite may be clipped), and team its team's.
+	suite, team string
 }
 
 // cancelForm is a POST form with the session's CSRF token.
@@ -92,7 +92,7 @@ func caseHref(run string, i int, c *report.Case) string {
 func headOf(st *pb.RunStatus) runHead {
 	spec := st.GetSpec()
 	h := runHead{
-		ID: st.GetId(), Href: runHref(st.GetId()), Suite: name(spec.GetName()), suite: spec.GetName(), Lane: laneName(spec.GetPriority()),
+		ID: st.GetId(), Href: runHref(st.GetId()), Suite: name(spec.GetName()), suite: spec.GetName(), team: spec.GetTeam(), Lane: laneName(spec.GetPriority()),
 		State: stateName(st.GetState()), Reason: st.GetReason(), Baseline: spec.GetBaseline(),
 		Created: spec.GetCreatedAt().AsTime(), Done: st.GetDoneJobs(), Total: st.GetTotalJobs(), Live: isActive(st.GetState()),
 	}
@@ -188,7 +188,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 	p.Pager = pg
 	p.Pager.One, p.Pager.Many = "case", "cases"
 	for _, i := range kept[lo:hi] {
-		row := rowOf(&rep.Cases[i], i, skillHref(rep.Cases[i].Skill, p.suite))
+		row := rowOf(&rep.Cases[i], i, skillHref(rep.Cases[i].Skill, p.team, p.suite))
 		row.Href = caseHref(id, i, &rep.Cases[i])
 		p.Cases = append(p.Cases, row)
 	}

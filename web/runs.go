@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -98,11 +99,14 @@ func isActive(s pb.RunState) bool {
 // runHref is a run's page.
 func runHref(id string) string { return "/runs/" + url.PathEscape(id) }
 
-// skillHref is a skill's page in a suite.
-func skillHref(skill, suite string) string {
+// skillHref is a skill's page in a team's suite.
+func skillHref(skill, team, suite string) string {
 	v := url.Values{}
 	if suite != "" {
 		v.Set("suite", suite)
+	}
+	if team != "" && team != tenant.DefaultTeam {
+		v.Set("team", team)
 	}
 	h := "/skills/" + url.PathEscape(skill)
 	if len(v) > 0 {

@@ -38,6 +38,7 @@ type Server struct {
 	src       Source
 	hist      History
 	flaky     Flaky
+	auditor   Auditor
 	log       *zap.Logger
 	pages     map[string]*template.Template
 	sessions  *sessions
@@ -101,9 +102,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, src: deps.Source, hist: deps.History, flaky: deps.Flaky, log: cfg.Log, pages: pages,
-		sessions:  newSessions(cfg.CookieName, cfg.SessionTTL, cfg.MaxSessions, cfg.Now, cfg.Random),
-		anonymous: len(cfg.Operators) == 0 && len(cfg.Viewers) == 0,
+		cfg: cfg, src: deps.Source, hist: deps.History, flaky: deps.Flaky, auditor: deps.Audit, log: cfg.Log, pages: pages,
+		sessions: newSessions(cfg.CookieName, cfg.SessionTTL, cfg.MaxSessions, cfg.Now, cfg.Random),
+		// Behind an authenticating proxy nobody is anonymous: a request the proxy did not
+		// vouch for needs a token.
+		anonymous: len(cfg.Operators) == 0 && len(cfg.Viewers) == 0 && !cfg.Proxy.Enabled(),
 		heavy:     make(chan struct{}, cfg.MaxHeavy),
 	}
 	s.mux = s.routes()

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -8,7 +9,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/history"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
+
+// errNoTeam answers a team the visitor may not read, as if it did not exist.
+var errNoTeam = fmt.Errorf("%w: no such team among yours", ErrNotFound)
 
 // skillRunsShown is how many of a skill's runs its page shows.
 const skillRunsShown = 50
@@ -17,6 +22,8 @@ const skillRunsShown = 50
 // and those runs.
 type skillPage struct {
 	Skill, Suite, Lane string
+	// Team is the suite's team: the visitor's, or the one an admin names.
+	Team string
 	// Suites are suites to pick from when none was given.
 	Suites []string
 	// Note says why there is no history to show.
@@ -76,9 +83,17 @@ func chartOf(runs []skillRunRow) *chart {
 
 func (s *Server) skillPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 	ctx, q := r.Context(), r.URL.Query()
-	p := skillPage{Skill: r.PathValue("name"), Suite: q.Get("suite"), Lane: q.Get("lane")}
+	p := skillPage{Skill: r.PathValue("name"), Suite: q.Get("suite"), Lane: q.Get("lane"), Team: tenant.Team(v.Team)}
 	if p.Lane == "on-demand" {
 		p.Lane = "ondemand"
+	}
+	if t := q.Get("team"); t != "" {
+		// Another team's history is answered as if there were none.
+		if tenant.CheckTeam(t) != nil || !v.CanRead(t) {
+			s.fail(w, r, v, http.StatusNotFound, errNoTeam)
+			return
+		}
+		p.Team = t
 	}
 	switch {
 	case s.hist == nil:
@@ -88,12 +103,14 @@ func (s *Server) skillPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 		if runs, err := s.src.List(ctx); err == nil {
 			set := map[string]bool{}
 			for _, st := range runs {
-				set[st.GetSpec().GetName()] = true
+				if tenant.Team(st.GetSpec().GetTeam()) == p.Team {
+					set[st.GetSpec().GetName()] = true
+				}
 			}
 			p.Suites = options(set)
 		}
 	default:
-		runs, err := s.hist.SkillRuns(ctx, p.Suite, p.Lane, p.Skill, skillRunsShown)
+		runs, err := s.hist.SkillRuns(ctx, p.Team, p.Suite, p.Lane, p.Skill, skillRunsShown)
 		if err != nil {
 			s.log.Warn("skill history", zap.String("skill", p.Skill), zap.Error(err))
 			// The driver's error is for the log: it may name hosts, users and tables.
@@ -114,7 +131,7 @@ func (s *Server) skillPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 		if len(p.Runs) > 0 {
 			p.Chart = chartOf(p.Runs)
 		}
-		p.Flaky, p.FlakyNote = s.flakyOf(r, p.Suite, p.Lane, p.Skill)
+		p.Flaky, p.FlakyNote = s.flakyOf(r, p.Team, p.Suite, p.Lane, p.Skill)
 	}
 	p.Skill = name(p.Skill)
 	s.render(w, r, http.StatusOK, "skill", "Skill "+p.Skill, v, p)
@@ -141,11 +158,11 @@ func skillRows(runs []history.SkillRun) []skillRunRow {
 }
 
 // flakyOf lists the skill's flaky cells in the suite.
-func (s *Server) flakyOf(r *http.Request, suite, lane, skill string) ([]flakyRow, string) {
+func (s *Server) flakyOf(r *http.Request, team, suite, lane, skill string) ([]flakyRow, string) {
 	if s.flaky == nil {
 		return nil, "Flaky labels are not available."
 	}
-	cells, err := s.flaky.FlakyCells(r.Context(), suite, lane)
+	cells, err := s.flaky.FlakyCells(r.Context(), team, suite, lane)
 	if err != nil {
 		s.log.Warn("flaky cells", zap.String("suite", suite), zap.Error(err))
 		return nil, "The flaky labels could not be read; the coordinator's log says why."

@@ -23,6 +23,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/authlimit"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 )
@@ -50,24 +51,46 @@ type Source interface {
 // History is the results history a skill's page reads; a nil History makes the page say that
 // the coordinator keeps none.
 type History interface {
-	SkillRuns(ctx context.Context, suite, lane, skill string, n int) ([]history.SkillRun, error)
+	SkillRuns(ctx context.Context, team, suite, lane, skill string, n int) ([]history.SkillRun, error)
 }
 
-// Flaky lists the flaky cells of a suite in a lane ("" for every lane); nil: none are shown.
+// Flaky lists the flaky cells of a team's suite in a lane ("" for every lane); nil: none are
+// shown.
 type Flaky interface {
-	FlakyCells(ctx context.Context, suite, lane string) ([]report.FlakyCell, error)
+	FlakyCells(ctx context.Context, team, suite, lane string) ([]report.FlakyCell, error)
 }
 
-// Token is a token the viewer accepts at its login form, with the name its holder is known by.
+// Token is a token the viewer accepts at its login form, with the name its holder is known
+// by and the team and role that decide what the holder sees and may change.
 type Token struct {
 	Name, Secret string
+	// Team is the holder's team ("" is tenant.DefaultTeam).
+	Team string
+	// Role is the holder's role (0: member for an operator's token, viewer for a viewer's).
+	Role tenant.Role
+}
+
+// principal is t's holder, of role def when t names none.
+func (t Token) principal(def tenant.Role) tenant.Principal {
+	p := tenant.Principal{Name: t.Name, Team: tenant.Team(t.Team), Role: t.Role}
+	if p.Role == 0 {
+		p.Role = def
+	}
+	return p
+}
+
+// Auditor records what a principal did to an object of the viewer (logins, logouts, and
+// refused ones) in the coordinator's audit log.
+type Auditor interface {
+	Audit(who tenant.Principal, action, object, outcome, detail string)
 }
 
 // Config configures the viewer.
 type Config struct {
-	// Operators are the API's tokens: their holders may read every page and cancel runs.
-	// Viewers are read-only tokens: their holders read pages and cancel nothing. They are
-	// the viewer's own: the API (/v1/) does not accept them.
+	// Operators are the API's tokens: their holders read their team's pages (an admin's:
+	// every team's) and, as members or admins, cancel its runs. Viewers are read-only tokens:
+	// their holders read their team's pages and cancel nothing. They are the viewer's own:
+	// the API (/v1/) does not accept them.
 	//
 	// With neither, the viewer serves only requests for a loopback Host (as the API does
 	// without a token), to anyone who can reach it there, without a login.
@@ -105,6 +128,9 @@ type Config struct {
 	// as at the form. It suits a viewer whose link is printed on its owner's terminal, not a
 	// shared one, whose tokens would end up in browser histories and proxies' logs.
 	LinkLogin bool
+	// Proxy, when enabled, takes the visitor from an authenticating proxy's headers instead
+	// of a login (single sign-on).
+	Proxy *tenant.Proxy
 	// CookieName names the session cookie ("" = skillfleet_session). Browsers send a cookie
 	// to every port of a host, so viewers sharing a host (two on loopback) need their own.
 	CookieName string
@@ -116,4 +142,6 @@ type Deps struct {
 	Source  Source
 	History History
 	Flaky   Flaky
+	// Audit keeps logins and logouts (nil: not recorded).
+	Audit Auditor
 }

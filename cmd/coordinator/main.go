@@ -21,6 +21,7 @@ import (
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 type options struct {
@@ -35,15 +36,20 @@ type options struct {
 	maxDeadline  time.Duration
 	maxJobsRun   int
 	maxJobsToken int
-	nats         cmdutil.NATSFlags
-	queue        cmdutil.QueueFlags
-	logLevel     string
+	// maxJobsTeam is --max-jobs-per-team; maxSchedulesTeam --max-schedules-per-team.
+	maxJobsTeam, maxSchedulesTeam int
+	nats                          cmdutil.NATSFlags
+	queue                         cmdutil.QueueFlags
+	logLevel                      string
 
 	// viewerTokenFile is --viewer-token-file; secureCookies --secure-cookies.
 	viewerTokenFile string
 	secureCookies   bool
 	// trustedProxies is --trusted-proxy.
 	trustedProxies []string
+	// proxyUser, proxyTeam and proxyRole are the --proxy-*-header flags; proxyDefaultRole
+	// --proxy-default-role.
+	proxyUser, proxyTeam, proxyRole, proxyDefaultRole string
 
 	// history is --history; historyPasswordFile --history-password-file.
 	history, historyPasswordFile string
@@ -96,8 +102,12 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.embeddedNATS, "embedded-nats", "", "run an embedded nats-server with JetStream on this address (host:port) instead of connecting to --nats")
 	f.StringVar(&o.dataDir, "data", "./skillfleet-data", "directory for the embedded server's store and extracted bundles")
 	f.StringVar(&o.token, "token", "", "bearer token required on /v1/ (also $SKILLFLEET_TOKEN); without one the API serves loopback callers only")
-	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN\" or a bare token; # comments")
-	f.StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file of read-only tokens for the web viewer, in --token-file's format: their holders log in and read every page, but cancel nothing; the API does not take them (needs --token or --token-file)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN [team=TEAM] [role=admin|member|viewer]\" (default team \"default\", role member) or a bare token; # comments")
+	f.StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file of read-only tokens for the web viewer, in --token-file's format (every one a viewer): their holders log in and read their team's pages, but cancel nothing; the API does not take them (needs --token or --token-file)")
+	f.StringVar(&o.proxyUser, "proxy-user-header", "", "header an authenticating proxy at a --trusted-proxy address names its user in (single sign-on, as Grafana's auth proxy); from other addresses it is ignored")
+	f.StringVar(&o.proxyTeam, "proxy-team-header", "", "header naming the proxy's user's team (absent: team default)")
+	f.StringVar(&o.proxyRole, "proxy-role-header", "", "header naming the proxy's user's role: admin, member or viewer (absent: --proxy-default-role)")
+	f.StringVar(&o.proxyDefaultRole, "proxy-default-role", "viewer", "role of a proxy's user whose role header is absent")
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxy", nil, "address or CIDR of a proxy in front (an ingress), repeatable: the limit on wrong tokens charges a request from one to the client its X-Forwarded-For names; from elsewhere the header is ignored")
 	f.BoolVar(&o.secureCookies, "secure-cookies", false, "mark the web viewer's session cookie Secure on plain HTTP too (behind a proxy that terminates TLS); over TLS it always is")
 	f.DurationVar(&o.deadline, "default-deadline", 6*time.Hour, "deadline of runs that set none")
@@ -106,6 +116,8 @@ func newCommand(o *options) *cobra.Command {
 	f.DurationVar(&o.maxDeadline, "max-deadline", 24*time.Hour, "longest deadline a run may ask for")
 	f.IntVar(&o.maxJobsRun, "max-jobs-per-run", 100_000, "jobs a suite may expand into (cases × runs × agents); more is refused with 422")
 	f.IntVar(&o.maxJobsToken, "max-jobs-per-token", 400_000, "jobs of one token's unfinished runs; a submission beyond it is refused with 422")
+	f.IntVar(&o.maxJobsTeam, "max-jobs-per-team", 1_000_000, "jobs of one team's unfinished runs; a submission beyond it is refused with 422 (counted again after a restart)")
+	f.IntVar(&o.maxSchedulesTeam, "max-schedules-per-team", 20, "schedules one team may keep (the fleet keeps at most 200)")
 	f.StringVar(&o.history, "history", "", "results history: a postgres:// URL (password from --history-password-file or $SKILLFLEET_HISTORY_PASSWORD), a SQLite file path, or off (default: history.db under --data)")
 	f.StringVar(&o.historyPasswordFile, "history-password-file", "", "file whose first line is the PostgreSQL password of --history")
 	f.StringVar(&o.quarantine, "quarantine", "", "quarantine policy of every run's report: flaky (cases the history labels flaky do not fail a run), or empty for none")
@@ -180,6 +192,10 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 		}
 		proxies = append(proxies, pfx.Masked())
 	}
+	proxy, err := proxyOf(o, proxies)
+	if err != nil {
+		return fleet.CoordinatorConfig{}, err
+	}
 	hist := fleet.HistoryConfig{Target: o.history}
 	if err := fleet.RefuseHistoryPassword(o.history, "$SKILLFLEET_HISTORY_PASSWORD or a file named by --history-password-file"); err != nil {
 		return fleet.CoordinatorConfig{}, cmdutil.Usage(err)
@@ -218,13 +234,31 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 		Coordinator: coordinator.Config{
 			DefaultDeadline: o.deadline, Agents: o.agents, KnownAgents: o.knownAgents,
 			MaxDeadline: o.maxDeadline, MaxJobsPerRun: o.maxJobsRun, MaxJobsPerPrincipal: o.maxJobsToken,
+			MaxJobsPerTeam: o.maxJobsTeam, MaxSchedulesPerTeam: o.maxSchedulesTeam,
 		},
 		Web: fleet.WebConfig{ViewerTokens: o.viewers, SecureCookies: o.secureCookies},
 		API: coordinator.APIConfig{
 			Tokens:     o.tokens,
+			Proxy:      proxy,
 			MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,
 			MinUploadRate: minRate, UploadRateWindow: o.uploadWindow,
 		},
 		MaxConns: o.maxConns, MaxConnsPerIP: perIP, TrustedProxies: proxies,
 	}, nil
+}
+
+// proxyOf is the authenticating proxy the --proxy-* flags describe (nil for none).
+func proxyOf(o options, trusted []netip.Prefix) (*tenant.Proxy, error) {
+	if o.proxyUser == "" && o.proxyTeam == "" && o.proxyRole == "" {
+		return nil, nil
+	}
+	role, err := tenant.ParseRole(o.proxyDefaultRole)
+	if err != nil {
+		return nil, cmdutil.Usage(fmt.Errorf("--proxy-default-role: %w", err))
+	}
+	p := &tenant.Proxy{Trusted: trusted, UserHeader: o.proxyUser, TeamHeader: o.proxyTeam, RoleHeader: o.proxyRole, DefaultRole: role}
+	if err := p.Check(); err != nil {
+		return nil, cmdutil.Usage(err)
+	}
+	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // apiTokens resolves the API's tokens from --token (flagSet: it was given), else --token-file
@@ -56,6 +57,13 @@ func viewerTokens(file string) ([]coordinator.Token, error) {
 	toks, err := coordinator.ParseTokens(string(b), "--viewer-token-file "+file)
 	if err != nil {
 		return nil, cmdutil.Usage(err)
+	}
+	for i := range toks {
+		// A line that asks for more than reading is a mistake to say, not to grant.
+		if r := toks[i].Role; r != 0 && r != tenant.Viewer {
+			return nil, cmdutil.Usage(fmt.Errorf("--viewer-token-file %s: token %q asks for role=%s: its tokens are viewers' (give it a line in --token-file instead)", file, toks[i].Name, r))
+		}
+		toks[i].Role = tenant.Viewer
 	}
 	return toks, nil
 }

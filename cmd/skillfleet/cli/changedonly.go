@@ -8,6 +8,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/skill"
@@ -62,7 +63,8 @@ func reusePlan(ctx context.Context, e *env, roots []string, f *suiteFlags, s *su
 	for i, j := range p.Jobs {
 		epochs[keys[i]] = runreport.NormalizeEpochs(j.Case.Runs)
 	}
-	found, err := store.Reusable(ctx, suiteName, time.Now().Add(-f.reuseWithin), "", epochs)
+	// A local history's runs are `skillfleet test`'s, which name no team.
+	found, err := store.Reusable(ctx, tenant.DefaultTeam, suiteName, time.Now().Add(-f.reuseWithin), "", epochs)
 	if err != nil {
 		return nil, nil, failf("%v", err)
 	}

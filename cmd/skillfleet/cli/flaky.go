@@ -12,6 +12,7 @@ import (
 	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	"github.com/skillfleet/skillfleet/internal/text"
 	runreport "github.com/skillfleet/skillfleet/report"
 )
@@ -101,14 +102,15 @@ func localFlaky(ctx context.Context, e *env, target, suiteName, lane string) (co
 		return coordinator.FlakyList{}, failf("%v", err)
 	}
 	defer s.Close()
-	cells, err := changes.FlakyCells(ctx, s, suiteName, lane, flaky.Config{})
+	// A local history's runs are `skillfleet test`'s, which name no team.
+	cells, err := changes.FlakyCells(ctx, s, tenant.DefaultTeam, suiteName, lane, flaky.Config{})
 	if err != nil {
 		return coordinator.FlakyList{}, failf("%v", err)
 	}
 	if cells == nil {
 		cells = []runreport.FlakyCell{}
 	}
-	return coordinator.FlakyList{Suite: suiteName, Lane: lane, Cells: cells}, nil
+	return coordinator.FlakyList{Team: tenant.DefaultTeam, Suite: suiteName, Lane: lane, Cells: cells}, nil
 }
 
 func writeFlaky(e *env, l coordinator.FlakyList) {

@@ -1,0 +1,196 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/skillfleet/skillfleet/internal/tenant"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// ErrForbidden is returned for a change the caller may see but not make: a viewer's cancel,
+// push or schedule. Another team's object is ErrNotFound instead, so that its existence is
+// not disclosed.
+var ErrForbidden = errors.New("your role may not change this")
+
+// Outcomes an audit record gives.
+const (
+	outcomeOK      = "ok"
+	outcomeRefused = "refused"
+	outcomeDenied  = "denied"
+)
+
+// AuditRecord is one thing a principal did or tried: who, in which role, what action on
+// which object of which team, and what came of it.
+type AuditRecord struct {
+	ID    int64     `json:"id,omitempty"`
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	Role  string    `json:"role,omitempty"`
+	// Team is the team of the object (the actor's own for a login).
+	Team    string `json:"team"`
+	Action  string `json:"action"`
+	Object  string `json:"object"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// AuditLog keeps the audit records (the history database's audit table; fleet adapts it).
+type AuditLog interface {
+	// Record keeps r. It must not block the request that made r: a log that cannot keep up
+	// drops records, counts and logs them.
+	Record(r AuditRecord)
+	// Records returns the newest records before id beforeID (0: the newest), of team ("":
+	// every team), at most limit.
+	Records(ctx context.Context, team string, beforeID int64, limit int) ([]AuditRecord, error)
+}
+
+// audit records what actor did to object of team ("": the actor's own), in the coordinator's
+// log and in its audit log.
+func (c *Coordinator) audit(actor tenant.Principal, team, action, object, outcome, detail string) {
+	if team == "" {
+		team = actor.Team
+	}
+	r := AuditRecord{At: c.now().UTC(), Actor: actor.Name, Team: tenant.Team(team), Action: action, Object: object, Outcome: outcome, Detail: detail}
+	if actor.Role != 0 {
+		r.Role = actor.Role.String()
+	}
+	c.log.Info("audit", zap.String("actor", r.Actor), zap.String("role", r.Role), zap.String("team", r.Team),
+		zap.String("action", action), zap.String("object", object), zap.String("outcome", outcome), zap.String("detail", detail))
+	if c.auditLog != nil {
+		c.auditLog.Record(r)
+	}
+}
+
+// runTeam is the team that owns run id: of the active run, else of its stored status.
+func (c *Coordinator) runTeam(ctx context.Context, id string) (string, error) {
+	if r := c.active(id); r != nil {
+		return tenant.Team(r.spec.GetTeam()), nil
+	}
+	st, err := c.load(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return tenant.Team(st.GetSpec().GetTeam()), nil
+}
+
+// mayRead returns ErrNotFound, as for a run that does not exist, when the caller of ctx may
+// not read run id; a context with no principal (the process's own call) may.
+func (c *Coordinator) mayRead(ctx context.Context, id string) error {
+	p, ok := tenant.From(ctx)
+	if !ok {
+		return nil
+	}
+	team, err := c.runTeam(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !p.CanRead(team) {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// mayChange is mayRead for a change (action, audited when refused): a viewer gets
+// ErrForbidden.
+func (c *Coordinator) mayChange(ctx context.Context, id, action string) error {
+	if err := c.mayRead(ctx, id); err != nil {
+		if p, ok := tenant.From(ctx); ok && errors.Is(err, ErrNotFound) {
+			c.audit(p, "", action, "run/"+id, outcomeDenied, "not found or another team's")
+		}
+		return err
+	}
+	p, ok := tenant.From(ctx)
+	if !ok {
+		return nil
+	}
+	team, err := c.runTeam(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !p.CanChange(team) {
+		c.audit(p, team, action, "run/"+id, outcomeDenied, "role "+p.Role.String())
+		return fmt.Errorf("%s run %s: %w (%s)", action, id, ErrForbidden, p.Role)
+	}
+	return nil
+}
+
+// visibleRuns keeps the runs of sts the caller of ctx may read.
+func visibleRuns(ctx context.Context, sts []*pb.RunStatus) []*pb.RunStatus {
+	p, ok := tenant.From(ctx)
+	if !ok {
+		return sts
+	}
+	out := sts[:0]
+	for _, st := range sts {
+		if p.CanRead(st.GetSpec().GetTeam()) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// AuditList is the answer of GET /v1/audit.
+type AuditList struct {
+	Records []AuditRecord `json:"records"`
+	// Next is the before= of the next, older page; 0 when this is the last.
+	Next int64 `json:"next,omitempty"`
+}
+
+// auditRecords serves GET /v1/audit?team=&before=&limit=: an admin reads every team's
+// records (or one team's), anyone else its own team's.
+func (a *api) auditRecords(w http.ResponseWriter, r *http.Request) {
+	if a.c.auditLog == nil {
+		writeError(w, http.StatusNotFound, errors.New("this coordinator keeps no history (--history off): its audit records are in its log only"), nil)
+		return
+	}
+	p := tenant.Of(r.Context())
+	q := r.URL.Query()
+	team := q.Get("team")
+	switch {
+	case p.Role == tenant.Admin:
+	case team == "" || team == tenant.Team(p.Team):
+		team = tenant.Team(p.Team)
+	default:
+		writeError(w, http.StatusNotFound, fmt.Errorf("no team %q among yours", team), nil)
+		return
+	}
+	var before int64
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("before must be a positive integer, got %q", v), nil)
+			return
+		}
+		before = n
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 1000 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit must be an integer from 1 to 1000, got %q", v), nil)
+			return
+		}
+		limit = n
+	}
+	recs, err := a.c.auditLog.Records(r.Context(), team, before, limit)
+	if err != nil {
+		a.c.log.Warn("reading the audit log failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, errors.New("the history could not be read; the coordinator's log says why"), nil)
+		return
+	}
+	out := AuditList{Records: recs}
+	if out.Records == nil {
+		out.Records = []AuditRecord{}
+	}
+	if len(recs) == limit {
+		out.Next = recs[len(recs)-1].ID
+	}
+	writeJSONBody(w, http.StatusOK, out)
+}
