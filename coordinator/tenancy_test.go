@@ -1,8 +1,11 @@
 package coordinator_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -226,5 +229,65 @@ func TestTeamsOwnTheirSuitesAndSchedules(t *testing.T) {
 	_, body = a.do(t, http.MethodGet, "/v1/audit", tokAdmin, nil)
 	if err := json.Unmarshal(body, &audit); err != nil || !strings.Contains(string(body), `"team":"teamB"`) || !strings.Contains(string(body), `"team":"teamA"`) {
 		t.Errorf("the admin's audit: %s", body)
+	}
+}
+
+// TestProxyHeadersNameTheCaller: behind an authenticating proxy (trusted: loopback here) the
+// user, team and role come from its headers, with no token; a malformed header is refused, and
+// a change another site's page could make through the proxy's cookie is refused.
+func TestProxyHeadersNameTheCaller(t *testing.T) {
+	a := startAPI(t, func(cfg *fleet.InProcessConfig, api *coordinator.APIConfig) {
+		api.Tokens = []coordinator.Token{{Name: "bob", Secret: tokB, Team: "teamB"}}
+		api.Proxy = &tenant.Proxy{Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")},
+			UserHeader: "X-Webauth-User", TeamHeader: "X-Webauth-Team", RoleHeader: "X-Webauth-Role"}
+	})
+	runB := a.submitAs(t, tokB, "name=nightly&kind=command", bundleOf(t, examples))
+	send := func(method, path, role string, headers map[string]string, body []byte) (int, string) {
+		req, err := http.NewRequest(method, a.srv.URL+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Webauth-User", "carol")
+		req.Header.Set("X-Webauth-Team", "teamA")
+		req.Header.Set("X-Webauth-Role", role)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tar := map[string]string{"Content-Type": "application/x-tar"}
+	code, body := send(http.MethodPost, "/v1/runs?name=nightly&kind=command", "member", tar, bundleOf(t, examples))
+	if code != http.StatusCreated || !strings.Contains(body, `"team":"teamA"`) || !strings.Contains(body, `"submitted_by":"carol"`) {
+		t.Fatalf("carol's submission: %d %s", code, body)
+	}
+	own := &pb.RunStatus{}
+	if err := protojson.Unmarshal([]byte(body), own); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, method, path, role string
+		headers                  map[string]string
+		want                     int
+	}{
+		{"another team's run", http.MethodGet, "/v1/runs/" + runB.GetId(), "member", nil, http.StatusNotFound},
+		{"a viewer's cancel of another team's run", http.MethodDelete, "/v1/runs/" + runB.GetId(), "viewer", nil, http.StatusNotFound},
+		{"a viewer's cancel of its team's run", http.MethodDelete, "/v1/runs/" + own.GetId(), "viewer", nil, http.StatusForbidden},
+		{"a malformed role", http.MethodGet, "/v1/runs", "root", nil, http.StatusUnauthorized},
+		{"another site's page", http.MethodPost, "/v1/runs?name=x", "member", map[string]string{"Origin": "https://evil.example", "Content-Type": "application/x-tar"}, http.StatusForbidden},
+		{"a form's content type", http.MethodPost, "/v1/runs?name=x", "member", map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
+	} {
+		if code, body := send(c.method, c.path, c.role, c.headers, nil); code != c.want {
+			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.want)
+		}
+	}
+	code, body = send(http.MethodGet, "/v1/runs", "viewer", nil, nil)
+	if code != http.StatusOK || strings.Contains(body, runB.GetId()) || !strings.Contains(body, "carol") {
+		t.Errorf("carol's list: %d %s", code, body)
 	}
 }
