@@ -30,13 +30,33 @@ type fleet struct {
 // the coordinator's embedded server with a token. workerArgs are added to the worker's flags.
 func startFleet(t *testing.T, ns *natsServer, workerArgs ...string) *fleet {
 	t.Helper()
+	return startFleetWith(t, fleetOptions{nats: ns, workerArgs: workerArgs})
+}
+
+// fleetOptions are what a test may change of the fleet startFleetWith starts.
+type fleetOptions struct {
+	// nats is the nats-server process to use; nil, the coordinator's embedded server.
+	nats *natsServer
+	// tokens is the coordinator's --token-file; "" is the one token every test of the package
+	// knows.
+	tokens string
+	// coordinatorArgs and workerArgs are added to the daemons' flags.
+	coordinatorArgs, workerArgs []string
+}
+
+// startFleetWith is startFleet with the token file and the flags of both daemons chosen.
+func startFleetWith(t *testing.T, o fleetOptions) *fleet {
+	t.Helper()
 	dir := t.TempDir()
 	f := &fleet{coordinatorHTTP: freeAddr(t), workerMetrics: freeAddr(t)}
 	f.api = "http://" + f.coordinatorHTTP
-	f.tokenFile = writeFile(t, dir, "api-token", "api-e2e-token-0123456789\n")
+	if o.tokens == "" {
+		o.tokens = "api-e2e-token-0123456789\n"
+	}
+	f.tokenFile = writeFile(t, dir, "api-token", o.tokens)
 	natsToken := writeFile(t, dir, "nats-token", "nats-e2e-token\n")
 	var coordNATS, workerNATS []string
-	if ns != nil {
+	if ns := o.nats; ns != nil {
 		coordNATS = append(ns.clientFlags(), "--nats-token-file", natsToken)
 		workerNATS = ns.clientFlags()
 		f.natsURL = ns.URL
@@ -46,15 +66,16 @@ func startFleet(t *testing.T, ns *natsServer, workerArgs ...string) *fleet {
 		coordNATS = []string{"--embedded-nats", addr, "--nats-token-file", natsToken}
 		workerNATS = []string{"--nats", f.natsURL}
 	}
-	f.coordinator = start(t, "coordinator", binary(t, "coordinator"), nil, append([]string{
+	coordArgs := append([]string{
 		"--http", f.coordinatorHTTP, "--token-file", f.tokenFile, "--data", filepath.Join(dir, "coordinator"),
-	}, coordNATS...)...)
+	}, coordNATS...)
+	f.coordinator = start(t, "coordinator", binary(t, "coordinator"), nil, append(coordArgs, o.coordinatorArgs...)...)
 	waitHTTP(t, f.coordinator, f.api+"/readyz")
 	// The worker takes its NATS token from the environment, as a Kubernetes secret would give it.
 	f.worker = start(t, "worker", binary(t, "worker"), []string{"SKILLFLEET_NATS_TOKEN=nats-e2e-token"}, append([]string{
 		"--id", fmt.Sprintf("e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), "--slots", "2", "--warm-pool", "1",
 		"--metrics", f.workerMetrics, "--cache", filepath.Join(dir, "bundles"), "--drain-grace", "30s",
-	}, append(workerNATS, workerArgs...)...)...)
+	}, append(workerNATS, o.workerArgs...)...)...)
 	waitHTTP(t, f.worker, "http://"+f.workerMetrics+"/healthz")
 	return f
 }

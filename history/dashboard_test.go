@@ -42,6 +42,7 @@ var grafanaMacro = regexp.MustCompile(`\$__timeFilter\(((?:[^()]|\([^()]*\))*)\)
 func expand(q string) string {
 	q = grafanaMacro.ReplaceAllString(q, "$1 BETWEEN to_timestamp(0) AND now() + interval '1 day'")
 	q = strings.ReplaceAll(q, "$suite", "'nightly'")
+	q = strings.ReplaceAll(q, "$team", "default")
 	return strings.ReplaceAll(q, "$lane", "scheduled")
 }
 
