@@ -83,38 +83,32 @@ func (c *Coordinator) runTeam(ctx context.Context, id string) (string, error) {
 // mayRead returns ErrNotFound, as for a run that does not exist, when the caller of ctx may
 // not read run id; a context with no principal (the process's own call) may.
 func (c *Coordinator) mayRead(ctx context.Context, id string) error {
-	p, ok := tenant.From(ctx)
-	if !ok {
-		return nil
-	}
-	team, err := c.runTeam(ctx, id)
-	if err != nil {
-		return err
-	}
-	if !p.CanRead(team) {
-		return ErrNotFound
-	}
-	return nil
+	return c.access(ctx, id, "")
 }
 
 // mayChange is mayRead for a change (action, audited when refused): a viewer gets
 // ErrForbidden.
 func (c *Coordinator) mayChange(ctx context.Context, id, action string) error {
-	if err := c.mayRead(ctx, id); err != nil {
-		if p, ok := tenant.From(ctx); ok && errors.Is(err, ErrNotFound) {
-			c.audit(p, "", action, "run/"+id, outcomeDenied, "not found or another team's")
-		}
-		return err
-	}
+	return c.access(ctx, id, action)
+}
+
+// access checks the caller of ctx against run id's team: to read it, or with an action to
+// change it, auditing a refused change.
+func (c *Coordinator) access(ctx context.Context, id, action string) error {
 	p, ok := tenant.From(ctx)
 	if !ok {
 		return nil
 	}
 	team, err := c.runTeam(ctx, id)
-	if err != nil {
+	switch {
+	case err != nil && (action == "" || !errors.Is(err, ErrNotFound)):
 		return err
-	}
-	if !p.CanChange(team) {
+	case err != nil || !p.CanRead(team):
+		if action != "" {
+			c.audit(p, "", action, "run/"+id, outcomeDenied, "not found or another team's")
+		}
+		return ErrNotFound
+	case action != "" && !p.CanChange(team):
 		c.audit(p, team, action, "run/"+id, outcomeDenied, "role "+p.Role.String())
 		return fmt.Errorf("%s run %s: %w (%s)", action, id, ErrForbidden, p.Role)
 	}

@@ -17,18 +17,8 @@ import (
 // TestJobsPerPrincipalAreKeptApart: each caller has their own allowance: one token at its cap
 // does not stop another, and a refused submission reserves nothing.
 func TestJobsPerPrincipalAreKeptApart(t *testing.T) {
-	_, _, topo := queuetest.Start(t)
 	// The example suite: 21 jobs; the cap lets one run per caller in, not two.
-	c, err := New(Config{DataDir: t.TempDir(), MaxJobsPerPrincipal: 30}, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	s := suite.Load([]string{"../examples/skills"}, skill.Options{})
-	var bundle bytes.Buffer
-	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
-		t.Fatal(err)
-	}
+	c, bundle := quotaCoordinator(t, Config{MaxJobsPerPrincipal: 30})
 	submit := func(who string) error {
 		_, err := c.Submit(as(who, "teamA", tenant.Member), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{})
 		return err
@@ -71,17 +61,7 @@ func as(name, team string, role tenant.Role) context.Context {
 // TestJobsPerTeam: a team's tokens share its allowance; another team's is its own; a viewer
 // submits nothing, and the run is the submitter's team's whatever the spec said.
 func TestJobsPerTeam(t *testing.T) {
-	_, _, topo := queuetest.Start(t)
-	c, err := New(Config{DataDir: t.TempDir(), MaxJobsPerPrincipal: 100, MaxJobsPerTeam: 50}, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	s := suite.Load([]string{"../examples/skills"}, skill.Options{})
-	var bundle bytes.Buffer
-	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
-		t.Fatal(err)
-	}
+	c, bundle := quotaCoordinator(t, Config{MaxJobsPerPrincipal: 100, MaxJobsPerTeam: 50})
 	for _, step := range []struct {
 		who, team string
 		role      tenant.Role
@@ -149,4 +129,23 @@ func TestJobsPerPrincipalSurviveARestart(t *testing.T) {
 	if _, err := c2.Submit(as("alice", "teamA", tenant.Member), bytes.NewReader(bundle.Bytes()), &pb.RunSpec{}); !errors.As(err, &pe) {
 		t.Errorf("a second run of alice after a restart: %v, want refused over her limit", err)
 	}
+}
+
+// quotaCoordinator is a coordinator of cfg on an embedded server, and the example suite's
+// bundle (21 jobs) to submit to it.
+func quotaCoordinator(t *testing.T, cfg Config) (*Coordinator, *bytes.Buffer) {
+	t.Helper()
+	_, _, topo := queuetest.Start(t)
+	cfg.DataDir = t.TempDir()
+	c, err := New(cfg, Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	s := suite.Load([]string{"../examples/skills"}, skill.Options{})
+	var bundle bytes.Buffer
+	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
+		t.Fatal(err)
+	}
+	return c, &bundle
 }
