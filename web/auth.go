@@ -25,10 +25,10 @@ const (
 	outcomeRefused = "refused"
 )
 
-// audit records a login or logout, when the viewer has an audit log.
-func (srv *Server) audit(who tenant.Principal, action, outcome, detail string) {
+// audit records a login, a logout or a refused change, when the viewer has an audit log.
+func (srv *Server) audit(who tenant.Principal, action, object, outcome, detail string) {
 	if srv.auditor != nil {
-		srv.auditor.Audit(who, action, "viewer", outcome, detail)
+		srv.auditor.Audit(who, action, object, outcome, detail)
 	}
 }
 
@@ -211,7 +211,7 @@ func (srv *Server) authed(page func(http.ResponseWriter, *http.Request, *visitor
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		if p, ok, err := srv.cfg.Proxy.FromRequest(r); err != nil {
-			srv.audit(tenant.Principal{}, "login", outcomeRefused, err.Error())
+			srv.audit(tenant.Principal{}, "login", "viewer", outcomeRefused, err.Error())
 			srv.fail(w, r, nil, http.StatusUnauthorized, err)
 			return
 		} else if ok {
@@ -347,7 +347,7 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 	who, found := srv.match([]byte(r.PostFormValue("token")))
 	if !found {
 		srv.cfg.Guesses.Failed(r)
-		srv.audit(tenant.Principal{}, "login", outcomeRefused, "wrong token at the login form from "+r.RemoteAddr)
+		srv.audit(tenant.Principal{}, "login", "viewer", outcomeRefused, "wrong token at the login form from "+r.RemoteAddr)
 		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "That token is not accepted here.", ReadOnly: srv.cfg.ReadOnly})
 		return
 	}
@@ -361,7 +361,7 @@ func (srv *Server) startSession(w http.ResponseWriter, r *http.Request, who tena
 		srv.fail(w, r, nil, http.StatusInternalServerError, err)
 		return
 	}
-	srv.audit(who, "login", outcomeOK, "")
+	srv.audit(who, "login", "viewer", outcomeOK, "")
 	srv.setCookie(w, r, ss)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -408,7 +408,7 @@ func (srv *Server) linkLogin(w http.ResponseWriter, r *http.Request) {
 	who, found := srv.match([]byte(got))
 	if !found {
 		srv.cfg.Guesses.Failed(r)
-		srv.audit(tenant.Principal{}, "login", outcomeRefused, "wrong token in a link from "+r.RemoteAddr)
+		srv.audit(tenant.Principal{}, "login", "viewer", outcomeRefused, "wrong token in a link from "+r.RemoteAddr)
 		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly, Error: "The link's token is not accepted here (a viewer's link lasts as long as the viewer that printed it)."})
 		return
 	}
@@ -423,7 +423,7 @@ func (srv *Server) logout(w http.ResponseWriter, r *http.Request, v *visitor) {
 	}
 	if ss := srv.sessions.get(r); ss != nil {
 		srv.sessions.end(ss.id)
-		srv.audit(ss.who, "logout", outcomeOK, "")
+		srv.audit(ss.who, "logout", "viewer", outcomeOK, "")
 	}
 	srv.clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

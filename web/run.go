@@ -245,7 +245,8 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, v *visitor) {
 		return
 	}
 	if !v.CanCancel() {
-		s.fail(w, r, v, http.StatusForbidden, errors.New("a viewer's token cannot cancel runs: log in with an operator's token"))
+		s.audit(v.Principal, "cancel", "run/"+r.PathValue("id"), "denied", "role "+v.Role.String())
+		s.fail(w, r, v, http.StatusForbidden, errors.New("a viewer's token cannot cancel runs: log in with a member's token"))
 		return
 	}
 	if err := checkPost(r, v); err != nil {
