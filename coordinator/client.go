@@ -29,6 +29,21 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	// Team, when set, is the team an admin acts in on the routes that take ?team= (suites,
+	// schedules, flaky, audit); for anyone else the coordinator answers another team's 404.
+	Team string
+}
+
+// withTeam adds c.Team to path as ?team= (or &team=).
+func (c *Client) withTeam(path string) string {
+	if c.Team == "" {
+		return path
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "team=" + url.QueryEscape(c.Team)
 }
 
 // NewClient returns a client for the coordinator at base (e.g. http://127.0.0.1:8080). A nil
@@ -159,7 +174,7 @@ func (c *Client) Report(ctx context.Context, id, format string, w io.Writer) err
 
 // Flaky lists a suite's flaky cells in a lane ("" for both) from the coordinator's history.
 func (c *Client) Flaky(ctx context.Context, suite, lane string) (FlakyList, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/flaky?suite="+url.QueryEscape(suite)+"&lane="+url.QueryEscape(lane), nil, "")
+	resp, err := c.send(ctx, http.MethodGet, c.withTeam("/v1/flaky?suite="+url.QueryEscape(suite)+"&lane="+url.QueryEscape(lane)), nil, "")
 	if err != nil {
 		return FlakyList{}, err
 	}
@@ -317,7 +332,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 // PushSuite uploads a bundle as the latest of the suite name.
 func (c *Client) PushSuite(ctx context.Context, name string, bundle io.Reader) (*PushedSuite, error) {
 	out := &PushedSuite{}
-	return out, c.doJSON(ctx, http.MethodPut, "/v1/suites/"+url.PathEscape(name), bundle, "application/x-tar", out)
+	return out, c.doJSON(ctx, http.MethodPut, c.withTeam("/v1/suites/"+url.PathEscape(name)), bundle, "application/x-tar", out)
 }
 
 // Suites returns the pushed suites.
@@ -335,7 +350,7 @@ func (c *Client) AddSchedule(ctx context.Context, name string, req ScheduleReque
 		return nil, err
 	}
 	out := &Schedule{}
-	return out, c.doJSON(ctx, http.MethodPut, "/v1/schedules/"+url.PathEscape(name), bytes.NewReader(b), "application/json", out)
+	return out, c.doJSON(ctx, http.MethodPut, c.withTeam("/v1/schedules/"+url.PathEscape(name)), bytes.NewReader(b), "application/json", out)
 }
 
 // Schedules returns the coordinator's schedules.
@@ -348,7 +363,28 @@ func (c *Client) Schedules(ctx context.Context) ([]*Schedule, error) {
 
 // RemoveSchedule deletes the schedule name.
 func (c *Client) RemoveSchedule(ctx context.Context, name string) error {
-	return c.doJSON(ctx, http.MethodDelete, "/v1/schedules/"+url.PathEscape(name), nil, "", nil)
+	return c.doJSON(ctx, http.MethodDelete, c.withTeam("/v1/schedules/"+url.PathEscape(name)), nil, "", nil)
+}
+
+// Audit returns a page of the audit log, newest first: records before id before (0: the
+// newest), at most limit (0: the coordinator's default). Its Next names the next page.
+func (c *Client) Audit(ctx context.Context, before int64, limit int) (AuditList, error) {
+	q := url.Values{}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if c.Team != "" {
+		q.Set("team", c.Team)
+	}
+	path := "/v1/audit"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out AuditList
+	return out, c.doJSON(ctx, http.MethodGet, path, nil, "", &out)
 }
 
 // doJSON is do for the API's plain JSON answers; a nil out reads nothing.

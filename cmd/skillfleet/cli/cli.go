@@ -39,6 +39,7 @@ func commands() []func(*env) *cobra.Command {
 		newSchedulesCommand,
 		newCompareCommand,
 		newFlakyCommand,
+		newAuditCommand,
 		newViewCommand,
 		newSandboxCommand,
 	}

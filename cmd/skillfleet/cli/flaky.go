@@ -75,6 +75,7 @@ Exit status: 0 listed (flaky cells or none), 1 failure, 2 invalid input.`,
 		},
 	}
 	r.register(cmd.Flags())
+	r.registerTeam(cmd.Flags())
 	cmd.Flags().StringVar(&suiteName, "suite", "", "the suite (default: the current directory's name, as `skillfleet test .` names it)")
 	cmd.Flags().StringVar(&lane, "lane", "", "ondemand or scheduled (default: both)")
 	cmd.Flags().StringVar(&historyTarget, "history", "", "the local history: a SQLite file or a postgres:// URL (password from $SKILLFLEET_HISTORY_PASSWORD)")

@@ -28,6 +28,7 @@ func newSuitesCommand(e *env) *cobra.Command {
 		},
 	}
 	r.register(cmd.PersistentFlags())
+	r.registerTeam(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json")
 	push := &cobra.Command{
 		Use:   "push NAME ROOT...",
@@ -83,9 +84,9 @@ latest bundle of NAME. Schedules naming the suite run the latest bundle pushed.`
 				return writeJSON(e.stdout, map[string]any{"suites": suites})
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tBUNDLE\tJOBS\tPUSHED\tBY")
+			fmt.Fprintln(tw, "TEAM\tNAME\tBUNDLE\tJOBS\tPUSHED\tBY")
 			for _, ps := range suites {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", ps.Name, ps.BundleDigest, ps.Jobs, ps.PushedAt.Format(time.RFC3339), dash(ps.By))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", dash(ps.Team), ps.Name, ps.BundleDigest, ps.Jobs, ps.PushedAt.Format(time.RFC3339), dash(ps.By))
 			}
 			return tw.Flush()
 		},
@@ -107,6 +108,7 @@ func newSchedulesCommand(e *env) *cobra.Command {
 		},
 	}
 	r.register(cmd.PersistentFlags())
+	r.registerTeam(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&format, "format", format, "output format: text or json")
 	var req coordinator.ScheduleRequest
 	add := &cobra.Command{
@@ -158,13 +160,13 @@ the scheduled lane. Slots missed while no coordinator ran fire once, when one is
 				return writeJSON(e.stdout, map[string]any{"schedules": scheds})
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSUITE\tCRON\tAGENTS\tLAST FIRED\tLAST RUN")
+			fmt.Fprintln(tw, "TEAM\tNAME\tSUITE\tCRON\tAGENTS\tLAST FIRED\tLAST RUN")
 			for _, s := range scheds {
 				last := dash(s.LastRun)
 				if s.LastError != "" {
 					last = "error: " + s.LastError
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Suite, s.Cron, dash(strings.Join(s.Agents, ",")), s.LastFired.Format(time.RFC3339), last)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(s.Team), s.Name, s.Suite, s.Cron, dash(strings.Join(s.Agents, ",")), s.LastFired.Format(time.RFC3339), last)
 			}
 			return tw.Flush()
 		},

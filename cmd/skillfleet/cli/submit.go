@@ -23,6 +23,13 @@ import (
 type remoteFlags struct {
 	url, token, tokenFile string
 	history               string
+	// team is --team, of the commands that take it (registerTeam).
+	team string
+}
+
+// registerTeam registers --team: the team an admin acts in.
+func (r *remoteFlags) registerTeam(fs *pflag.FlagSet) {
+	fs.StringVar(&r.team, "team", "", "act in this team (an admin's token only; others act in their own team)")
 }
 
 // defaultCoordinator is the coordinator of commands that need one and were not told which.
@@ -60,7 +67,9 @@ func (r *remoteFlags) client(cmd *cobra.Command) (*coordinator.Client, error) {
 	if url == "" {
 		url = defaultCoordinator
 	}
-	return coordinator.NewClient(url, token, nil), nil
+	c := coordinator.NewClient(url, token, nil)
+	c.Team = r.team
+	return c, nil
 }
 
 // apiFailure turns a coordinator error into the CLI's: diagnostics printed, exit 2 for a suite
