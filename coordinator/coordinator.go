@@ -752,11 +752,12 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	if err := c.mayRead(ctx, id); err != nil {
 		return report.Report{}, err
 	}
-	if r := c.active(id); r != nil {
-		return r.builder.Report(), nil
-	}
+	// The final report first: it is kept before the run leaves the active ones.
 	if rep, ok := c.finished.get(id); ok {
 		return rep, nil
+	}
+	if r := c.active(id); r != nil {
+		return r.builder.Report(), nil
 	}
 	st, err := c.load(ctx, id)
 	if err != nil {

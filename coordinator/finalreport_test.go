@@ -8,10 +8,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/fleet"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -121,5 +127,36 @@ func TestFinishedReportNeverChanges(t *testing.T) {
 	queuetest.PurgeSubject(t, e, queue.ResultsStream, "")
 	if _, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{}); err != nil {
 		t.Fatalf("Submit once the results stream has room: %v", err)
+	}
+}
+
+// TestReportIsFinalOnceStatusIs: the moment a run's status says it finished, its report is the
+// final one, with the "what changed" section the history adds. Before, the status turned
+// final while the report was still being annotated, and a reader polling the status got the
+// live report, without what changed or the quarantine marks, 8 times in 10.
+func TestReportIsFinalOnceStatusIs(t *testing.T) {
+	a := startAPI(t, func(cfg *fleet.InProcessConfig, _ *coordinator.APIConfig) {
+		cfg.History = fleet.HistoryConfig{Target: filepath.Join(t.TempDir(), "history.db")}
+	})
+	bundle := bundleOf(t, examples)
+	for i := range 5 {
+		st := a.submit(t, "name=nightly&kind=command&skill=env-selector", bundle)
+		var final *pb.RunStatus
+		testutil.Eventually(t, 30*time.Second, time.Millisecond, func() bool {
+			_, body := a.do(t, http.MethodGet, "/v1/runs/"+st.GetId(), token, nil)
+			got := &pb.RunStatus{}
+			if protojson.Unmarshal(body, got) != nil {
+				return false
+			}
+			final = got
+			return got.GetState() == pb.RunState_RUN_STATE_COMPLETED
+		}, "run completed")
+		_, body := a.do(t, http.MethodGet, "/v1/runs/"+final.GetId()+"/report", token, nil)
+		var rep struct {
+			Changes *json.RawMessage `json:"changes"`
+		}
+		if err := json.Unmarshal(body, &rep); err != nil || rep.Changes == nil {
+			t.Fatalf("run %d: the report read as soon as the run completed has no what-changed section: %s", i+1, body)
+		}
 	}
 }

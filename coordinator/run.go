@@ -359,13 +359,11 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		r.builder.Skip(reason)
 	}
 	r.mu.Lock()
-	r.status.State = state
-	r.status.Reason = reason
-	r.status.Cases = r.builder.Counts()
-	r.status.DoneJobs = int32(r.builder.JobsDone())
-	r.status.FinishedAt = timestamppb.New(c.now())
 	st := proto.Clone(r.status).(*pb.RunStatus)
 	r.mu.Unlock()
+	st.State, st.Reason = state, reason
+	st.Cases, st.DoneJobs = r.builder.Counts(), int32(r.builder.JobsDone())
+	st.FinishedAt = timestamppb.New(c.now())
 	// The report is stored before the final state: a run saved as finished has its report
 	// stored (unless storing failed: it is then rebuilt from the results, as it always was).
 	rep := r.builder.Report()
@@ -393,6 +391,11 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
 	c.finished.put(r.id, rep)
+	// Only now does the run read as finished: a report asked for once the status says so is
+	// the final one, with what changed and the flaky and quarantine marks, not the live one.
+	r.mu.Lock()
+	r.status = proto.Clone(st).(*pb.RunStatus)
+	r.mu.Unlock()
 	c.history.RunFinished(st)
 	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))
 	r.events.status(st, c.now())

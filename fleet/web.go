@@ -33,8 +33,11 @@ type webSource struct{ c *coordinator.Coordinator }
 var _ web.Source = webSource{}
 
 func notFound(err error) error {
-	if errors.Is(err, coordinator.ErrNotFound) {
+	switch {
+	case errors.Is(err, coordinator.ErrNotFound):
 		return fmt.Errorf("%w: %w", web.ErrNotFound, err)
+	case errors.Is(err, coordinator.ErrForbidden):
+		return fmt.Errorf("%w: %w", web.ErrForbidden, err)
 	}
 	return err
 }

@@ -215,8 +215,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, v *visitor, code i
 
 // lookupCode is the status for a Source's error.
 func lookupCode(err error) int {
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }

@@ -32,6 +32,10 @@ import (
 // 404 for it.
 var ErrNotFound = errors.New("not found")
 
+// ErrForbidden is what a Source's errors wrap for a change the visitor's role may not make;
+// the viewer answers 403 for it.
+var ErrForbidden = errors.New("forbidden")
+
 // Source is what the viewer reads of a coordinator, and the one thing it changes (Cancel).
 type Source interface {
 	// List returns every run, newest first.
