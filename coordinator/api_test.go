@@ -122,7 +122,13 @@ func (a *apiFleet) do(t *testing.T, method, path, tok string, body []byte) (*htt
 // submit posts a bundle with the query and wants 201.
 func (a *apiFleet) submit(t *testing.T, query string, bundle []byte) *pb.RunStatus {
 	t.Helper()
-	resp, body := a.do(t, http.MethodPost, "/v1/runs?"+query, token, bundle)
+	return a.submitAs(t, token, query, bundle)
+}
+
+// submitAs posts a bundle with the query as the holder of tok and wants 201.
+func (a *apiFleet) submitAs(t *testing.T, tok, query string, bundle []byte) *pb.RunStatus {
+	t.Helper()
+	resp, body := a.do(t, http.MethodPost, "/v1/runs?"+query, tok, bundle)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST /v1/runs?%s: %d %s", query, resp.StatusCode, body)
 	}

@@ -41,20 +41,6 @@ func startTeams(t *testing.T) *apiFleet {
 	})
 }
 
-// submitAs posts a bundle as the holder of tok and wants 201.
-func (a *apiFleet) submitAs(t *testing.T, tok, query string, bundle []byte) *pb.RunStatus {
-	t.Helper()
-	resp, body := a.do(t, http.MethodPost, "/v1/runs?"+query, tok, bundle)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /v1/runs?%s: %d %s", query, resp.StatusCode, body)
-	}
-	st := &pb.RunStatus{}
-	if err := protojson.Unmarshal(body, st); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // TestTeamsOwnTheirRuns tries every run route of the API with the run's team's member, the
 // other team's member (404: the run's existence is not disclosed), the team's viewer (reads,
 // but 403 on a change) and an admin of another team (everything).
