@@ -428,6 +428,7 @@ func (c *Coordinator) follow(ctx context.Context, id string) (<-chan queue.Resul
 	out := make(chan queue.ResultMsg, 256)
 	go func() {
 		defer close(out)
+		reopened := 0
 		for {
 			m, err := it.Next(ctx)
 			if err != nil {
@@ -435,6 +436,11 @@ func (c *Coordinator) follow(ctx context.Context, id string) (<-chan queue.Resul
 					c.log.Warn("results iterator ended", zap.String("run", id), zap.Error(err))
 				}
 				return
+			}
+			if n, cause := it.Reopened(); n > reopened {
+				reopened = n
+				c.log.Warn("the run's results had stopped arriving (a NATS node or leader lost); followed again from the last one received",
+					zap.String("run", id), zap.Int("times", n), zap.Error(cause))
 			}
 			select {
 			case out <- m:

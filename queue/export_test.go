@@ -1,6 +1,9 @@
 package queue
 
 import (
+	"context"
+	"time"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -37,3 +40,25 @@ func (t *Topology) RawConn() *Conn { return t.conn }
 
 // DeliveryOf wraps a message fetched raw from lane's consumer as the lanes deliver it.
 func (t *Topology) DeliveryOf(m jetstream.Msg, lane Lane) *Delivery { return t.delivery(m, lane) }
+
+// Stall makes the iteration stall as the client library's can after a leader change: its
+// iterator is swapped for one of a subject no result is stored on, which delivers nothing and
+// reports no error; quiet shortens StallCheck.
+func (s *ResultIterator) Stall(quiet time.Duration) error {
+	s.it.Stop()
+	cons, err := s.t.js.OrderedConsumer(context.Background(), ResultsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{ResultSubject("stalled-nowhere")}})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	s.it, s.quiet = it, quiet
+	return nil
+}
+
+// Break ends the iteration's inner iterator under it, as the client library does when it gives
+// up: Next must open a new one rather than report the iteration stopped.
+func (s *ResultIterator) Break() { s.it.Stop() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,12 +26,35 @@ type ResultMsg struct {
 }
 
 // ResultIterator iterates over a run's results: every stored one, oldest first, then each new
-// one as it is stored. Not safe for concurrent use.
+// one as it is stored. Next is not safe for concurrent use; Stop may be called from another
+// goroutine.
 type ResultIterator struct {
+	t       *Topology
 	run     string
 	it      jetstream.MessagesContext
 	backlog uint64
+	// last is the stream sequence of the last result delivered (0: none yet).
+	last uint64
+	// quiet is how long Next waits for a result before it asks the stream whether one was
+	// stored past last (StallCheck).
+	quiet time.Duration
+	// reopened counts the iterations reopened; cause is why the last one was (a silence with
+	// results stored, or the client library's error).
+	reopened int
+	cause    error
+	// mu keeps Stop, called from another goroutine, and a reopen from missing each other: a
+	// stopped iteration is never reopened.
+	mu      sync.Mutex
+	stopped bool
 }
+
+// StallCheck is how long a ResultIterator waits in silence before it asks the results stream
+// whether a result of its run was stored that it was not given. The client library's ordered
+// consumer can stop delivering without an error when the stream or its consumer changes
+// leader at a bad moment (it resets its pull without issuing a new one; nats.go #2063): a
+// cluster that lost a node then left runs waiting for results that were stored. The check is
+// one last-message lookup per silent run per StallCheck.
+const StallCheck = 20 * time.Second
 
 // FollowResults opens a ResultIterator over run's results, for a coordinator to rebuild a run's
 // aggregate after a restart and then follow it live.
@@ -45,41 +69,117 @@ func (t *Topology) FollowResults(ctx context.Context, run string) (*ResultIterat
 	if err := ValidateRunID(run); err != nil {
 		return nil, err
 	}
-	cons, err := t.js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{ResultSubject(run)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	s := &ResultIterator{t: t, run: run, quiet: StallCheck}
+	info, err := s.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("queue: results of run %s: %w", run, err)
+		return nil, err
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("queue: results of run %s: %w", run, err)
-	}
-	s := &ResultIterator{run: run, it: it}
-	if info := cons.CachedInfo(); info != nil {
+	if info != nil {
 		s.backlog = info.NumPending
 	}
 	return s, nil
+}
+
+// open starts the iteration after the last result delivered (from the first, at the start).
+func (s *ResultIterator) open(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{ResultSubject(s.run)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		// Unbounded, the library retries recreating its consumer forever after a node loss
+		// (seen: a run waiting five minutes, its iteration in the library's reset loop); bounded,
+		// Next gets the error and opens a new consumer.
+		MaxResetAttempts: 3,
+	}
+	if s.last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, s.last+1
+	}
+	cons, err := s.t.js.OrderedConsumer(ctx, ResultsStream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("queue: results of run %s: %w", s.run, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("queue: results of run %s: %w", s.run, err)
+	}
+	s.it = it
+	return cons.CachedInfo(), nil
+}
+
+// stalled reports whether the stream holds a result of the run past the last one delivered.
+func (s *ResultIterator) stalled(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := s.t.results.GetLastMsgForSubject(ctx, ResultSubject(s.run))
+	return err == nil && m.Sequence > s.last
+}
+
+// reopen replaces a stalled iteration with one that starts after the last result delivered.
+func (s *ResultIterator) reopen(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("queue: next result of run %s: %w", s.run, ErrStopped)
+	}
+	s.it.Stop()
+	if _, err := s.open(ctx); err != nil {
+		return fmt.Errorf("queue: next result of run %s: reopening a stalled iteration: %w", s.run, err)
+	}
+	s.reopened++
+	return nil
+}
+
+// Reopened is how many times the iteration was reopened, and why the last time.
+func (s *ResultIterator) Reopened() (int, error) { return s.reopened, s.cause }
+
+func (s *ResultIterator) isStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
 }
 
 // Backlog is how many of the run's results were stored when the stream was opened: after that
 // many, the iteration is live.
 func (s *ResultIterator) Backlog() uint64 { return s.backlog }
 
-// Next returns the next result, waiting for one to be stored until ctx is done.
+// Next returns the next result, waiting for one to be stored until ctx is done. It reopens the
+// iteration from the last result delivered when the client library gives up recreating its
+// consumer, and when after StallCheck of silence the stream holds a result past that one.
 func (s *ResultIterator) Next(ctx context.Context) (ResultMsg, error) {
-	m, err := s.it.Next(jetstream.NextContext(ctx))
-	if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-		return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, ErrStopped)
+	for {
+		wait, cancel := context.WithTimeout(ctx, s.quiet)
+		m, err := s.it.Next(jetstream.NextContext(wait))
+		cancel()
+		switch {
+		case err == nil:
+			return s.message(m)
+		case ctx.Err() != nil:
+			return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, ctx.Err())
+		case s.isStopped():
+			return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, ErrStopped)
+		case errors.Is(err, context.DeadlineExceeded) && !s.stalled(ctx):
+			continue
+		}
+		s.cause = err
+		if err := s.reopen(ctx); err != nil {
+			if errors.Is(err, ErrStopped) {
+				return ResultMsg{}, err
+			}
+			s.cause = err
+			select {
+			case <-ctx.Done():
+				return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, ctx.Err())
+			case <-time.After(time.Second):
+			}
+		}
 	}
-	if err != nil {
-		return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, err)
-	}
+}
+
+// message is m as a ResultMsg; its sequence becomes the one a reopened iteration follows.
+func (s *ResultIterator) message(m jetstream.Msg) (ResultMsg, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, err)
 	}
+	s.last = md.Sequence.Stream
 	return ResultMsg{
 		Run:     s.run,
 		MsgID:   m.Headers().Get(jetstream.MsgIDHeader),
@@ -95,4 +195,9 @@ var ErrStopped = errors.New("queue: iteration stopped")
 
 // Stop ends the iteration; Next then returns an error wrapping ErrStopped.
 // The server drops the consumer after its inactivity threshold.
-func (s *ResultIterator) Stop() { s.it.Stop() }
+func (s *ResultIterator) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.it.Stop()
+}

@@ -1,9 +1,11 @@
 package queue_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -120,5 +122,52 @@ func TestFollowResultsRejectsBadRunID(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	if _, err := topo.FollowResults(testCtx(t), "run.>"); err == nil {
 		t.Fatal("FollowResults accepted a wildcard run id")
+	}
+}
+
+// TestFollowResultsReopensAStalledIteration: an iteration that stops delivering without an
+// error, as the client library's ordered consumer can after a leader change (nats.go #2063; a
+// three-node cluster that lost the jobs stream's leader left a run waiting five minutes for
+// eight stored results), is reopened after the quiet period from the last result delivered:
+// the stored results arrive, none twice. A quiet iteration with nothing stored is left alone.
+func TestFollowResultsReopensAStalledIteration(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	publishResults(t, topo, "run1", 0, 2)
+	it, err := topo.FollowResults(ctx, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	expectResults(t, it, "run1", 0, 2)
+	if err := it.Stall(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing stored: a quiet period is no stall.
+	short, cancel := context.WithTimeout(ctx, 350*time.Millisecond)
+	if _, err := it.Next(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Next with nothing stored = %v, want the caller's deadline", err)
+	}
+	cancel()
+	if n, _ := it.Reopened(); n != 0 {
+		t.Errorf("reopened %d times with nothing stored", n)
+	}
+	publishResults(t, topo, "run1", 2, 5)
+	expectResults(t, it, "run1", 2, 5)
+	if n, cause := it.Reopened(); n != 1 || !errors.Is(cause, context.DeadlineExceeded) {
+		t.Errorf("reopened %d times (the last for %v), want once for a silence", n, cause)
+	}
+	publishResults(t, topo, "run1", 5, 6)
+	expectResults(t, it, "run1", 5, 6)
+	// The library's iterator ending under it (not Stop) is reopened as well.
+	it.Break()
+	publishResults(t, topo, "run1", 6, 7)
+	expectResults(t, it, "run1", 6, 7)
+	if n, cause := it.Reopened(); n != 2 || cause == nil {
+		t.Errorf("reopened %d times (the last for %v), want twice", n, cause)
+	}
+	it.Stop()
+	if _, err := it.Next(ctx); !errors.Is(err, queue.ErrStopped) {
+		t.Errorf("Next after Stop = %v, want ErrStopped", err)
 	}
 }
