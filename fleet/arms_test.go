@@ -33,27 +33,8 @@ func TestBaselineArms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker test; skipped with -short")
 	}
-	location := regexp.MustCompile(`<location>(/skills/greeter/SKILL\.md)</location>`)
-	srv := agenttest.NewFunc(t, func(_ int, r agenttest.Request) agenttest.Reply {
-		msgs := r.Messages()
-		system := fmt.Sprint(msgs[0]["content"])
-		var read, name string
-		for _, m := range msgs {
-			switch m["role"] {
-			case "tool":
-				read = fmt.Sprint(m["content"])
-			case "user":
-				name = strings.TrimPrefix(fmt.Sprint(m["content"]), "Greet ")
-			}
-		}
-		switch loc := location.FindStringSubmatch(system); {
-		case loc != nil && read == "":
-			return agenttest.ToolCalls(100, 10, agenttest.Call{ID: "c1", Name: "read_file", Arguments: `{"path": "` + loc[1] + `"}`})
-		case strings.Contains(read, `"Salutations, NAME!"`):
-			return agenttest.Text("Salutations, "+name+"!", 100, 5)
-		}
-		return agenttest.Text("Hello, "+name+".", 100, 5)
-	})
+	srv := agenttest.Greeter(t, regexp.MustCompile(`<location>(/skills/greeter/SKILL\.md)</location>`))
+
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	runner := startRunner(t, "arms", log)
 	client, err := agent.NewClient(agent.Endpoint{Name: "agent", BaseURL: srv.BaseURL(), APIKey: apiKey, Model: "agent-model"}, agent.ClientDeps{})

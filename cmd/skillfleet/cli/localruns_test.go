@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,27 +37,7 @@ func greeterSuite(t *testing.T) string {
 
 // greeterModel reads the skill the system prompt lists, then greets as it says.
 func greeterModel(t *testing.T) *agenttest.Server {
-	location := regexp.MustCompile(`<location>([^<]*greeter/SKILL\.md)</location>`)
-	return agenttest.NewFunc(t, func(_ int, r agenttest.Request) agenttest.Reply {
-		msgs := r.Messages()
-		system := fmt.Sprint(msgs[0]["content"])
-		var read, name string
-		for _, m := range msgs {
-			switch m["role"] {
-			case "tool":
-				read = fmt.Sprint(m["content"])
-			case "user":
-				name = strings.TrimPrefix(fmt.Sprint(m["content"]), "Greet ")
-			}
-		}
-		switch loc := location.FindStringSubmatch(system); {
-		case loc != nil && read == "":
-			return agenttest.ToolCalls(100, 10, agenttest.Call{ID: "c1", Name: "read_file", Arguments: `{"path": "` + loc[1] + `"}`})
-		case strings.Contains(read, `"Salutations, NAME!"`):
-			return agenttest.Text("Salutations, "+name+"!", 100, 5)
-		}
-		return agenttest.Text("Hello, "+name+".", 100, 5)
-	})
+	return agenttest.Greeter(t, regexp.MustCompile(`<location>([^<]*greeter/SKILL\.md)</location>`))
 }
 
 // TestLocalHistoryRuns is issue 26: runs of `skillfleet test` kept in a local history are
