@@ -20,6 +20,20 @@ func publishResults(t *testing.T, topo *queue.Topology, run string, from, to int
 	}
 }
 
+// caughtUp publishes n results of run and returns an iteration that has read them; the test's
+// end stops it.
+func caughtUp(t *testing.T, topo *queue.Topology, run string, n int) *queue.ResultIterator {
+	t.Helper()
+	publishResults(t, topo, run, 0, n)
+	it, err := topo.FollowResults(testCtx(t), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(it.Stop)
+	expectResults(t, it, run, 0, n)
+	return it
+}
+
 // expectResults reads want results of run in order.
 func expectResults(t *testing.T, it *queue.ResultIterator, run string, from, to int) []queue.ResultMsg {
 	t.Helper()
@@ -78,13 +92,7 @@ func TestFollowResultsReplaysThenFollows(t *testing.T) {
 func TestFollowResultsRecoversFromALostConsumer(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := testCtx(t)
-	publishResults(t, topo, "run1", 0, 2)
-	it, err := topo.FollowResults(ctx, "run1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Stop()
-	expectResults(t, it, "run1", 0, 2)
+	it := caughtUp(t, topo, "run1", 2)
 
 	deleted := 0
 	for name := range topo.RawResults().ConsumerNames(ctx).Name() {
@@ -102,14 +110,7 @@ func TestFollowResultsRecoversFromALostConsumer(t *testing.T) {
 
 func TestFollowResultsAcrossServerRestart(t *testing.T) {
 	e, _, topo := queuetest.Start(t)
-	ctx := testCtx(t)
-	publishResults(t, topo, "run1", 0, 2)
-	it, err := topo.FollowResults(ctx, "run1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Stop()
-	expectResults(t, it, "run1", 0, 2)
+	it := caughtUp(t, topo, "run1", 2)
 
 	if err := e.Restart(); err != nil {
 		t.Fatal(err)
@@ -133,13 +134,7 @@ func TestFollowResultsRejectsBadRunID(t *testing.T) {
 func TestFollowResultsReopensAStalledIteration(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := testCtx(t)
-	publishResults(t, topo, "run1", 0, 2)
-	it, err := topo.FollowResults(ctx, "run1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Stop()
-	expectResults(t, it, "run1", 0, 2)
+	it := caughtUp(t, topo, "run1", 2)
 	if err := it.Stall(100 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
