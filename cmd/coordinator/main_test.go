@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
+
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
@@ -51,13 +53,7 @@ func TestConfig(t *testing.T) {
 // missing file is a usage error, and a short token is refused at start.
 func TestMetricsTokenFile(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	good, empty, short := write("good", "metrics-token-0123456789\n"), write("empty", "\n"), write("short", "shorttok\n")
 	t.Setenv("SKILLFLEET_NATS_TOKEN", "")
 	_, cfg, ok := configOf(t, []string{"--metrics-token-file", good}, "")

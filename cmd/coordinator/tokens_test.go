@@ -2,9 +2,10 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/internal/testutil"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -17,13 +18,7 @@ import (
 // the coordinator with exit 2 and names its source, instead of serving without authentication.
 func TestEmptyTokenIsAUsageError(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	empty, blank, two := write("empty", ""), write("blank", "\n  \n# no token yet\n"), write("two", "ci c1-secret-0123456789\nops-secret-0123456789\n")
 	for _, tc := range []struct {
 		name    string
@@ -85,13 +80,7 @@ func ptr(s string) *string { return &s }
 // configuration; an empty or missing file is a usage error (exit 2).
 func TestViewerTokens(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	viewers, empty := write("viewers", "# read-only\nreader r-secret-0123456789\nauditor a-secret-0123456789\n"), write("empty", "\n")
 	for _, tc := range []struct {
 		name  string
@@ -144,13 +133,7 @@ func TestViewerTokens(t *testing.T) {
 // coordinator with a usage error naming the token, never showing it.
 func TestShortTokensRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	apiFile := write("api", "ci ci-token-0123456789\ndeploy shorttok1\n")
 	viewerFile := write("viewers", "reader shorttok2\n")
 	for _, tc := range []struct {

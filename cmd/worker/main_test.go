@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/internal/testutil"
 
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -12,13 +13,7 @@ import (
 
 func TestConfig(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	profile := write("seccomp.json", `{"defaultAction":"SCMP_ACT_ERRNO"}`)
 	agents := write("agents.yaml", "agents:\n  - name: a\n    model: m\n")
 	badAgents := write("bad.yaml", "agents: [\n")

@@ -105,3 +105,13 @@ func message(msg []any) string {
 	}
 	return fmt.Sprint(msg...)
 }
+
+// WriteFile writes text to dir/name (mode 0600) and returns its path.
+func WriteFile(t testing.TB, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
