@@ -7,14 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/internal/testutil"
-
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/flaky"
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 func TestConfig(t *testing.T) {

@@ -5,13 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/internal/testutil"
-
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 // TestEmptyTokenIsAUsageError: an empty token, from the flag, a file or the environment, stops

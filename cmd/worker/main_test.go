@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/internal/testutil"
-
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/sandbox"
 )
 
