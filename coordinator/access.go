@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,6 +48,12 @@ type AuditLog interface {
 	// Records returns the newest records before id beforeID (0: the newest), of team ("":
 	// every team), at most limit.
 	Records(ctx context.Context, team string, beforeID int64, limit int) ([]AuditRecord, error)
+}
+
+// Audit records what who did to object in who's team (a login, a logout, a refused viewer
+// change), in the coordinator's log and its audit log, as the coordinator's own actions are.
+func (c *Coordinator) Audit(who tenant.Principal, action, object, outcome, detail string) {
+	c.audit(who, "", action, object, outcome, detail)
 }
 
 // audit records what actor did to object of team ("": the actor's own), in the coordinator's
@@ -130,61 +135,17 @@ func visibleRuns(ctx context.Context, sts []*pb.RunStatus) []*pb.RunStatus {
 	return out
 }
 
-// AuditList is the answer of GET /v1/audit.
-type AuditList struct {
-	Records []AuditRecord `json:"records"`
-	// Next is the before= of the next, older page; 0 when this is the last.
-	Next int64 `json:"next,omitempty"`
-}
-
-// auditRecords serves GET /v1/audit?team=&before=&limit=: an admin reads every team's
-// records (or one team's), anyone else its own team's.
-func (a *api) auditRecords(w http.ResponseWriter, r *http.Request) {
-	if a.c.auditLog == nil {
-		writeError(w, http.StatusNotFound, errors.New("this coordinator keeps no history (--history off): its audit records are in its log only"), nil)
-		return
-	}
+// teamOf is the team a request acts in: the caller's own, or for an admin the one ?team=
+// names. ok is false for a team the caller may not read (a member naming another team), which
+// is answered as not found.
+func teamOf(r *http.Request) (team string, ok bool) {
 	p := tenant.Of(r.Context())
-	q := r.URL.Query()
-	team := q.Get("team")
-	switch {
-	case p.Role == tenant.Admin:
-	case team == "" || team == tenant.Team(p.Team):
-		team = tenant.Team(p.Team)
-	default:
-		writeError(w, http.StatusNotFound, fmt.Errorf("no team %q among yours", team), nil)
-		return
+	team = r.URL.Query().Get("team")
+	if team == "" {
+		return tenant.Team(p.Team), true
 	}
-	var before int64
-	if v := q.Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("before must be a positive integer, got %q", v), nil)
-			return
-		}
-		before = n
+	if tenant.CheckTeam(team) != nil || !p.CanRead(team) {
+		return "", false
 	}
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > 1000 {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("limit must be an integer from 1 to 1000, got %q", v), nil)
-			return
-		}
-		limit = n
-	}
-	recs, err := a.c.auditLog.Records(r.Context(), team, before, limit)
-	if err != nil {
-		a.c.log.Warn("reading the audit log failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, errors.New("the history could not be read; the coordinator's log says why"), nil)
-		return
-	}
-	out := AuditList{Records: recs}
-	if out.Records == nil {
-		out.Records = []AuditRecord{}
-	}
-	if len(recs) == limit {
-		out.Next = recs[len(recs)-1].ID
-	}
-	writeJSONBody(w, http.StatusOK, out)
+	return team, true
 }

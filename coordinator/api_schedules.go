@@ -7,8 +7,6 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
-
-	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // pushSuite stores the uploaded bundle as the latest of the suite named in the path.
@@ -121,19 +119,4 @@ func writeJSONBody(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// teamOf is the team a request acts in: the caller's own, or for an admin the one ?team=
-// names. ok is false for a team the caller may not read (a member naming another team), which
-// is answered as not found.
-func teamOf(r *http.Request) (team string, ok bool) {
-	p := tenant.Of(r.Context())
-	team = r.URL.Query().Get("team")
-	if team == "" {
-		return tenant.Team(p.Team), true
-	}
-	if tenant.CheckTeam(team) != nil || !p.CanRead(team) {
-		return "", false
-	}
-	return team, true
 }

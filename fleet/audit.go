@@ -10,7 +10,6 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/history"
-	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // auditQueue is how many audit records wait for the database: a burst of refused logins
@@ -65,17 +64,6 @@ func (a *AuditLog) Record(r coordinator.AuditRecord) {
 	default:
 		a.dropped.Inc()
 	}
-}
-
-// Audit records a viewer's login or logout (web.Auditor).
-func (a *AuditLog) Audit(who tenant.Principal, action, object, outcome, detail string) {
-	r := coordinator.AuditRecord{At: time.Now().UTC(), Actor: who.Name, Team: tenant.Team(who.Team), Action: action, Object: object, Outcome: outcome, Detail: detail}
-	if who.Role != 0 {
-		r.Role = who.Role.String()
-	}
-	a.log.Info("audit", zap.String("actor", r.Actor), zap.String("role", r.Role), zap.String("team", r.Team),
-		zap.String("action", action), zap.String("object", object), zap.String("outcome", outcome), zap.String("detail", detail))
-	a.Record(r)
 }
 
 // Records reads the audit log (coordinator.AuditLog).

@@ -195,7 +195,7 @@ func (d *CoordinatorDaemon) Run(ctx context.Context) error {
 		}
 		servers = append(servers, ms)
 	}
-	handler, err := CoordinatorHandler(c, api, cfg.Web, Tenancy{History: hist, Policy: policy, Audit: audit}, log)
+	handler, err := CoordinatorHandler(c, api, cfg.Web, Tenancy{History: hist, Policy: policy}, log)
 	if err != nil {
 		for _, s := range servers {
 			_ = s.HTTP.Close()

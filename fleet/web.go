@@ -80,11 +80,10 @@ func webTokens(api coordinator.APIConfig) []web.Token {
 }
 
 // Tenancy is what the viewer reads beside the coordinator; each may be nil (no history: the
-// viewer's skill pages say so, and logins are audited in the log only).
+// viewer's skill pages say so).
 type Tenancy struct {
 	History *History
 	Policy  *ReportPolicy
-	Audit   *AuditLog
 }
 
 // CoordinatorHandler is what the coordinator serves on its HTTP address: the API owns /v1/,
@@ -98,15 +97,14 @@ func CoordinatorHandler(c *coordinator.Coordinator, api coordinator.APIConfig, w
 		// A viewer token is a viewer's, whatever its line says.
 		cfg.Viewers = append(cfg.Viewers, web.Token{Name: v.Name, Secret: v.Secret, Team: v.Team, Role: tenant.Viewer})
 	}
-	deps := web.Deps{Source: webSource{c}}
+	// The viewer's logins and refusals go where the coordinator's actions go: its log, and its
+	// audit log when it keeps a history.
+	deps := web.Deps{Source: webSource{c}, Audit: c}
 	if t.History != nil {
 		deps.History = t.History.Store
 		if t.Policy != nil && t.Policy.History != nil {
 			deps.Flaky = t.Policy
 		}
-	}
-	if t.Audit != nil {
-		deps.Audit = t.Audit
 	}
 	viewer, err := web.New(cfg, deps)
 	if err != nil {

@@ -90,9 +90,6 @@ func (p *Proxy) trusted(remote string) bool {
 	return false
 }
 
-// ErrProxyHeaders is wrapped by configuration errors of a Proxy.
-var ErrProxyHeaders = errors.New("proxy headers")
-
 // Check refuses a proxy that names headers but trusts no address (its headers would never be
 // believed, silently) or names a role header with no user header.
 func (p *Proxy) Check() error {
@@ -100,10 +97,10 @@ func (p *Proxy) Check() error {
 		return nil
 	}
 	if p.UserHeader == "" && (p.TeamHeader != "" || p.RoleHeader != "") {
-		return fmt.Errorf("%w: a team or role header needs a user header", ErrProxyHeaders)
+		return errors.New("proxy headers: a team or role header needs a user header")
 	}
 	if p.UserHeader != "" && len(p.Trusted) == 0 {
-		return fmt.Errorf("%w: a user header needs the addresses of the proxies that set it (--trusted-proxy)", ErrProxyHeaders)
+		return errors.New("proxy headers: a user header needs the addresses of the proxies that set it (--trusted-proxy)")
 	}
 	return nil
 }
