@@ -85,8 +85,16 @@ func (c *Coordinator) runTeam(ctx context.Context, id string) (string, error) {
 	return tenant.Team(st.GetSpec().GetTeam()), nil
 }
 
-// mayRead returns ErrNotFound, as for a run that does not exist, when the caller of ctx may
-// not read run id; a context with no principal (the process's own call) may.
+// readable returns ErrNotFound, as for a run that does not exist, when the caller of ctx may
+// not read a run of team; a context with no principal (the process's own call) may.
+func readable(ctx context.Context, team string) error {
+	if p, ok := tenant.From(ctx); ok && !p.CanRead(team) {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// mayRead is readable for run id, whose team it looks up.
 func (c *Coordinator) mayRead(ctx context.Context, id string) error {
 	return c.access(ctx, id, "")
 }

@@ -673,13 +673,20 @@ func (c *Coordinator) launch(r *run) {
 
 // Status returns a run's current state.
 func (c *Coordinator) Status(ctx context.Context, id string) (*pb.RunStatus, error) {
-	if err := c.mayRead(ctx, id); err != nil {
-		return nil, err
-	}
 	if r := c.active(id); r != nil {
+		if err := readable(ctx, r.spec.GetTeam()); err != nil {
+			return nil, err
+		}
 		return r.snapshot(), nil
 	}
-	return public(c.load(ctx, id))
+	st, err := c.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := readable(ctx, st.GetSpec().GetTeam()); err != nil {
+		return nil, err
+	}
+	return public(st, nil)
 }
 
 // List returns every stored run the caller may read, newest first.

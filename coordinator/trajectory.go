@@ -41,11 +41,11 @@ var (
 // stored result of each job that carries the job's secret, in stored order. Their documents
 // are as stored (see Document).
 func (c *Coordinator) AcceptedResults(ctx context.Context, id string, fn func(*pb.Result) error) error {
-	if err := c.mayRead(ctx, id); err != nil {
-		return err
-	}
 	st, err := c.load(ctx, id)
 	if err != nil {
+		return err
+	}
+	if err := readable(ctx, st.GetSpec().GetTeam()); err != nil {
 		return err
 	}
 	key := st.GetJobKey()
