@@ -176,8 +176,15 @@ func (c *Coordinator) overLocked(name, team string, jobs int, then string) error
 		}
 		return &PlanError{Err: fmt.Errorf("%s would have %d jobs in unfinished runs, over the limit of %d: %s", who, have, c.cfg.MaxJobsPerPrincipal, then)}
 	}
-	if have := c.admitted.byTeam[team] + jobs; have > c.cfg.MaxJobsPerTeam {
-		return &PlanError{Err: fmt.Errorf("team %s would have %d jobs in unfinished runs, over the limit of %d: %s", team, have, c.cfg.MaxJobsPerTeam, then)}
+	if have, limit := c.admitted.byTeam[team]+jobs, c.policy(team).MaxJobs; have > limit {
+		return &PlanError{Err: fmt.Errorf("team %s would have %d jobs in unfinished runs, over the limit of %d: %s", team, have, limit, then)}
+	}
+	total := jobs
+	for _, n := range c.admitted.byTeam {
+		total += n
+	}
+	if total > c.cfg.MaxJobs {
+		return &PlanError{Err: fmt.Errorf("the fleet would have %d jobs in unfinished runs, over this coordinator's limit of %d (--max-jobs): %s", total, c.cfg.MaxJobs, then)}
 	}
 	return nil
 }

@@ -33,6 +33,13 @@ func newCoordinator(t testing.TB, cfg coordinator.Config) (*coordinator.Coordina
 func newCoordinatorOn(t testing.TB, cfg coordinator.Config, qcfg queue.Config) (*coordinator.Coordinator, *queue.Topology) {
 	t.Helper()
 	_, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
+	return startOn(t, topo, cfg), topo
+}
+
+// startOn starts a coordinator of cfg on topo (a data directory of the test's when cfg names
+// none), closed when the test ends: a second one on the same topology is the first restarted.
+func startOn(t testing.TB, topo *queue.Topology, cfg coordinator.Config) *coordinator.Coordinator {
+	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -44,7 +51,7 @@ func newCoordinatorOn(t testing.TB, cfg coordinator.Config, qcfg queue.Config) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return c, topo
+	return c
 }
 
 // assertNothingStored fails when a refused submission left a bundle, a run, or anything in

@@ -120,6 +120,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("DELETE /v1/schedules/{name}", a.auth(a.removeSchedule))
 	mux.HandleFunc("GET /v1/flaky", a.auth(a.flakyCells))
 	mux.HandleFunc("GET /v1/audit", a.auth(a.auditRecords))
+	mux.HandleFunc("GET /v1/usage", a.auth(a.usage))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", a.ready)
 	if cfg.Gatherer != nil {
@@ -257,6 +258,7 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, store func(io.Reade
 	var pe *PlanError
 	var tooBig *http.MaxBytesError
 	var full *CapacityError
+	var quota *QuotaError
 	switch {
 	case rate != nil && rate.err != nil:
 		// Whatever store made of the failed read, the client was too slow.
@@ -272,6 +274,9 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, store func(io.Reade
 		writeError(w, http.StatusRequestEntityTooLarge, err, nil)
 	case errors.As(err, &full):
 		writeError(w, http.StatusInsufficientStorage, err, nil)
+	case errors.As(err, &quota):
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, err, nil)
 	case errors.Is(err, ErrForbidden):
 		writeError(w, http.StatusForbidden, err, nil)
 	default:
@@ -419,12 +424,37 @@ func (a *api) trajectory(w http.ResponseWriter, r *http.Request) {
 
 // results streams the results a run's report counts, one JSON document per line, with their
 // documents (trajectory, output files) brought inline: what skillfleet runs export writes a
-// workspace from.
+// workspace from. ?case=SKILL/CASE gives one case's (every agent and arm of it), read at the
+// case's cost whatever the run's size; ?documents=false leaves the documents as stored (a
+// reference or inline bytes), for a reader that needs verdicts only (compare).
 func (a *api) results(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	q := r.URL.Query()
+	documents := true
+	switch v := q.Get("documents"); v {
+	case "", "true":
+	case "false":
+		documents = false
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("documents must be true or false, got %q", v), nil)
+		return
+	}
+	each := func(fn func(*pb.Result) error) error { return a.c.AcceptedResults(ctx, r.PathValue("id"), fn) }
+	if v, ok := q["case"]; ok {
+		skill, caseName, found := strings.Cut(v[0], "/")
+		if len(v) != 1 || !found || skill == "" || caseName == "" {
+			writeError(w, http.StatusBadRequest, errors.New("case must be given once, as SKILL/CASE"), nil)
+			return
+		}
+		each = func(fn func(*pb.Result) error) error {
+			return a.c.CaseResults(ctx, r.PathValue("id"), skill, caseName, fn)
+		}
+	}
 	started := false
-	err := a.c.AcceptedResults(ctx, r.PathValue("id"), func(res *pb.Result) error {
-		a.c.ResolveDocuments(ctx, res)
+	err := each(func(res *pb.Result) error {
+		if documents {
+			a.c.ResolveDocuments(ctx, res)
+		}
 		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(res)
 		if err != nil {
 			return err
@@ -573,6 +603,8 @@ func writeLookupError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoResult), errors.Is(err, ErrNoTrajectory):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrEvicted):
+		code = http.StatusGone
 	case errors.Is(err, ErrForbidden):
 		code = http.StatusForbidden
 	case errors.Is(err, ErrAmbiguous):

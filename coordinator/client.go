@@ -207,7 +207,32 @@ func (c *Client) Trajectory(ctx context.Context, id string, q TrajectoryQuery, w
 // Results calls fn with each result a run's report counts, its documents inline (see
 // Coordinator.ResolveDocuments), in stored order.
 func (c *Client) Results(ctx context.Context, id string, fn func(*pb.Result) error) error {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/results", nil, "")
+	return c.ResultsOf(ctx, id, ResultsQuery{Documents: true}, fn)
+}
+
+// ResultsQuery narrows GET /v1/runs/{id}/results.
+type ResultsQuery struct {
+	// Skill and Case, both set, read one case's results (at the case's cost).
+	Skill, Case string
+	// Documents brings each result's trajectory and output files inline; without it they
+	// stay as stored (a reference, or inline bytes), for readers of verdicts only.
+	Documents bool
+}
+
+// ResultsOf is Results narrowed by q.
+func (c *Client) ResultsOf(ctx context.Context, id string, q ResultsQuery, fn func(*pb.Result) error) error {
+	v := url.Values{}
+	if q.Skill != "" || q.Case != "" {
+		v.Set("case", q.Skill+"/"+q.Case)
+	}
+	if !q.Documents {
+		v.Set("documents", "false")
+	}
+	path := "/v1/runs/" + url.PathEscape(id) + "/results"
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, nil, "")
 	if err != nil {
 		return err
 	}
@@ -398,4 +423,11 @@ func (c *Client) doJSON(ctx context.Context, method, path string, body io.Reader
 		return nil
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out)
+}
+
+// Usage returns the usage of the caller's team, or for an admin every team's (the client's
+// Team, when set, names one).
+func (c *Client) Usage(ctx context.Context) (UsageList, error) {
+	var out UsageList
+	return out, c.doJSON(ctx, http.MethodGet, c.withTeam("/v1/usage"), nil, "", &out)
 }

@@ -59,10 +59,26 @@ type Config struct {
 	// MaxJobsPerRun refuses a suite that expands into more jobs; 0 means 100,000.
 	MaxJobsPerRun int
 	// MaxJobsPerPrincipal caps the jobs of one caller's unfinished runs (a token's name; ""
-	// for anonymous callers), this submission's included; 0 means 4 × MaxJobsPerRun.
-	// MaxJobsPerTeam caps those of one team's (0 = 10 × MaxJobsPerRun). Runs resumed after a
+	// for anonymous callers), this submission's included; 0 means MaxJobsPerTeam.
+	// MaxJobsPerTeam caps those of one team's (0 = 2 × MaxJobsPerRun; a team's line in Teams
+	// may say otherwise), and MaxJobs those of every team's together (0 = 10 × MaxJobsPerRun):
+	// the coordinator holds the plans of unfinished runs in memory. Runs resumed after a
 	// restart count again: the run records its submitter and team.
-	MaxJobsPerPrincipal, MaxJobsPerTeam int
+	MaxJobsPerPrincipal, MaxJobsPerTeam, MaxJobs int
+	// Teams are the teams' own shares and bounds (ParseTeams); a team without a line, and
+	// every zero field of a line, takes TeamDefaults. TeamDefaults' zero fields are: weight 1,
+	// no cap on running jobs, MaxJobsPerTeam jobs, and 512 MiB of results, 128 MiB of
+	// documents stored apart and 256 MiB of bundles (an eighth of the streams' default sizes).
+	Teams        map[string]TeamPolicy
+	TeamDefaults TeamPolicy
+	// EvictAbove is the share of the results or artifacts stream's limit above which finished
+	// runs' results and documents are removed to make room (0 = 0.8), down to EvictTo of it
+	// (0 = 0.6); EvictEvery is how often the streams are looked at besides when a run finishes
+	// or is admitted (0 = 10 s).
+	EvictAbove, EvictTo float64
+	EvictEvery          time.Duration
+	// FeedEvery is how often each lane's load is read for the fair share (0 = 100 ms).
+	FeedEvery time.Duration
 	// MaxBundleBytes caps an upload (the tar, headers included); 0 means
 	// bundle.MaxBundleBytes plus 64 MiB of tar overhead.
 	MaxBundleBytes int64
@@ -105,11 +121,40 @@ func (c *Config) defaults() error {
 	if c.MaxJobsPerRun <= 0 {
 		c.MaxJobsPerRun = 100_000
 	}
-	if c.MaxJobsPerPrincipal <= 0 {
-		c.MaxJobsPerPrincipal = 4 * c.MaxJobsPerRun
-	}
 	if c.MaxJobsPerTeam <= 0 {
-		c.MaxJobsPerTeam = 10 * c.MaxJobsPerRun
+		c.MaxJobsPerTeam = 2 * c.MaxJobsPerRun
+	}
+	if c.MaxJobsPerPrincipal <= 0 {
+		c.MaxJobsPerPrincipal = c.MaxJobsPerTeam
+	}
+	if c.MaxJobs <= 0 {
+		c.MaxJobs = 10 * c.MaxJobsPerRun
+	}
+	def := &c.TeamDefaults
+	def.Weight = max(def.Weight, 1)
+	if def.MaxJobs <= 0 {
+		def.MaxJobs = c.MaxJobsPerTeam
+	}
+	if def.MaxResultBytes <= 0 {
+		def.MaxResultBytes = 512 << 20
+	}
+	if def.MaxArtifactBytes <= 0 {
+		def.MaxArtifactBytes = 128 << 20
+	}
+	if def.MaxBundleBytes <= 0 {
+		def.MaxBundleBytes = 256 << 20
+	}
+	if c.EvictAbove <= 0 || c.EvictAbove > 1 {
+		c.EvictAbove = 0.8
+	}
+	if c.EvictTo <= 0 || c.EvictTo >= c.EvictAbove {
+		c.EvictTo = min(0.6, c.EvictAbove*0.75)
+	}
+	if c.EvictEvery <= 0 {
+		c.EvictEvery = 10 * time.Second
+	}
+	if c.FeedEvery <= 0 {
+		c.FeedEvery = 100 * time.Millisecond
 	}
 	if c.MaxBundleBytes <= 0 {
 		c.MaxBundleBytes = bundle.MaxBundleBytes + 64<<20
@@ -297,6 +342,13 @@ type Coordinator struct {
 	auditLog  AuditLog
 	finished  *reportCache
 	stopWatch func()
+
+	// feed is the lanes' fair share between teams; usage what each team holds of the shared
+	// streams.
+	feed  *feeder
+	usage *usage
+	// evictNow asks the eviction loop to look at the streams now.
+	evictNow chan struct{}
 }
 
 // New prepares a coordinator; Start resumes unfinished runs.
@@ -338,11 +390,19 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		return nil, err
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Coordinator{
+	c := &Coordinator{
 		cfg: cfg, queue: deps.Queue, runStore: deps.Runs, schedules: deps.Schedules, bundles: deps.Bundles, log: deps.Log, now: deps.Now, clock: deps.Clock, newID: deps.NewRunID,
 		metrics: m, cache: cache, pub: pub, history: deps.History, changes: deps.Changes, flaky: deps.Flaky, reuse: deps.Reuse, base: base, stop: stop,
 		runs: make(map[string]*run), admitted: newQuotas(), auditLog: deps.Audit, finished: newReportCache(cfg.KeepReportCases),
-	}, nil
+		usage: newUsage(), evictNow: make(chan struct{}, 1),
+	}
+	c.feed = newFeeder(c.policy)
+	if deps.Registry != nil {
+		if err := deps.Registry.Register(shareCollector{c}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // refinishWithin is how recently a run must have finished for a starting coordinator to tell
@@ -364,6 +424,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	for _, st := range statuses {
 		if isFinal(st.GetState()) {
+			c.keep(st)
 			// A coordinator stopped between saving a run's final state and its history
 			// writing it would leave the run running there for good ("what changed" skips
 			// it): the history hears of the recently finished runs again. Idempotent.
@@ -413,7 +474,15 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		c.launch(r)
 	}
-	c.wg.Add(3)
+	c.wg.Add(5)
+	go func() {
+		defer c.wg.Done()
+		c.feedLoop(c.base)
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.evictLoop(c.base)
+	}()
 	go func() {
 		defer c.wg.Done()
 		c.sweepLoop(c.base)
@@ -534,6 +603,17 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	}
 	// The run is its submitter's team's, whatever the request said.
 	spec.Team = tenant.Team(p.Team)
+	r.team = spec.Team
+	if err := c.checkTeamRoom(spec.Team); err != nil {
+		c.audit(p, "", "submit", "suite/"+spec.GetName(), outcomeRefused, err.Error())
+		return nil, err
+	}
+	if tarPath != "" {
+		if err := c.checkBundleRoom(ctx, spec.Team, digest, tarPath); err != nil {
+			c.audit(p, "", "submit", "suite/"+spec.GetName(), outcomeRefused, err.Error())
+			return nil, err
+		}
+	}
 	if err := c.reserve(p.Name, spec.Team, len(r.plan.Jobs)); err != nil {
 		c.audit(p, "", "submit", "suite/"+spec.GetName(), outcomeRefused, err.Error())
 		return nil, err
@@ -838,7 +918,7 @@ func (c *Coordinator) replay(ctx context.Context, r *run, cutoff *timestamppb.Ti
 				return fmt.Errorf("results of run %s ended early", r.id)
 			}
 			if cutoff == nil || !m.Stored.After(cutoff.AsTime()) {
-				c.accept(r, m.Data, false)
+				c.accept(r, m, false)
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -867,7 +947,7 @@ func (c *Coordinator) exhausted(x queue.ExhaustedJob) {
 		}
 		data, err := proto.Marshal(res)
 		if err == nil {
-			err = c.queue.PublishResult(ctx, job.GetRunId(), job.GetId(), int(x.Deliveries), data)
+			err = c.queue.PublishResult(ctx, job.GetRunId(), job.GetResultKey(), job.GetId(), int(x.Deliveries), data)
 		}
 		if err != nil {
 			c.log.Error("recording an exhausted job failed; it stays queued until the run's deadline", zap.String("job", job.GetId()), zap.Error(err))

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.uber.org/zap"
-
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
 )
@@ -49,34 +47,4 @@ func (c *Coordinator) loadReport(ctx context.Context, id string) (rep report.Rep
 	}
 	s.Report.ComparisonProperties = s.ComparisonProperties
 	return s.Report, true, nil
-}
-
-// resultsFullAbove is the share of the results stream's MaxBytes above which a new run is
-// refused: the stream refuses results once full, so the runs it holds keep the room they
-// need to finish, and a new run is answered now rather than stalled later.
-const resultsFullAbove = 0.9
-
-// CapacityError is a run refused because the fleet's storage is nearly full; the API answers
-// it 507.
-type CapacityError struct{ Err error }
-
-func (e *CapacityError) Error() string { return e.Err.Error() }
-
-func (e *CapacityError) Unwrap() error { return e.Err }
-
-// checkResultsRoom refuses a new run while the results stream is nearly full: one stream
-// info request per admission.
-func (c *Coordinator) checkResultsRoom(ctx context.Context) error {
-	used, limit, err := c.queue.ResultsUsage(ctx)
-	if err != nil {
-		// The stream's own limit still protects the results: a failed look-up is logged,
-		// not a reason to refuse every run.
-		c.log.Warn("reading the results stream's usage failed", zap.Error(err))
-		return nil
-	}
-	if limit > 0 && float64(used) > resultsFullAbove*float64(limit) {
-		return &CapacityError{Err: fmt.Errorf("the results stream is %d%% full (%d of %d bytes): no new run is admitted until results expire or an operator raises its limit (ResultsMaxBytes)",
-			used*100/limit, used, limit)}
-	}
-	return nil
 }

@@ -33,18 +33,7 @@ func TestFinishedReportNeverChanges(t *testing.T) {
 	qcfg.ResultsMaxBytes = 256 << 10
 	e, _, topo := queuetest.StartConfig(t, qcfg, queue.EmbeddedConfig{})
 	ctx := context.Background()
-	newC := func() *coordinator.Coordinator {
-		t.Helper()
-		c, err := coordinator.New(coordinator.Config{DataDir: t.TempDir()}, coordinator.Deps{Queue: topo, Runs: topo.Runs(), Bundles: topo})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close(ctx) })
-		return c
-	}
+	newC := func() *coordinator.Coordinator { return startOn(t, topo, coordinator.Config{}) }
 	c := newC()
 	tree := twoCaseSuite(t)
 	st, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{})
@@ -90,7 +79,7 @@ func TestFinishedReportNeverChanges(t *testing.T) {
 				t.Fatal("100 results of 8 KB stored in a stream of 256 KB: nothing refused")
 			}
 			n++
-			if err := topo.PublishResult(ctx, runs[i%len(runs)], fmt.Sprintf("junk%d", n), 1, append(junk, byte(n))); err != nil {
+			if err := topo.PublishResult(ctx, runs[i%len(runs)], "", fmt.Sprintf("junk%d", n), 1, append(junk, byte(n))); err != nil {
 				return
 			}
 		}
@@ -100,7 +89,9 @@ func TestFinishedReportNeverChanges(t *testing.T) {
 		t.Errorf("after the flood the report is\n%s (%s)\nwant\n%s (%s)", gotReport, gotCounts, wantReport, wantCounts)
 	}
 	// The run's results gone, as they go at ResultsMaxAge: the stored report stands.
-	queuetest.PurgeSubject(t, e, queue.ResultsStream, queue.ResultSubject(st.GetId()))
+	if err := topo.PurgeRunResults(ctx, st.GetId()); err != nil {
+		t.Fatal(err)
+	}
 	if gotReport, gotCounts := snapshot(newC()); gotReport != wantReport || gotCounts != wantCounts {
 		t.Errorf("after the results expired the report is\n%s (%s)\nwant\n%s (%s)", gotReport, gotCounts, wantReport, wantCounts)
 	}
@@ -108,7 +99,7 @@ func TestFinishedReportNeverChanges(t *testing.T) {
 	// A stream kept nearly full: a new run is refused, through the API with 507.
 	flood("flood")
 	var full *coordinator.CapacityError
-	if _, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{}); !errors.As(err, &full) || !strings.Contains(err.Error(), "results stream is") {
+	if _, err := c.Submit(ctx, bytes.NewReader(tree), &pb.RunSpec{}); !errors.As(err, &full) || !strings.Contains(err.Error(), "of the results stream") {
 		t.Fatalf("Submit while the results stream is nearly full: %v, want a CapacityError", err)
 	}
 	srv := httptest.NewServer(c.Handler(coordinator.APIConfig{}))

@@ -77,6 +77,7 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 		cat.cases.Store(c, m.CaseDigest)
 	}
 	m.CellKey = cellKey(m, sd.ClosureDigest, p.OldClosureDigest(c.Skill.Name), cat.files)
+	m.ResultKey = resultKey(c.Skill.Name, c.Name)
 	return m, nil
 }
 
@@ -182,4 +183,16 @@ func plannedCases(p *suite.Plan) []report.PlannedCase {
 		})
 	}
 	return out
+}
+
+// resultKey is the result key of a case (pb.Job.result_key): 64 bits of the hash of its
+// skill's and its own name, so that any reader who knows the names finds the case's results
+// without the plan. Two cases of a run sharing one is harmless: a case read files each
+// result by its job.
+func resultKey(skillName, caseName string) string {
+	h := sha256.New()
+	h.Write([]byte(skillName))
+	h.Write([]byte{0})
+	h.Write([]byte(caseName))
+	return "c" + hex.EncodeToString(h.Sum(nil)[:8])
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
 )
 
 // metrics are the coordinator's Prometheus series; labels are bounded (states, verdicts,
@@ -23,6 +24,7 @@ type metrics struct {
 	results   *prometheus.CounterVec
 	duration  prometheus.Histogram
 	swept     *prometheus.CounterVec
+	evicted   prometheus.Counter
 	// suitePass and suiteLast are per suite and lane: bounded to maxSuiteSeries suites, the
 	// least recently finished one's series removed to make room.
 	suitePass, suiteLast *prometheus.GaugeVec
@@ -86,12 +88,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		suiteLast: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "skillfleet_suite_last_run_timestamp_seconds", Help: "When the last run of a suite finished (whatever its state), by suite name and lane.",
 		}, []string{"suite", "lane"}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skillfleet_coordinator_runs_evicted_total", Help: "Finished runs whose results and documents were removed from the streams to make room for running runs (their reports are kept).",
+		}),
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skillfleet_coordinator_swept_total", Help: "What retention removed: run records of runs past retention, and bundles no kept run refers to.",
 		}, []string{"kind"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.submitted, m.active, m.runs, m.cases, m.published, m.results, m.duration, m.swept, m.suitePass, m.suiteLast} {
+		for _, c := range []prometheus.Collector{m.submitted, m.active, m.runs, m.cases, m.published, m.results, m.duration, m.swept, m.evicted, m.suitePass, m.suiteLast} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -127,4 +132,82 @@ func (m *metrics) finished(st *pb.RunStatus, took time.Duration) {
 	if st.GetState() == pb.RunState_RUN_STATE_COMPLETED && cs.GetTotal() > 0 {
 		m.suitePass.WithLabelValues(suite, lane).Set(float64(cs.GetPassed()) / float64(cs.GetTotal()))
 	}
+}
+
+// maxTeamSeries bounds the teams the share metrics describe per scrape: the ones holding the
+// most, since anyone an authenticating proxy names is a team.
+const maxTeamSeries = 200
+
+var (
+	windowDesc = prometheus.NewDesc("skillfleet_dispatch_window_jobs",
+		"Jobs a lane holds at most (queued and running): the running ones, the idle slots and a short backlog.", []string{"lane"}, nil)
+	teamJobsDesc = prometheus.NewDesc("skillfleet_team_jobs_outstanding",
+		"Jobs a team holds of a lane now (queued or running).", []string{"team", "lane"}, nil)
+	teamBytesDesc = prometheus.NewDesc("skillfleet_team_bytes",
+		"Bytes a team holds of a shared stream (results, artifacts), for unfinished runs (live) and finished runs whose results are kept (kept).", []string{"team", "stream", "state"}, nil)
+	teamOverDesc = prometheus.NewDesc("skillfleet_team_over_bound",
+		"1 while a team's unfinished runs are over one of its byte bounds: its runs are not fed and its new runs are refused.", []string{"team"}, nil)
+)
+
+// shareCollector reads the fair share and the teams' bytes at scrape time, so that a team
+// gone leaves no stale series.
+type shareCollector struct{ c *Coordinator }
+
+func (s shareCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- windowDesc
+	ch <- teamJobsDesc
+	ch <- teamBytesDesc
+	ch <- teamOverDesc
+}
+
+func (s shareCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range queue.Lanes() {
+		shares, window := s.c.feed.shares(l)
+		if window == 0 {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(windowDesc, prometheus.GaugeValue, float64(window), string(l))
+		for _, team := range topTeams(shares, func(v laneShare) int64 { return int64(v.Outstanding) }) {
+			ch <- prometheus.MustNewConstMetric(teamJobsDesc, prometheus.GaugeValue, float64(shares[team].Outstanding), team, string(l))
+		}
+	}
+	s.c.usage.mu.Lock()
+	teams := make(map[string]teamBytes, len(s.c.usage.teams))
+	for name, t := range s.c.usage.teams {
+		teams[name] = *t
+	}
+	s.c.usage.mu.Unlock()
+	for _, team := range topTeams(teams, func(t teamBytes) int64 { return t.liveResults + t.keptResults + t.liveArtifacts + t.keptArtifacts }) {
+		t := teams[team]
+		for _, v := range []struct {
+			stream, state string
+			n             int64
+		}{{"results", "live", t.liveResults}, {"results", "kept", t.keptResults}, {"artifacts", "live", t.liveArtifacts}, {"artifacts", "kept", t.keptArtifacts}} {
+			ch <- prometheus.MustNewConstMetric(teamBytesDesc, prometheus.GaugeValue, float64(v.n), team, v.stream, v.state)
+		}
+		over := 0.0
+		if t.over != "" {
+			over = 1
+		}
+		ch <- prometheus.MustNewConstMetric(teamOverDesc, prometheus.GaugeValue, over, team)
+	}
+}
+
+// topTeams returns the keys of m with the largest size, at most maxTeamSeries, largest first
+// (names break ties).
+func topTeams[V any](m map[string]V, size func(V) int64) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if sa, sb := size(m[a]), size(m[b]); sa != sb {
+			if sa > sb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return names[:min(len(names), maxTeamSeries)]
 }

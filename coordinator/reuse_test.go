@@ -96,7 +96,7 @@ func TestChangedOnlyOffersAndChecksReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := topo.PublishResult(ctx, job.GetRunId(), job.GetId(), 1, data); err != nil {
+		if err := topo.PublishResult(ctx, job.GetRunId(), job.GetResultKey(), job.GetId(), 1, data); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/skillfleet/skillfleet/internal/clock"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -59,8 +60,24 @@ type run struct {
 	// (nil: none); filled chunk by chunk as jobs are published, and again after a restart.
 	reuse map[string]*pb.Reuse
 
+	// resultKeys is each planned case's result key (resultKey), the last token of the subject
+	// its jobs' results are published on.
+	resultKeys map[*suite.Case]string
+	// inFlight marks the jobs the run holds of its lane's share: published (or about to be)
+	// and without a result yet.
+	inFlight []bool
+	// team is the run's team, as its share and bounds count it; feed its place in its
+	// lane's share, set once its loop starts.
+	team string
+	feed *runFeed
+
 	mu     sync.Mutex
 	status *pb.RunStatus
+	// resultBytes and artifactBytes are what the run holds of the results and artifacts
+	// streams (see pb.RunStatus); misfiled the sequences of its counted results filed under
+	// another case's subject, kept in status.Misfiled.
+	resultBytes, artifactBytes int64
+	misfiled                   map[uint64]bool
 }
 
 func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
@@ -77,6 +94,13 @@ func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
 	if spec.GetPriority() == pb.Priority_PRIORITY_SCHEDULED {
 		r.lane = queue.LaneScheduled
 	}
+	r.team = tenant.Team(spec.GetTeam())
+	r.inFlight = make([]bool, len(plan.Jobs))
+	r.misfiled = map[uint64]bool{}
+	r.resultKeys = make(map[*suite.Case]string, len(plan.Cases))
+	for _, c := range plan.Cases {
+		r.resultKeys[c] = resultKey(c.Skill.Name, c.Name)
+	}
 	dj := make([]dispatchJob, len(plan.Jobs))
 	for i, j := range plan.Jobs {
 		r.jobIndex[j.ID] = i
@@ -84,6 +108,30 @@ func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
 	}
 	r.disp = newDispatcher(dj)
 	return r
+}
+
+// maxMisfiled bounds the misfiled results a run keeps in its status; past it, case reads of
+// the run scan all of its results.
+const maxMisfiled = 1000
+
+// noteMisfiled records that the counted result at m was filed under another case's subject
+// than its job's (idx): a case read then fetches it by its sequence.
+func (r *run) noteMisfiled(idx int, m queue.ResultMsg) {
+	key := r.resultKeys[r.plan.Jobs[idx].Case]
+	if m.Key == key {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.misfiled[m.Seq] || r.status == nil {
+		return
+	}
+	r.misfiled[m.Seq] = true
+	if len(r.status.Misfiled) >= maxMisfiled {
+		r.status.MisfiledOverflow = true
+		return
+	}
+	r.status.Misfiled = append(r.status.Misfiled, &pb.Misfiled{ResultKey: key, Seq: m.Seq})
 }
 
 // snapshot returns a copy of the status with live counts.
@@ -94,6 +142,7 @@ func (r *run) snapshot() *pb.RunStatus {
 	if !isFinal(st.GetState()) {
 		st.Cases = r.builder.Counts()
 		st.DoneJobs = int32(r.builder.JobsDone())
+		st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes
 	}
 	return st
 }
@@ -121,7 +170,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 			// Already counted by the coordinator that received it: the results metric counts
 			// arrivals, and a restart is not one.
-			c.accept(r, m.Data, false)
+			c.accept(r, m, false)
 		case <-ctx.Done():
 			return
 		}
@@ -133,6 +182,24 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	ungated, gated := r.disp.start(int(r.status.GetPublished()), isDone)
 	ungated = slices.Clone(ungated)
 	log.Info("run started", zap.Int("jobs", len(r.plan.Jobs)), zap.Int("to_publish", len(ungated)+len(gated)), zap.Int("results_so_far", existing))
+
+	// The run takes its share of the lane holding what it has in the stream already: the
+	// ungated jobs before the published cursor that have no result (a resumed run's). Its
+	// gated jobs in flight are in gated, published again (deduplicated) on their credit.
+	held := 0
+	for _, i := range r.disp.ungated[:r.disp.cursor] {
+		if !r.done[i] {
+			r.inFlight[i] = true
+			held++
+		}
+	}
+	fd := c.feed.join(r.lane, r.team, held)
+	r.mu.Lock()
+	r.feed = fd
+	r.mu.Unlock()
+	defer c.feed.leave(fd)
+	c.feed.setReady(fd, len(ungated)+len(gated))
+	credit := 0
 
 	deadline := c.deadline(r)
 	timer := c.clock.NewTimer(max(deadline.Sub(c.now()), 0))
@@ -151,6 +218,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 			if next, ok := c.onResult(r, m); ok {
 				gated = append(gated, next)
+				c.feed.setReady(fd, len(ungated)+len(gated)+credit)
 			}
 			dirty = true
 			if max := r.spec.GetMaxTokens(); max > 0 {
@@ -164,6 +232,8 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		case reason := <-r.cancel:
 			c.finish(ctx, r, pb.RunState_RUN_STATE_CANCELLED, reason)
 			return true
+		case <-fd.wake:
+			credit += c.feed.take(fd)
 		case <-timer.C():
 			c.finish(ctx, r, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, "run deadline passed at "+deadline.UTC().Format(time.RFC3339))
 			return true
@@ -184,21 +254,27 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
 			return
 		}
-		if len(ungated)+len(gated) == 0 {
+		if len(ungated)+len(gated) == 0 && credit > 0 {
+			// Granted more than is left (a serial skill's next job is not free yet).
+			c.feed.unused(fd, credit)
+			credit = 0
+		}
+		if len(ungated)+len(gated) == 0 || credit == 0 {
 			if step() {
 				return
 			}
 			continue
 		}
-		// Jobs still to publish: first take the results that are ready (a bounded number, so
-		// publishing never starves), then publish a chunk, ungated jobs first.
+		// Jobs to publish and the credit to: first take the results that are ready (a bounded
+		// number, so publishing never starves), then publish a chunk, ungated jobs first.
 		for i := 0; i < publishChunk && (len(results) > 0 || len(r.cancel) > 0 || ctx.Err() != nil); i++ {
 			if step() {
 				return
 			}
 		}
-		nUngated := min(publishChunk, len(ungated))
-		nGated := min(publishChunk-nUngated, len(gated))
+		n := min(credit, publishChunk)
+		nUngated := min(n, len(ungated))
+		nGated := min(n-nUngated, len(gated))
 		chunk := append(slices.Clone(ungated[:nUngated]), gated[:nGated]...)
 		if err := c.publish(ctx, r, chunk); err != nil {
 			if ctx.Err() != nil {
@@ -209,7 +285,17 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			clock.Sleep(ctx, c.clock, time.Second)
 			continue
 		}
+		over := 0
+		for _, i := range chunk {
+			// A job whose result came while it was being published again holds nothing.
+			if r.inFlight[i] = !r.done[i]; !r.inFlight[i] {
+				over++
+			}
+		}
+		c.feed.finished(fd, over)
+		credit -= len(chunk)
 		ungated, gated = ungated[nUngated:], gated[nGated:]
+		c.feed.setReady(fd, len(ungated)+len(gated))
 		r.disp.published(nUngated)
 		r.mu.Lock()
 		r.status.Published = int32(r.disp.publishedCount())
@@ -229,21 +315,28 @@ func (c *Coordinator) deadline(r *run) time.Time {
 // onResult aggregates one result and returns the next job of a serial skill it frees, for the
 // run loop to publish.
 func (c *Coordinator) onResult(r *run, m queue.ResultMsg) (next int, ok bool) {
-	idx, ok := c.accept(r, m.Data, true)
+	idx, ok := c.accept(r, m, true)
 	if !ok {
 		return 0, false
+	}
+	if r.inFlight[idx] {
+		r.inFlight[idx] = false
+		c.feed.finished(r.feed, 1)
 	}
 	return r.disp.finished(idx, func(i int) bool { return r.done[i] })
 }
 
 // accept decodes a result and adds it to the run once; count says whether it is a new arrival
-// for the results metric (false for results replayed from the stream).
-func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
+// for the results metric (false for results replayed from the stream). Every result counts
+// towards what the run holds of the results stream, counted or not.
+func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) {
 	outcome := func(o string) {
 		if count {
 			c.metrics.results.WithLabelValues(o).Inc()
 		}
 	}
+	c.holds(r, m.Bytes, 0)
+	data := m.Data
 	res := &pb.Result{}
 	if err := proto.Unmarshal(data, res); err != nil {
 		outcome("malformed")
@@ -266,6 +359,7 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 		return 0, false
 	}
 	res.Secret = nil
+	c.holds(r, 0, apartBytes(res))
 	if planned(r.plan.Jobs[idx], res) {
 		// The secret proves the sender got this job, not that the result speaks of it: a
 		// worker's result naming another case, agent, arm or epoch of the run would be
@@ -290,6 +384,7 @@ func (c *Coordinator) accept(r *run, data []byte, count bool) (int, bool) {
 	}
 	outcome("accepted")
 	r.done[idx] = true
+	r.noteMisfiled(idx, m)
 	r.events.result(res, c.now())
 	if !r.readOnly {
 		r.mu.Lock()
@@ -368,9 +463,14 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	// stored (unless storing failed: it is then rebuilt from the results, as it always was).
 	rep := r.builder.Report()
 	c.annotate(ctx, st, &rep)
+	r.mu.Lock()
+	st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes
+	st.Misfiled, st.MisfiledOverflow = r.status.GetMisfiled(), r.status.GetMisfiledOverflow()
+	r.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		err := c.storeReport(ctx, r.id, rep)
 		if err == nil {
+			st.ReportStored = true
 			break
 		}
 		if attempt == 2 || errors.Is(err, context.DeadlineExceeded) {
@@ -397,6 +497,9 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	r.status = proto.Clone(st).(*pb.RunStatus)
 	r.mu.Unlock()
 	c.history.RunFinished(st)
+	// Its results are kept from now on: evictable once its report is stored.
+	c.runFinished(r, st.GetFinishedAt().AsTime(), st.GetReportStored())
+	c.askEvict()
 	c.metrics.finished(st, c.now().Sub(r.spec.GetCreatedAt().AsTime()))
 	r.events.status(st, c.now())
 	r.events.close()

@@ -193,6 +193,10 @@ func (c *Coordinator) PushSuite(ctx context.Context, team, name string, body io.
 	if err := c.checkJobSizes(r); err != nil {
 		return nil, err
 	}
+	if err := c.checkBundleRoom(ctx, id.team, digest, tarPath); err != nil {
+		c.audit(tenant.Of(ctx), id.team, "push", "suite/"+id.String(), outcomeRefused, err.Error())
+		return nil, err
+	}
 	// As in admit: the sweep must not delete the bundle before the record refers to it.
 	c.sweepMu.RLock()
 	defer c.sweepMu.RUnlock()

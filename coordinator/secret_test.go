@@ -79,7 +79,7 @@ func publishResult(t *testing.T, topo *queue.Topology, job *pb.Job, attempt int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := topo.PublishResult(context.Background(), job.GetRunId(), job.GetId(), attempt, data); err != nil {
+	if err := topo.PublishResult(context.Background(), job.GetRunId(), job.GetResultKey(), job.GetId(), attempt, data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -317,7 +317,7 @@ func TestAResultCountsForItsOwnJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := topo.PublishResult(ctx, job.GetRunId(), job.GetId(), 1, data); err != nil {
+	if err := topo.PublishResult(ctx, job.GetRunId(), job.GetResultKey(), job.GetId(), 1, data); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the result accepted", func() bool { return results(reg, "accepted") == 1 })

@@ -35,13 +35,25 @@ type Queue interface {
 	// NotifyCancelled tells the workers to stop the run's running jobs.
 	NotifyCancelled(ctx context.Context, run string) error
 	FollowResults(ctx context.Context, run string) (*queue.ResultIterator, error)
-	// PublishResult records the coordinator's own verdict on an exhausted job.
-	PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error
+	// ReadCaseResults reads the results stored under one case's result key ("": those of
+	// workers older than keys); GetResult one result by its sequence.
+	ReadCaseResults(ctx context.Context, run, key string, fn func(queue.ResultMsg) error) error
+	GetResult(ctx context.Context, run string, seq uint64) (queue.ResultMsg, error)
+	// PublishResult records the coordinator's own verdict on an exhausted job, under the
+	// job's result key.
+	PublishResult(ctx context.Context, run, key, jobID string, attempt int, data []byte) error
 	WatchExhausted(ctx context.Context, fn func(queue.ExhaustedJob)) (stop func(), err error)
 	ExhaustedJobs(ctx context.Context) (jobs []queue.ExhaustedJob, undecided int, err error)
 	DeleteJob(ctx context.Context, seq uint64) error
 	// GetArtifact reads a document a worker stored apart from its result (a long trajectory).
-	GetArtifact(ctx context.Context, a queue.Artifact, maxBytes int64) ([]byte, error)
+	GetArtifact(ctx context.Context, run string, a queue.Artifact, maxBytes int64) ([]byte, error)
+	// PurgeRunResults and PurgeRunArtifacts remove a finished run's results and documents
+	// from the streams (see Evict); ArtifactsUsage is what the artifacts stream holds.
+	PurgeRunResults(ctx context.Context, run string) error
+	PurgeRunArtifacts(ctx context.Context, run string) error
+	ArtifactsUsage(ctx context.Context) (used, max uint64, err error)
+	// LaneLoad is a lane's queued, running and waiting jobs: the fair share's window.
+	LaneLoad(ctx context.Context, lane queue.Lane) (queue.LaneLoad, error)
 	// MaxPayload and JobsMaxMsgSize bound a job message (see maxJobBytes).
 	MaxPayload() int64
 	JobsMaxMsgSize() int32

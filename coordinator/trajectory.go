@@ -37,62 +37,15 @@ var (
 	ErrAmbiguous = errors.New("ambiguous")
 )
 
-// AcceptedResults calls fn with each result of the run that its report counts: the first
-// stored result of each job that carries the job's secret, in stored order. Their documents
-// are as stored (see Document).
-func (c *Coordinator) AcceptedResults(ctx context.Context, id string, fn func(*pb.Result) error) error {
-	st, err := c.load(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := readable(ctx, st.GetSpec().GetTeam()); err != nil {
-		return err
-	}
-	key := st.GetJobKey()
-	results, n, stop, err := c.follow(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	seen := map[string]bool{}
-	for range n {
-		var m queue.ResultMsg
-		select {
-		case got, ok := <-results:
-			if !ok {
-				return fmt.Errorf("results of run %s ended early", id)
-			}
-			m = got
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		res := &pb.Result{}
-		if proto.Unmarshal(m.Data, res) != nil || seen[res.GetJobId()] {
-			continue
-		}
-		if len(key) > 0 && !validSecret(key, res.GetJobId(), res.GetSecret()) {
-			continue
-		}
-		seen[res.GetJobId()] = true
-		res.Secret = nil
-		demoteUnprovenReuse(key, res)
-		res.ReuseProof = nil
-		if err := fn(res); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Trajectory returns the ATIF document of one job of a run, from the result its report counts
 // (of the first epoch with one, unless q names an epoch). Results without the job's secret are
 // ignored, as the report ignores them, so a forged result cannot supply a trajectory either.
 func (c *Coordinator) Trajectory(ctx context.Context, id string, q TrajectoryQuery) ([]byte, error) {
-	d, err := PickTrajectory(func(fn func(*pb.Result) error) error { return c.AcceptedResults(ctx, id, fn) }, id, q)
+	d, err := PickTrajectory(func(fn func(*pb.Result) error) error { return c.CaseResults(ctx, id, q.Skill, q.Case, fn) }, id, q)
 	if err != nil {
 		return nil, err
 	}
-	return c.Document(ctx, d)
+	return c.Document(ctx, id, d)
 }
 
 // PickTrajectory chooses, among the accepted results of run id that each gives, the job q
@@ -136,14 +89,14 @@ func PickTrajectory(each func(fn func(*pb.Result) error) error, id string, q Tra
 	return d, nil
 }
 
-// Document returns a stored document's bytes, decoded: read from the artifacts stream when it
-// is not inline, and decompressed; at most maxTrajectoryBytes either way. A nil or empty
-// document gives nil.
-func (c *Coordinator) Document(ctx context.Context, d *pb.StoredDocument) ([]byte, error) {
+// Document returns a stored document of run's bytes, decoded: read from the artifacts stream
+// when it is not inline, and decompressed; at most maxTrajectoryBytes either way. A nil or
+// empty document gives nil.
+func (c *Coordinator) Document(ctx context.Context, run string, d *pb.StoredDocument) ([]byte, error) {
 	data := d.GetData()
 	if d.GetArtifact() != "" {
 		var err error
-		if data, err = c.queue.GetArtifact(ctx, queue.Artifact{Digest: d.GetArtifact(), Size: d.GetSize()}, maxTrajectoryBytes); err != nil {
+		if data, err = c.queue.GetArtifact(ctx, run, queue.Artifact{Digest: d.GetArtifact(), Size: d.GetSize()}, maxTrajectoryBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +128,7 @@ func (c *Coordinator) Document(ctx context.Context, d *pb.StoredDocument) ([]byt
 // read is said in the document's note or in outputs_omitted; it never fails the result.
 func (c *Coordinator) ResolveDocuments(ctx context.Context, res *pb.Result) {
 	if d := res.GetTrajectory(); len(d.GetData()) > 0 || d.GetArtifact() != "" {
-		raw, err := c.Document(ctx, d)
+		raw, err := c.Document(ctx, res.GetRunId(), d)
 		if err != nil {
 			res.Trajectory = &pb.StoredDocument{Size: d.GetSize(), Note: "the trajectory could not be read: " + err.Error()}
 		} else {
@@ -186,7 +139,7 @@ func (c *Coordinator) ResolveDocuments(ctx context.Context, res *pb.Result) {
 	if d == nil {
 		return
 	}
-	raw, err := c.Document(ctx, d)
+	raw, err := c.Document(ctx, res.GetRunId(), d)
 	files := &pb.OutputFiles{}
 	if err == nil {
 		err = proto.Unmarshal(raw, files)

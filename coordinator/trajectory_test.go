@@ -46,7 +46,7 @@ func publishWith(t *testing.T, topo *queue.Topology, job *pb.Job, attempt int, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := topo.PublishResult(context.Background(), job.GetRunId(), job.GetId(), attempt, data); err != nil {
+	if err := topo.PublishResult(context.Background(), job.GetRunId(), job.GetResultKey(), job.GetId(), attempt, data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -69,7 +69,7 @@ func TestTrajectory(t *testing.T) {
 	publishWith(t, topo, first, 2, []byte("forged"), &pb.StoredDocument{Data: gzipped(t, "forged"), Encoding: "gzip"})
 	publishWith(t, topo, first, 1, first.GetSecret(), &pb.StoredDocument{Data: gzipped(t, "inline"), Encoding: "gzip"})
 	apart := gzipped(t, "apart")
-	ref, err := topo.PutArtifact(ctx, apart)
+	ref, err := topo.PutArtifact(ctx, st.GetId(), apart)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,17 @@ func StartInProcess(ctx context.Context, cfg InProcessConfig) (f *InProcess, err
 	cc.DataDir = filepath.Join(dir, "coordinator")
 	cc.MaxAttempts = cfg.Queue.MaxDeliver
 	cc.Retention = cfg.Queue.ResultsMaxAge
+	// One process is one user's: the team bounds that keep teams apart on a fleet would only
+	// stop a big local run short of the streams' own limits.
+	if cc.TeamDefaults.MaxResultBytes == 0 {
+		cc.TeamDefaults.MaxResultBytes = cfg.Queue.ResultsMaxBytes
+	}
+	if cc.TeamDefaults.MaxArtifactBytes == 0 {
+		cc.TeamDefaults.MaxArtifactBytes = cfg.Queue.ArtifactsMaxBytes
+	}
+	if cc.TeamDefaults.MaxBundleBytes == 0 {
+		cc.TeamDefaults.MaxBundleBytes = cfg.Queue.BundlesMaxBytes
+	}
 	deps := coordinator.Deps{Queue: f.Topology, Runs: f.Topology.Runs(), Bundles: f.Topology, Log: cfg.Log.Named("coordinator"), Registry: reg}
 	if f.History, err = OpenHistory(ctx, cfg.History, cfg.Log.Named("history")); err != nil {
 		return nil, err

@@ -251,7 +251,7 @@ func TestKilledWorkerJobIsRedeliveredOnce(t *testing.T) {
 					Verdict: pb.Verdict_VERDICT_PASSED, Attempt: 1, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: true}},
 					Secret: job.GetSecret()} // the dead worker was the one that received it
 				data, _ := proto.Marshal(r)
-				if err := f.Topology.PublishResult(ctx, job.GetRunId(), job.GetId(), 1, data); err != nil {
+				if err := f.Topology.PublishResult(ctx, job.GetRunId(), job.GetResultKey(), job.GetId(), 1, data); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -36,9 +36,9 @@ type queueArtifacts struct{ t *queue.Topology }
 // coordinator predates the artifacts stream answers no publish there.
 const artifactPutTimeout = 15 * time.Second
 
-func (a queueArtifacts) PutArtifact(ctx context.Context, data []byte) (string, error) {
+func (a queueArtifacts) PutArtifact(ctx context.Context, run string, data []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, artifactPutTimeout)
 	defer cancel()
-	ref, err := a.t.PutArtifact(ctx, data)
+	ref, err := a.t.PutArtifact(ctx, run, data)
 	return ref.Digest, err
 }

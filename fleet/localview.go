@@ -70,6 +70,16 @@ func (s archiveSource) AcceptedResults(ctx context.Context, id string, fn func(*
 	return archiveErr(s.store.ArchivedResults(ctx, id, fn))
 }
 
+// CaseResults replays the kept results of one case.
+func (s archiveSource) CaseResults(ctx context.Context, id, skill, caseName string, fn func(*pb.Result) error) error {
+	return s.AcceptedResults(ctx, id, func(res *pb.Result) error {
+		if res.GetSkill() != skill || res.GetCaseName() != caseName {
+			return nil
+		}
+		return fn(res)
+	})
+}
+
 // ResolveDocuments does nothing: an archived result's documents are inline.
 func (archiveSource) ResolveDocuments(context.Context, *pb.Result) {}
 

@@ -38,6 +38,8 @@ func notFound(err error) error {
 		return fmt.Errorf("%w: %w", web.ErrNotFound, err)
 	case errors.Is(err, coordinator.ErrForbidden):
 		return fmt.Errorf("%w: %w", web.ErrForbidden, err)
+	case errors.Is(err, coordinator.ErrEvicted):
+		return fmt.Errorf("%w: %w", web.ErrGone, err)
 	}
 	return err
 }
@@ -56,6 +58,10 @@ func (s webSource) Report(ctx context.Context, id string) (report.Report, error)
 
 func (s webSource) AcceptedResults(ctx context.Context, id string, fn func(*pb.Result) error) error {
 	return notFound(s.c.AcceptedResults(ctx, id, fn))
+}
+
+func (s webSource) CaseResults(ctx context.Context, id, skill, caseName string, fn func(*pb.Result) error) error {
+	return notFound(s.c.CaseResults(ctx, id, skill, caseName, fn))
 }
 
 func (s webSource) ResolveDocuments(ctx context.Context, res *pb.Result) {

@@ -23,7 +23,8 @@ const (
 	// ArtifactsStream holds artifact chunks until ResultsMaxAge.
 	ArtifactsStream = "SKILLFLEET_ARTIFACTS"
 	// ArtifactsSubjectPrefix is the first two tokens of every chunk's subject:
-	// skillfleet.artifacts.<sha256 hex>.<chunk index>.
+	// skillfleet.artifacts.run.<run>.<sha256 hex>.<chunk index> (from workers older than
+	// that, skillfleet.artifacts.<sha256 hex>.<chunk index>).
 	ArtifactsSubjectPrefix = "skillfleet.artifacts"
 	// artifactChunk is the bytes of one chunk, well under any server's max payload.
 	artifactChunk = 256 << 10
@@ -62,18 +63,29 @@ func artifactsStreamConfig(cfg Config) jetstream.StreamConfig {
 	}
 }
 
-func artifactSubject(hexDigest string, chunk int) string {
-	return ArtifactsSubjectPrefix + "." + hexDigest + "." + strconv.Itoa(chunk)
+// artifactSubject is where chunk of the document with hexDigest is stored for run: under the
+// run, so that a finished run's documents leave the stream with its results (PurgeRunArtifacts)
+// and no run's eviction removes a document another run stored with the same bytes. An empty
+// run is the subject of workers older than it, skillfleet.artifacts.<hex>.<chunk>; "run" is a
+// token of its own so that no run id can read as a digest.
+func artifactSubject(run, hexDigest string, chunk int) string {
+	if run == "" {
+		return ArtifactsSubjectPrefix + "." + hexDigest + "." + strconv.Itoa(chunk)
+	}
+	return ArtifactsSubjectPrefix + ".run." + run + "." + hexDigest + "." + strconv.Itoa(chunk)
 }
 
-// PutArtifact stores data and returns its reference. Storing the same bytes again is cheap:
-// each chunk is deduplicated by its subject's message id.
-func (t *Topology) PutArtifact(ctx context.Context, data []byte) (Artifact, error) {
+// PutArtifact stores data as one of run's documents and returns its reference. Storing the
+// same bytes again for the run is cheap: each chunk is deduplicated by its subject's message id.
+func (t *Topology) PutArtifact(ctx context.Context, run string, data []byte) (Artifact, error) {
+	if err := ValidateRunID(run); err != nil {
+		return Artifact{}, err
+	}
 	sum := sha256.Sum256(data)
 	h := hex.EncodeToString(sum[:])
 	for i := 0; i == 0 || i*artifactChunk < len(data); i++ {
 		chunk := data[i*artifactChunk : min((i+1)*artifactChunk, len(data))]
-		subj := artifactSubject(h, i)
+		subj := artifactSubject(run, h, i)
 		m := &nats.Msg{Subject: subj, Data: chunk, Header: nats.Header{
 			jetstream.MsgIDHeader:          {subj},
 			jetstream.ExpectedStreamHeader: {ArtifactsStream},
@@ -88,9 +100,34 @@ func (t *Topology) PutArtifact(ctx context.Context, data []byte) (Artifact, erro
 	return Artifact{Digest: "sha256:" + h, Size: int64(len(data))}, nil
 }
 
-// GetArtifact reads a stored document, refusing one over maxBytes or whose bytes do not match
-// its digest.
-func (t *Topology) GetArtifact(ctx context.Context, a Artifact, maxBytes int64) ([]byte, error) {
+// GetArtifact reads a document of run, refusing one over maxBytes or whose bytes do not match
+// its digest: stored under the run, or, by a worker older than that, under its digest alone.
+func (t *Topology) GetArtifact(ctx context.Context, run string, a Artifact, maxBytes int64) ([]byte, error) {
+	if err := ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	data, err := t.getArtifact(ctx, run, a, maxBytes)
+	if errors.Is(err, ErrArtifactNotFound) {
+		data, err = t.getArtifact(ctx, "", a, maxBytes)
+	}
+	return data, err
+}
+
+// PurgeRunArtifacts removes the documents run stored apart (those stored under it).
+func (t *Topology) PurgeRunArtifacts(ctx context.Context, run string) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	if t.artifacts == nil {
+		return nil
+	}
+	if err := t.artifacts.Purge(ctx, jetstream.WithPurgeSubject(ArtifactsSubjectPrefix+".run."+run+".>")); err != nil {
+		return fmt.Errorf("queue: purge the documents of run %s: %w", run, err)
+	}
+	return nil
+}
+
+func (t *Topology) getArtifact(ctx context.Context, run string, a Artifact, maxBytes int64) ([]byte, error) {
 	h, ok := strings.CutPrefix(a.Digest, "sha256:")
 	if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != sha256.Size {
 		return nil, fmt.Errorf("queue: artifact digest %q is not sha256:<64 hex digits>", a.Digest)
@@ -103,7 +140,7 @@ func (t *Topology) GetArtifact(ctx context.Context, a Artifact, maxBytes int64) 
 	}
 	var buf bytes.Buffer
 	for i := 0; i == 0 || int64(i)*artifactChunk < a.Size; i++ {
-		m, err := t.artifacts.GetLastMsgForSubject(ctx, artifactSubject(h, i))
+		m, err := t.artifacts.GetLastMsgForSubject(ctx, artifactSubject(run, h, i))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, fmt.Errorf("%w: %s chunk %d", ErrArtifactNotFound, a.Digest, i)
 		}

@@ -129,3 +129,27 @@ func (l *LaneConsumer) Fetch(n int, wait time.Duration) ([]*Delivery, error) {
 	}
 	return out, nil
 }
+
+// LaneLoad is what a lane's consumer says of its jobs at one moment.
+type LaneLoad struct {
+	// Queued is how many of the lane's jobs no worker has been given yet.
+	Queued int
+	// Running is how many were given to a worker and not yet acked or terminated.
+	Running int
+	// Waiting is how many workers' pull requests wait for a job: idle slots.
+	Waiting int
+}
+
+// LaneLoad reads the lane's load from its consumer (one consumer info request): the
+// coordinator keeps each lane's queue short with it, so that whoever is fed next starts soon.
+func (t *Topology) LaneLoad(ctx context.Context, lane Lane) (LaneLoad, error) {
+	c := t.consumer(lane)
+	if c == nil {
+		return LaneLoad{}, fmt.Errorf("queue: unknown lane %q", lane)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return LaneLoad{}, fmt.Errorf("queue: load of lane %s: %w", lane, err)
+	}
+	return LaneLoad{Queued: int(info.NumPending), Running: info.NumAckPending, Waiting: info.NumWaiting}, nil
+}

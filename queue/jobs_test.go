@@ -205,7 +205,7 @@ func TestMaxDeliver(t *testing.T) {
 		lastMsg := deliverAll(cfg.MaxDeliver)
 		// What a worker does on its last attempt when it has no verdict: publish an errored
 		// result, then terminate the job.
-		if err := topo.PublishResult(ctx, "run1", "fails", cfg.MaxDeliver, []byte("errored")); err != nil {
+		if err := topo.PublishResult(ctx, "run1", "", "fails", cfg.MaxDeliver, []byte("errored")); err != nil {
 			t.Fatal(err)
 		}
 		if err := lastMsg.TermWithReason("sandbox failed to start"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Names of the JetStream assets, shared by every coordinator and worker of a deployment.
@@ -74,8 +75,42 @@ func JobSubject(lane Lane, run string) string {
 	return JobsSubjectPrefix + "." + string(lane) + "." + run
 }
 
-// ResultSubject is the subject the results of run are published on.
+// ResultSubject is the subject a worker older than result keys publishes the results of run
+// on; CaseResultSubject is the one of a case.
 func ResultSubject(run string) string { return ResultsSubjectPrefix + "." + run }
+
+// CaseResultSubject is the subject the results of run's case with the result key key are
+// published on (pb.Job.result_key); an empty key is ResultSubject's. A case's results are read
+// from its subject alone, so a case page costs the case, not the run.
+func CaseResultSubject(run, key string) string {
+	if key == "" {
+		return ResultSubject(run)
+	}
+	return ResultsSubjectPrefix + "." + run + "." + key
+}
+
+// ParseResultSubject splits a result subject into its run and result key ("" for a subject
+// without one).
+func ParseResultSubject(subject string) (run, key string, ok bool) {
+	rest, found := strings.CutPrefix(subject, ResultsSubjectPrefix+".")
+	if !found {
+		return "", "", false
+	}
+	run, key, keyed := strings.Cut(rest, ".")
+	if ValidateRunID(run) != nil || (keyed && ValidateResultKey(key) != nil) {
+		return "", "", false
+	}
+	return run, key, true
+}
+
+// ValidateResultKey reports whether key can be a result subject's last token: 1 to 128 of
+// [A-Za-z0-9_-].
+func ValidateResultKey(key string) error {
+	if !validID(key) {
+		return fmt.Errorf("queue: invalid result key %q: want 1-128 characters of [A-Za-z0-9_-]", key)
+	}
+	return nil
+}
 
 // JobMsgID is the deduplication id (Nats-Msg-Id) of a job message. It includes the run because
 // job ids are stable across runs (suite.JobID hashes skill, case, kind, epoch and agent): with the

@@ -52,7 +52,7 @@ func TestMessageHeadersAreCanonical(t *testing.T) {
 	if jm.Header.Get(jetstream.MsgIDHeader) != JobMsgID("run1", "job1") || jm.Header.Get(jetstream.ExpectedStreamHeader) != JobsStream || jm.Subject != JobSubject(LaneOnDemand, "run1") {
 		t.Errorf("job message %+v", jm)
 	}
-	rm, err := resultMsg("run1", "job1", 2, []byte("x"))
+	rm, err := resultMsg("run1", "", "job1", 2, []byte("x"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,11 +25,12 @@ func (t *Topology) PublishJob(ctx context.Context, lane Lane, run, jobID string,
 	return nil
 }
 
-// PublishResult stores one attempt's result and waits for the server's ack. The message id is
-// ResultMsgID(run, jobID, attempt, data): a worker that retries the publish, or whose ack was lost, does
-// not store the result twice, while a later attempt of the same job gets a message of its own.
-func (t *Topology) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte) error {
-	m, err := resultMsg(run, jobID, attempt, data)
+// PublishResult stores one attempt's result on its case's subject (CaseResultSubject of run
+// and key) and waits for the server's ack. The message id is ResultMsgID(run, jobID, attempt,
+// data): a worker that retries the publish, or whose ack was lost, does not store the result
+// twice, while a later attempt of the same job gets a message of its own.
+func (t *Topology) PublishResult(ctx context.Context, run, key, jobID string, attempt int, data []byte) error {
+	m, err := resultMsg(run, key, jobID, attempt, data)
 	if err != nil {
 		return err
 	}
@@ -39,9 +40,14 @@ func (t *Topology) PublishResult(ctx context.Context, run, jobID string, attempt
 	return nil
 }
 
-func resultMsg(run, jobID string, attempt int, data []byte) (*nats.Msg, error) {
+func resultMsg(run, key, jobID string, attempt int, data []byte) (*nats.Msg, error) {
 	if err := ValidateRunID(run); err != nil {
 		return nil, err
+	}
+	if key != "" {
+		if err := ValidateResultKey(key); err != nil {
+			return nil, err
+		}
 	}
 	if err := ValidateJobID(jobID); err != nil {
 		return nil, err
@@ -49,7 +55,7 @@ func resultMsg(run, jobID string, attempt int, data []byte) (*nats.Msg, error) {
 	if attempt < 1 {
 		return nil, fmt.Errorf("queue: result attempt must be at least 1, got %d", attempt)
 	}
-	return &nats.Msg{Subject: ResultSubject(run), Data: data, Header: nats.Header{
+	return &nats.Msg{Subject: CaseResultSubject(run, key), Data: data, Header: nats.Header{
 		// Assigned, not Set: the keys are canonical already, and this runs for every result.
 		jetstream.MsgIDHeader:          {ResultMsgID(run, jobID, attempt, data)},
 		jetstream.ExpectedStreamHeader: {ResultsStream},
@@ -473,11 +479,12 @@ func (t *Topology) NewResultPublisher(cfg PublisherConfig) (*ResultPublisher, er
 	return &ResultPublisher{p: p}, nil
 }
 
-// PublishResult queues one attempt's result under ResultMsgID(run, jobID, attempt, data), blocking
-// while MaxInFlight results await their ack. done is called exactly once, from the library's
-// callback goroutine (so it must not block), unless an error is returned here.
-func (p *ResultPublisher) PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte, done func(error)) error {
-	m, err := resultMsg(run, jobID, attempt, data)
+// PublishResult queues one attempt's result on its case's subject (CaseResultSubject of run
+// and key) under ResultMsgID(run, jobID, attempt, data), blocking while MaxInFlight results
+// await their ack. done is called exactly once, from the library's callback goroutine (so it
+// must not block), unless an error is returned here.
+func (p *ResultPublisher) PublishResult(ctx context.Context, run, key, jobID string, attempt int, data []byte, done func(error)) error {
+	m, err := resultMsg(run, key, jobID, attempt, data)
 	if err != nil {
 		return err
 	}

@@ -73,13 +73,13 @@ func TestPublishResultDeduplicatesPerAttempt(t *testing.T) {
 		{"run1", "j1", 2}, // the next attempt: kept
 		{"run2", "j1", 1}, // another run: kept
 	} {
-		if err := topo.PublishResult(ctx, p.run, p.job, p.attempt, []byte("result")); err != nil {
+		if err := topo.PublishResult(ctx, p.run, "", p.job, p.attempt, []byte("result")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another result under the same attempt (a forgery published first, say) does not make the
 	// server drop the real one as a duplicate.
-	if err := topo.PublishResult(ctx, "run1", "j1", 1, []byte("another result")); err != nil {
+	if err := topo.PublishResult(ctx, "run1", "", "j1", 1, []byte("another result")); err != nil {
 		t.Fatal(err)
 	}
 	if got := streamMsgs(t, topo.RawResults(), ""); got != 4 {
@@ -99,8 +99,8 @@ func TestPublishRejectsBadArguments(t *testing.T) {
 		{"run id with a dot", func() error { return topo.PublishJob(ctx, queue.LaneOnDemand, "run.1", "j1", nil) }, "invalid run id"},
 		{"run id with a wildcard", func() error { return topo.PublishJob(ctx, queue.LaneOnDemand, "*", "j1", nil) }, "invalid run id"},
 		{"empty job id", func() error { return topo.PublishJob(ctx, queue.LaneOnDemand, "run1", "", nil) }, "invalid job id"},
-		{"result attempt 0", func() error { return topo.PublishResult(ctx, "run1", "j1", 0, nil) }, "attempt"},
-		{"result run with a space", func() error { return topo.PublishResult(ctx, "run 1", "j1", 1, nil) }, "invalid run id"},
+		{"result attempt 0", func() error { return topo.PublishResult(ctx, "run1", "", "j1", 0, nil) }, "attempt"},
+		{"result run with a space", func() error { return topo.PublishResult(ctx, "run 1", "", "j1", 1, nil) }, "invalid run id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.publish()
@@ -215,7 +215,7 @@ func TestResultPublisherSettlesEachResult(t *testing.T) {
 	publish := func(job string, attempt int, data []byte) {
 		t.Helper()
 		id := fmt.Sprintf("%s/%d", job, attempt)
-		if err := p.PublishResult(ctx, "run1", job, attempt, data, func(err error) { settled <- outcome{id, err} }); err != nil {
+		if err := p.PublishResult(ctx, "run1", "", job, attempt, data, func(err error) { settled <- outcome{id, err} }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,7 +250,7 @@ func TestResultPublisherSettlesEachResult(t *testing.T) {
 		t.Fatalf("a second settlement: %+v", o)
 	default:
 	}
-	if err := p.PublishResult(ctx, "run1", "j3", 0, nil, func(error) { t.Error("callback for a refused call") }); err == nil {
+	if err := p.PublishResult(ctx, "run1", "", "j3", 0, nil, func(error) { t.Error("callback for a refused call") }); err == nil {
 		t.Error("attempt 0 accepted")
 	}
 }

@@ -100,3 +100,19 @@ func (t *Topology) ResultsUsage(ctx context.Context) (used, max uint64, err erro
 	}
 	return info.State.Bytes, max, nil
 }
+
+// ArtifactsUsage is how many bytes the artifacts stream holds and its limit (0: none): the
+// coordinator removes finished runs' documents when it nears its limit.
+func (t *Topology) ArtifactsUsage(ctx context.Context) (used, max uint64, err error) {
+	if t.artifacts == nil {
+		return 0, 0, nil
+	}
+	info, err := t.artifacts.Info(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("queue: stream %s info: %w", ArtifactsStream, err)
+	}
+	if info.Config.MaxBytes > 0 {
+		max = uint64(info.Config.MaxBytes)
+	}
+	return info.State.Bytes, max, nil
+}

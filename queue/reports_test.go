@@ -26,7 +26,7 @@ func TestResultsStreamRefusesWhenFull(t *testing.T) {
 		if i > 100 {
 			t.Fatal("100 results of 4 KB stored in a stream of 64 KB: nothing refused")
 		}
-		refused = topo.PublishResult(ctx, "flood", fmt.Sprintf("j%d", i), 1, append(junk, byte(i)))
+		refused = topo.PublishResult(ctx, "flood", "", fmt.Sprintf("j%d", i), 1, append(junk, byte(i)))
 	}
 	it, err := topo.FollowResults(ctx, "victim")
 	if err != nil {

@@ -22,7 +22,19 @@ type ResultMsg struct {
 	// Pending is how many of the run's results were stored after this one when it was
 	// delivered: 0 means the iteration had caught up at that moment.
 	Pending uint64
-	Data    []byte
+	// Key is the result key of the subject it was stored on ("" for a worker older than
+	// keys): the case it was filed under, which its job's may not be.
+	Key  string
+	Data []byte
+	// Bytes is about what the message takes of the stream: its subject, headers and data.
+	Bytes int64
+}
+
+// storedBytes estimates what a result takes of the results stream: the server's own count
+// adds its record framing to the subject, headers and data.
+func storedBytes(subject, msgID string, data []byte) int64 {
+	const framing = 22 + len("Nats-Msg-Id: \r\nNats-Expected-Stream: SKILLFLEET_RESULTS\r\nNATS/1.0\r\n\r\n")
+	return int64(framing + len(subject) + len(msgID) + len(data))
 }
 
 // ResultIterator iterates over a run's results: every stored one, oldest first, then each new
@@ -83,7 +95,7 @@ func (t *Topology) FollowResults(ctx context.Context, run string) (*ResultIterat
 // open starts the iteration after the last result delivered (from the first, at the start).
 func (s *ResultIterator) open(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{ResultSubject(s.run)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubjects: runResultSubjects(s.run), DeliverPolicy: jetstream.DeliverAllPolicy,
 		// Unbounded, the library retries recreating its consumer forever after a node loss
 		// (seen: a run waiting five minutes, its iteration in the library's reset loop); bounded,
 		// Next gets the error and opens a new consumer.
@@ -104,12 +116,23 @@ func (s *ResultIterator) open(ctx context.Context) (*jetstream.ConsumerInfo, err
 	return cons.CachedInfo(), nil
 }
 
+// runResultSubjects filters every result of run: its cases' subjects and the one of workers
+// older than result keys.
+func runResultSubjects(run string) []string {
+	return []string{ResultSubject(run), ResultSubject(run) + ".>"}
+}
+
 // stalled reports whether the stream holds a result of the run past the last one delivered.
 func (s *ResultIterator) stalled(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := s.t.results.GetLastMsgForSubject(ctx, ResultSubject(s.run))
-	return err == nil && m.Sequence > s.last
+	for _, subj := range runResultSubjects(s.run) {
+		m, err := s.t.results.GetLastMsgForSubject(ctx, subj)
+		if err == nil && m.Sequence > s.last {
+			return true
+		}
+	}
+	return false
 }
 
 // reopen replaces a stalled iteration with one that starts after the last result delivered.
@@ -180,14 +203,15 @@ func (s *ResultIterator) message(m jetstream.Msg) (ResultMsg, error) {
 		return ResultMsg{}, fmt.Errorf("queue: next result of run %s: %w", s.run, err)
 	}
 	s.last = md.Sequence.Stream
+	return resultMsgOf(s.run, m.Subject(), m.Headers().Get(jetstream.MsgIDHeader), md.Sequence.Stream, md.Timestamp, md.NumPending, m.Data()), nil
+}
+
+func resultMsgOf(run, subject, msgID string, seq uint64, stored time.Time, pending uint64, data []byte) ResultMsg {
+	_, key, _ := ParseResultSubject(subject)
 	return ResultMsg{
-		Run:     s.run,
-		MsgID:   m.Headers().Get(jetstream.MsgIDHeader),
-		Seq:     md.Sequence.Stream,
-		Stored:  md.Timestamp,
-		Pending: md.NumPending,
-		Data:    m.Data(),
-	}, nil
+		Run: run, MsgID: msgID, Seq: seq, Stored: stored, Pending: pending, Key: key, Data: data,
+		Bytes: storedBytes(subject, msgID, data),
+	}
 }
 
 // ErrStopped is what ResultIterator.Next returns once Stop was called.
@@ -200,4 +224,85 @@ func (s *ResultIterator) Stop() {
 	defer s.mu.Unlock()
 	s.stopped = true
 	s.it.Stop()
+}
+
+// ReadCaseResults calls fn, in stored order, with each result stored on the subject of run's
+// case with result key key ("" reads the subject of workers older than keys), as stored when
+// it is called; it stops at fn's first error. It reads the case's messages and no others, so
+// its cost is the case's whatever the size of the run.
+func (t *Topology) ReadCaseResults(ctx context.Context, run, key string, fn func(ResultMsg) error) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	if key != "" {
+		if err := ValidateResultKey(key); err != nil {
+			return err
+		}
+	}
+	subj := CaseResultSubject(run, key)
+	if key == "" {
+		// Most runs have none there: one look-up rather than a consumer.
+		if _, err := t.results.GetLastMsgForSubject(ctx, subj); errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+	}
+	cons, err := t.js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return fmt.Errorf("queue: results of run %s case %s: %w", run, key, err)
+	}
+	n := cons.CachedInfo().NumPending
+	if n == 0 {
+		return nil
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("queue: results of run %s case %s: %w", run, key, err)
+	}
+	defer it.Stop()
+	for range n {
+		wait, cancel := context.WithTimeout(ctx, StallCheck)
+		m, err := it.Next(jetstream.NextContext(wait))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("queue: results of run %s case %s: %w", run, key, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("queue: results of run %s case %s: %w", run, key, err)
+		}
+		if err := fn(resultMsgOf(run, m.Subject(), m.Headers().Get(jetstream.MsgIDHeader), md.Sequence.Stream, md.Timestamp, md.NumPending, m.Data())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetResult reads the result stored at seq, which must be one of run's: a counted result a
+// worker filed under another case (pb.RunStatus.misfiled). ErrNotFound when it is gone.
+func (t *Topology) GetResult(ctx context.Context, run string, seq uint64) (ResultMsg, error) {
+	raw, err := t.results.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return ResultMsg{}, fmt.Errorf("queue: result %d of run %s: %w", seq, run, ErrNotFound)
+	}
+	if err != nil {
+		return ResultMsg{}, fmt.Errorf("queue: result %d of run %s: %w", seq, run, err)
+	}
+	if r, _, ok := ParseResultSubject(raw.Subject); !ok || r != run {
+		return ResultMsg{}, fmt.Errorf("queue: result %d is not one of run %s: %w", seq, run, ErrNotFound)
+	}
+	return resultMsgOf(run, raw.Subject, raw.Header.Get(jetstream.MsgIDHeader), raw.Sequence, raw.Time, 0, raw.Data), nil
+}
+
+// PurgeRunResults removes every stored result of run from the results stream: what evicting a
+// finished run does, once its report is stored, to give its room to running ones.
+func (t *Topology) PurgeRunResults(ctx context.Context, run string) error {
+	if err := ValidateRunID(run); err != nil {
+		return err
+	}
+	for _, subj := range runResultSubjects(run) {
+		if err := t.results.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return fmt.Errorf("queue: purge the results of run %s: %w", run, err)
+		}
+	}
+	return nil
 }

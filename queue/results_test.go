@@ -14,7 +14,7 @@ import (
 func publishResults(t *testing.T, topo *queue.Topology, run string, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		if err := topo.PublishResult(testCtx(t), run, fmt.Sprintf("j%d", i), 1, fmt.Appendf(nil, "%s/%d", run, i)); err != nil {
+		if err := topo.PublishResult(testCtx(t), run, "", fmt.Sprintf("j%d", i), 1, fmt.Appendf(nil, "%s/%d", run, i)); err != nil {
 			t.Fatal(err)
 		}
 	}

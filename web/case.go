@@ -150,7 +150,7 @@ func (s *Server) casePage(w http.ResponseWriter, r *http.Request, v *visitor) {
 			p.Siblings = append(p.Siblings, sibling{Label: label + ", arm " + armName(o.Arm), Href: caseHref(id, i, o), Status: o.Status})
 		}
 	}
-	err := s.src.AcceptedResults(ctx, id, func(res *pb.Result) error {
+	err := s.src.CaseResults(ctx, id, c.Skill, c.Case, func(res *pb.Result) error {
 		if !sameCase(res, c.Skill, c.Case, c.Agent, c.Arm) {
 			return nil
 		}
@@ -188,7 +188,7 @@ func (s *Server) trajectoryFile(w http.ResponseWriter, r *http.Request, v *visit
 		return
 	}
 	var found *pb.Result
-	err = s.src.AcceptedResults(ctx, id, func(res *pb.Result) error {
+	err = s.src.CaseResults(ctx, id, skill, caseName, func(res *pb.Result) error {
 		if found == nil && sameCase(res, skill, caseName, agent, arm) && int(res.GetEpoch()) == epoch {
 			found = res
 		}

@@ -86,6 +86,15 @@ func (f *fakeSource) Report(_ context.Context, id string) (report.Report, error)
 	return r.rep, nil
 }
 
+func (f *fakeSource) CaseResults(ctx context.Context, id, skill, caseName string, fn func(*pb.Result) error) error {
+	return f.AcceptedResults(ctx, id, func(res *pb.Result) error {
+		if res.GetSkill() != skill || res.GetCaseName() != caseName {
+			return nil
+		}
+		return fn(res)
+	})
+}
+
 func (f *fakeSource) AcceptedResults(_ context.Context, id string, fn func(*pb.Result) error) error {
 	r, err := f.get(id)
 	if err != nil {

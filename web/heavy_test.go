@@ -22,6 +22,12 @@ func (b *blockingSource) AcceptedResults(ctx context.Context, id string, fn func
 	return b.fakeSource.AcceptedResults(ctx, id, fn)
 }
 
+func (b *blockingSource) CaseResults(ctx context.Context, id, skill, caseName string, fn func(*pb.Result) error) error {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.fakeSource.CaseResults(ctx, id, skill, caseName, fn)
+}
+
 // TestHeavyPagesAreBounded: the review found no bound on the pages that read a run's results
 // back. With MaxHeavy 1, a second case page while the first is being read gets 503 at once
 // (with Retry-After), and is served once the first is done; light pages are never held.

@@ -220,6 +220,8 @@ func lookupCode(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden
+	case errors.Is(err, ErrGone):
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

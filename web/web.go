@@ -36,6 +36,10 @@ var ErrNotFound = errors.New("not found")
 // the viewer answers 403 for it.
 var ErrForbidden = errors.New("forbidden")
 
+// ErrGone is what a Source's errors wrap for the results of a run that are no longer kept
+// (its report is); the viewer answers 410 with the error's words.
+var ErrGone = errors.New("gone")
+
 // Source is what the viewer reads of a coordinator, and the one thing it changes (Cancel).
 type Source interface {
 	// List returns every run, newest first.
@@ -44,8 +48,12 @@ type Source interface {
 	Status(ctx context.Context, id string) (*pb.RunStatus, error)
 	// Report returns a run's report: live while it goes, final once it ended.
 	Report(ctx context.Context, id string) (report.Report, error)
-	// AcceptedResults calls fn with each result the run's report counts, documents as stored.
+	// AcceptedResults calls fn with each result the run's report counts, documents as stored,
+	// filed under its job's identity.
 	AcceptedResults(ctx context.Context, id string, fn func(*pb.Result) error) error
+	// CaseResults is AcceptedResults for one case (every agent and arm of it), read at the
+	// case's cost whatever the run's size.
+	CaseResults(ctx context.Context, id, skill, caseName string, fn func(*pb.Result) error) error
 	// ResolveDocuments brings a result's trajectory (as ATIF JSON) and output files inline.
 	ResolveDocuments(ctx context.Context, res *pb.Result)
 	// Cancel stops a run.

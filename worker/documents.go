@@ -16,9 +16,10 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// ArtifactStore keeps documents too large for a result message, by the digest of their bytes.
+// ArtifactStore keeps documents too large for a result message, by the digest of their bytes,
+// under the run whose job made them (so that they leave the fleet's storage with the run).
 type ArtifactStore interface {
-	PutArtifact(ctx context.Context, data []byte) (digest string, err error)
+	PutArtifact(ctx context.Context, run string, data []byte) (digest string, err error)
 }
 
 // inlineDocumentBytes is the largest document a result carries itself; a larger one goes to the
@@ -89,7 +90,7 @@ func (w *Worker) storeTrajectory(ctx context.Context, res *pb.Result, log *zap.L
 		}
 		return
 	}
-	digest, err := w.deps.Artifacts.PutArtifact(ctx, d.Data)
+	digest, err := w.deps.Artifacts.PutArtifact(ctx, res.GetRunId(), d.Data)
 	if err != nil {
 		log.Warn("storing the trajectory apart failed", zap.Error(err), zap.Int64("bytes", d.Size))
 		if len(d.Data) > w.cfg.MaxResultBytes/2 {
@@ -122,7 +123,7 @@ func (w *Worker) storeOutputs(ctx context.Context, res *pb.Result, log *zap.Logg
 		var digest string
 		if w.deps.Artifacts == nil {
 			err = errors.New("this worker has no artifact store")
-		} else if digest, err = w.deps.Artifacts.PutArtifact(ctx, b.Bytes()); err == nil {
+		} else if digest, err = w.deps.Artifacts.PutArtifact(ctx, res.GetRunId(), b.Bytes()); err == nil {
 			res.OutputsStored = &pb.StoredDocument{Artifact: digest, Size: int64(b.Len()), Encoding: "gzip"}
 		}
 	}

@@ -25,7 +25,7 @@ type countingArtifacts struct {
 	err  error
 }
 
-func (a *countingArtifacts) PutArtifact(_ context.Context, data []byte) (string, error) {
+func (a *countingArtifacts) PutArtifact(_ context.Context, _ string, data []byte) (string, error) {
 	if a.err != nil {
 		return "", a.err
 	}

@@ -37,7 +37,7 @@ type fakeResults struct {
 	published []*pb.Result
 }
 
-func (r *fakeResults) PublishResult(_ context.Context, _, _ string, _ int, data []byte, done func(error)) error {
+func (r *fakeResults) PublishResult(_ context.Context, _, _, _ string, _ int, data []byte, done func(error)) error {
 	if r.refuse != nil {
 		return r.refuse
 	}

@@ -93,9 +93,10 @@ type Executor interface {
 
 // ResultPublisher stores results durably, deduplicated by run, job and attempt, without making
 // the caller wait: done is called once the result is stored (nil) or has failed for good, and
-// must not block. An error returned instead means done will not be called.
+// must not block. An error returned instead means done will not be called. key is the job's
+// result key (pb.Job.result_key): the case whose subject the result is stored on.
 type ResultPublisher interface {
-	PublishResult(ctx context.Context, run, jobID string, attempt int, data []byte, done func(error)) error
+	PublishResult(ctx context.Context, run, key, jobID string, attempt int, data []byte, done func(error)) error
 }
 
 // Deps are a worker's collaborators.
@@ -469,7 +470,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	// The slot is free as soon as the result is queued; the job is settled when the server
 	// confirms the result, and only then.
 	w.settling.Add(1)
-	err = w.deps.Results.PublishResult(ctx, job.GetRunId(), job.GetId(), attempt, data, func(err error) {
+	err = w.deps.Results.PublishResult(ctx, job.GetRunId(), job.GetResultKey(), job.GetId(), attempt, data, func(err error) {
 		defer w.settling.Done()
 		w.settle(msg, res, gaveUp, err, log)
 	})

@@ -579,7 +579,13 @@ type Job struct {
 	// Set on a changed-only run's job when a recent run passed the same cell key: the worker
 	// reports it reused, without running it, when the cell digest it computes equals this
 	// one's, and runs it otherwise.
-	Reuse         *Reuse `protobuf:"bytes,42,opt,name=reuse,proto3" json:"reuse,omitempty"`
+	Reuse *Reuse `protobuf:"bytes,42,opt,name=reuse,proto3" json:"reuse,omitempty"`
+	// The last token of the subject the worker publishes the job's result on:
+	// skillfleet.results.<run>.<result_key>, one key per case (skill and case name), so that a
+	// case's results are read without reading the run's (a case page of a run of a million jobs).
+	// Empty from a coordinator older than the field; a worker older than it publishes on
+	// skillfleet.results.<run>, which the coordinator still reads.
+	ResultKey     string `protobuf:"bytes,43,opt,name=result_key,json=resultKey,proto3" json:"result_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -850,6 +856,13 @@ func (x *Job) GetReuse() *Reuse {
 		return x.Reuse
 	}
 	return nil
+}
+
+func (x *Job) GetResultKey() string {
+	if x != nil {
+		return x.ResultKey
+	}
+	return ""
 }
 
 // Reuse is the passing run a changed-only job may reuse the verdict of.
@@ -2358,7 +2371,25 @@ type RunStatus struct {
 	JobKey []byte `protobuf:"bytes,11,opt,name=job_key,json=jobKey,proto3" json:"job_key,omitempty"`
 	// The name of the token that submitted the run ("" anonymous), set at admission: its
 	// unfinished jobs count against that token's limit again after a coordinator restarts.
-	SubmittedBy   string `protobuf:"bytes,12,opt,name=submitted_by,json=submittedBy,proto3" json:"submitted_by,omitempty"`
+	SubmittedBy string `protobuf:"bytes,12,opt,name=submitted_by,json=submittedBy,proto3" json:"submitted_by,omitempty"`
+	// Bytes of the run's messages in the results stream (every stored result of its jobs, as
+	// the coordinator read them) and of the documents its counted results stored apart in the
+	// artifacts stream: what the run holds of the fleet's shared storage, counted against its
+	// team's bounds while it runs.
+	ResultBytes   int64 `protobuf:"varint,13,opt,name=result_bytes,json=resultBytes,proto3" json:"result_bytes,omitempty"`
+	ArtifactBytes int64 `protobuf:"varint,14,opt,name=artifact_bytes,json=artifactBytes,proto3" json:"artifact_bytes,omitempty"`
+	// Set once a finished run's results and documents were removed from the shared streams to
+	// make room for running ones (its report and history rows stay): its case pages say so.
+	ResultsEvictedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=results_evicted_at,json=resultsEvictedAt,proto3" json:"results_evicted_at,omitempty"`
+	// Counted results a worker published under another case's result_key than its job's (or,
+	// from a worker older than the key, under none): a case's results are read from its own
+	// subject and these. At most maxMisfiled are kept; misfiled_overflow says more were seen,
+	// and the run's case reads then scan all of its results.
+	Misfiled         []*Misfiled `protobuf:"bytes,16,rep,name=misfiled,proto3" json:"misfiled,omitempty"`
+	MisfiledOverflow bool        `protobuf:"varint,17,opt,name=misfiled_overflow,json=misfiledOverflow,proto3" json:"misfiled_overflow,omitempty"`
+	// Set on a finished run whose final report was stored: its results may then leave the
+	// streams (results_evicted_at) without its report changing.
+	ReportStored  bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2477,6 +2508,103 @@ func (x *RunStatus) GetSubmittedBy() string {
 	return ""
 }
 
+func (x *RunStatus) GetResultBytes() int64 {
+	if x != nil {
+		return x.ResultBytes
+	}
+	return 0
+}
+
+func (x *RunStatus) GetArtifactBytes() int64 {
+	if x != nil {
+		return x.ArtifactBytes
+	}
+	return 0
+}
+
+func (x *RunStatus) GetResultsEvictedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResultsEvictedAt
+	}
+	return nil
+}
+
+func (x *RunStatus) GetMisfiled() []*Misfiled {
+	if x != nil {
+		return x.Misfiled
+	}
+	return nil
+}
+
+func (x *RunStatus) GetMisfiledOverflow() bool {
+	if x != nil {
+		return x.MisfiledOverflow
+	}
+	return false
+}
+
+func (x *RunStatus) GetReportStored() bool {
+	if x != nil {
+		return x.ReportStored
+	}
+	return false
+}
+
+// Misfiled is one counted result stored under another case's results subject.
+type Misfiled struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The result_key of the case the result's job belongs to.
+	ResultKey string `protobuf:"bytes,1,opt,name=result_key,json=resultKey,proto3" json:"result_key,omitempty"`
+	// Its sequence in the results stream.
+	Seq           uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Misfiled) Reset() {
+	*x = Misfiled{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Misfiled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Misfiled) ProtoMessage() {}
+
+func (x *Misfiled) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Misfiled.ProtoReflect.Descriptor instead.
+func (*Misfiled) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Misfiled) GetResultKey() string {
+	if x != nil {
+		return x.ResultKey
+	}
+	return ""
+}
+
+func (x *Misfiled) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // Event is one item of a run's live event stream.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2494,7 +2622,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[19]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2506,7 +2634,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[19]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2519,7 +2647,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{19}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Event) GetRunId() string {
@@ -2610,7 +2738,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\x86\t\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xa5\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2651,7 +2779,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vcase_digest\x18( \x01(\tR\n" +
 	"caseDigest\x12\x19\n" +
 	"\bcell_key\x18) \x01(\tR\acellKey\x12*\n" +
-	"\x05reuse\x18* \x01(\v2\x14.skillfleet.v1.ReuseR\x05reuse\x1a6\n" +
+	"\x05reuse\x18* \x01(\v2\x14.skillfleet.v1.ReuseR\x05reuse\x12\x1d\n" +
+	"\n" +
+	"result_key\x18+ \x01(\tR\tresultKey\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
@@ -2801,7 +2931,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\xc9\x03\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe4\x05\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -2818,7 +2948,17 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x17\n" +
 	"\ajob_key\x18\v \x01(\fR\x06jobKey\x12!\n" +
-	"\fsubmitted_by\x18\f \x01(\tR\vsubmittedBy\"\xcc\x01\n" +
+	"\fsubmitted_by\x18\f \x01(\tR\vsubmittedBy\x12!\n" +
+	"\fresult_bytes\x18\r \x01(\x03R\vresultBytes\x12%\n" +
+	"\x0eartifact_bytes\x18\x0e \x01(\x03R\rartifactBytes\x12H\n" +
+	"\x12results_evicted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x10resultsEvictedAt\x123\n" +
+	"\bmisfiled\x18\x10 \x03(\v2\x17.skillfleet.v1.MisfiledR\bmisfiled\x12+\n" +
+	"\x11misfiled_overflow\x18\x11 \x01(\bR\x10misfiledOverflow\x12#\n" +
+	"\rreport_stored\x18\x12 \x01(\bR\freportStored\";\n" +
+	"\bMisfiled\x12\x1d\n" +
+	"\n" +
+	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xcc\x01\n" +
 	"\x05Event\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +
@@ -2864,7 +3004,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Verdict)(0),                  // 0: skillfleet.v1.Verdict
 	(CaseKind)(0),                 // 1: skillfleet.v1.CaseKind
@@ -2889,27 +3029,28 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*RunSpec)(nil),               // 20: skillfleet.v1.RunSpec
 	(*Counts)(nil),                // 21: skillfleet.v1.Counts
 	(*RunStatus)(nil),             // 22: skillfleet.v1.RunStatus
-	(*Event)(nil),                 // 23: skillfleet.v1.Event
-	nil,                           // 24: skillfleet.v1.Job.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*Misfiled)(nil),              // 23: skillfleet.v1.Misfiled
+	(*Event)(nil),                 // 24: skillfleet.v1.Event
+	nil,                           // 25: skillfleet.v1.Job.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	1,  // 0: skillfleet.v1.Job.kind:type_name -> skillfleet.v1.CaseKind
-	24, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
+	25, // 1: skillfleet.v1.Job.env:type_name -> skillfleet.v1.Job.EnvEntry
 	4,  // 2: skillfleet.v1.Job.assertions:type_name -> skillfleet.v1.Assertion
-	25, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
+	26, // 3: skillfleet.v1.Job.queued_at:type_name -> google.protobuf.Timestamp
 	5,  // 4: skillfleet.v1.Job.limits:type_name -> skillfleet.v1.Limits
 	2,  // 5: skillfleet.v1.Job.priority:type_name -> skillfleet.v1.Priority
 	9,  // 6: skillfleet.v1.Job.catalog:type_name -> skillfleet.v1.CatalogEntry
 	7,  // 7: skillfleet.v1.Job.reuse:type_name -> skillfleet.v1.Reuse
-	25, // 8: skillfleet.v1.Reuse.source_finished_at:type_name -> google.protobuf.Timestamp
+	26, // 8: skillfleet.v1.Reuse.source_finished_at:type_name -> google.protobuf.Timestamp
 	9,  // 9: skillfleet.v1.Catalog.entries:type_name -> skillfleet.v1.CatalogEntry
 	9,  // 10: skillfleet.v1.Catalog.baseline:type_name -> skillfleet.v1.CatalogEntry
 	0,  // 11: skillfleet.v1.Result.verdict:type_name -> skillfleet.v1.Verdict
 	10, // 12: skillfleet.v1.Result.assertions:type_name -> skillfleet.v1.AssertionResult
 	11, // 13: skillfleet.v1.Result.timings:type_name -> skillfleet.v1.Timings
 	12, // 14: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	25, // 15: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	26, // 15: skillfleet.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 16: skillfleet.v1.Result.kind:type_name -> skillfleet.v1.CaseKind
 	17, // 17: skillfleet.v1.Result.transcript:type_name -> skillfleet.v1.Transcript
 	14, // 18: skillfleet.v1.Result.trajectory:type_name -> skillfleet.v1.StoredDocument
@@ -2919,21 +3060,23 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	19, // 22: skillfleet.v1.Transcript.tool_calls:type_name -> skillfleet.v1.ToolCall
 	18, // 23: skillfleet.v1.Transcript.activations:type_name -> skillfleet.v1.Activation
 	2,  // 24: skillfleet.v1.RunSpec.priority:type_name -> skillfleet.v1.Priority
-	25, // 25: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
+	26, // 25: skillfleet.v1.RunSpec.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 26: skillfleet.v1.RunSpec.limits:type_name -> skillfleet.v1.Limits
 	3,  // 27: skillfleet.v1.RunStatus.state:type_name -> skillfleet.v1.RunState
 	20, // 28: skillfleet.v1.RunStatus.spec:type_name -> skillfleet.v1.RunSpec
 	21, // 29: skillfleet.v1.RunStatus.cases:type_name -> skillfleet.v1.Counts
-	25, // 30: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
-	25, // 31: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
-	25, // 32: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
-	22, // 33: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
-	13, // 34: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	26, // 30: skillfleet.v1.RunStatus.updated_at:type_name -> google.protobuf.Timestamp
+	26, // 31: skillfleet.v1.RunStatus.finished_at:type_name -> google.protobuf.Timestamp
+	26, // 32: skillfleet.v1.RunStatus.results_evicted_at:type_name -> google.protobuf.Timestamp
+	23, // 33: skillfleet.v1.RunStatus.misfiled:type_name -> skillfleet.v1.Misfiled
+	26, // 34: skillfleet.v1.Event.at:type_name -> google.protobuf.Timestamp
+	22, // 35: skillfleet.v1.Event.status:type_name -> skillfleet.v1.RunStatus
+	13, // 36: skillfleet.v1.Event.result:type_name -> skillfleet.v1.Result
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2941,7 +3084,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 	if File_skillfleet_v1_skillfleet_proto != nil {
 		return
 	}
-	file_skillfleet_v1_skillfleet_proto_msgTypes[19].OneofWrappers = []any{
+	file_skillfleet_v1_skillfleet_proto_msgTypes[20].OneofWrappers = []any{
 		(*Event_Status)(nil),
 		(*Event_Result)(nil),
 	}
@@ -2951,7 +3094,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
