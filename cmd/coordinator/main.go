@@ -36,11 +36,17 @@ type options struct {
 	maxDeadline  time.Duration
 	maxJobsRun   int
 	maxJobsToken int
-	// maxJobsTeam is --max-jobs-per-team; maxSchedulesTeam --max-schedules-per-team.
-	maxJobsTeam, maxSchedulesTeam int
-	nats                          cmdutil.NATSFlags
-	queue                         cmdutil.QueueFlags
-	logLevel                      string
+	// maxJobsTeam is --max-jobs-per-team; maxSchedulesTeam --max-schedules-per-team;
+	// maxJobs --max-jobs.
+	maxJobsTeam, maxSchedulesTeam, maxJobs int
+	// teamsFile is --teams-file; the team* fields are the --*-per-team defaults of a team's
+	// share and bounds.
+	teamsFile                                      string
+	teamMaxRunning                                 int
+	teamResultBytes, teamArtifactBytes, teamBundle string
+	nats                                           cmdutil.NATSFlags
+	queue                                          cmdutil.QueueFlags
+	logLevel                                       string
 
 	// viewerTokenFile is --viewer-token-file; secureCookies --secure-cookies.
 	viewerTokenFile string
@@ -115,8 +121,14 @@ func newCommand(o *options) *cobra.Command {
 	f.StringSliceVar(&o.knownAgents, "known-agent", nil, "agents a run may name (repeatable; default: the --agent list; with neither, names are not checked)")
 	f.DurationVar(&o.maxDeadline, "max-deadline", 24*time.Hour, "longest deadline a run may ask for")
 	f.IntVar(&o.maxJobsRun, "max-jobs-per-run", 100_000, "jobs a suite may expand into (cases × runs × agents); more is refused with 422")
-	f.IntVar(&o.maxJobsToken, "max-jobs-per-token", 400_000, "jobs of one token's unfinished runs; a submission beyond it is refused with 422")
-	f.IntVar(&o.maxJobsTeam, "max-jobs-per-team", 1_000_000, "jobs of one team's unfinished runs; a submission beyond it is refused with 422 (counted again after a restart)")
+	f.IntVar(&o.maxJobsToken, "max-jobs-per-token", 0, "jobs of one token's unfinished runs; a submission beyond it is refused with 422 (0: --max-jobs-per-team)")
+	f.IntVar(&o.maxJobsTeam, "max-jobs-per-team", 0, "jobs of one team's unfinished runs, unless --teams-file says otherwise; a submission beyond it is refused with 422 (counted again after a restart; 0: twice --max-jobs-per-run)")
+	f.IntVar(&o.maxJobs, "max-jobs", 0, "jobs of every team's unfinished runs together, whose plans the coordinator holds in memory; beyond it: 422 (0: ten times --max-jobs-per-run)")
+	f.StringVar(&o.teamsFile, "teams-file", "", "file of the teams' shares and bounds, one team per line: \"TEAM [weight=N] [max_running=N] [max_jobs=N] [max_result_bytes=SIZE] [max_artifact_bytes=SIZE] [max_bundle_bytes=SIZE]\"; # comments; a team without a line gets weight 1 and the --*-per-team defaults")
+	f.IntVar(&o.teamMaxRunning, "max-running-per-team", 0, "jobs one team may have queued and running at once in a lane (0: no cap beyond its fair share)")
+	f.StringVar(&o.teamResultBytes, "max-result-bytes-per-team", "", "bytes of results one team's unfinished runs may hold, e.g. 512MiB (default: an eighth of --results-max-bytes); over it the team's runs wait and its new runs get 429")
+	f.StringVar(&o.teamArtifactBytes, "max-artifact-bytes-per-team", "", "bytes of documents stored apart (long trajectories, output files) one team's unfinished runs may hold (default: an eighth of --artifacts-max-bytes)")
+	f.StringVar(&o.teamBundle, "max-bundle-bytes-per-team", "", "bytes of bundles one team's kept runs and pushed suites may hold (default: an eighth of --bundles-max-bytes); an upload beyond it gets 429")
 	f.IntVar(&o.maxSchedulesTeam, "max-schedules-per-team", 20, "schedules one team may keep (the fleet keeps at most 200)")
 	f.StringVar(&o.history, "history", "", "results history: a postgres:// URL (password from --history-password-file or $SKILLFLEET_HISTORY_PASSWORD), a SQLite file path, or off (default: history.db under --data)")
 	f.StringVar(&o.historyPasswordFile, "history-password-file", "", "file whose first line is the PostgreSQL password of --history")
@@ -226,6 +238,10 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 			return fleet.CoordinatorConfig{}, cmdutil.Usage(fmt.Errorf("--quarantine-file %s: %w", o.quarantineFile, err))
 		}
 	}
+	defaults, teams, err := o.teamPolicies(qcfg.ResultsMaxBytes, qcfg.ArtifactsMaxBytes, qcfg.BundlesMaxBytes)
+	if err != nil {
+		return fleet.CoordinatorConfig{}, err
+	}
 	return fleet.CoordinatorConfig{
 		History:    hist,
 		Quarantine: quarantine,
@@ -234,7 +250,8 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 		Coordinator: coordinator.Config{
 			DefaultDeadline: o.deadline, Agents: o.agents, KnownAgents: o.knownAgents,
 			MaxDeadline: o.maxDeadline, MaxJobsPerRun: o.maxJobsRun, MaxJobsPerPrincipal: o.maxJobsToken,
-			MaxJobsPerTeam: o.maxJobsTeam, MaxSchedulesPerTeam: o.maxSchedulesTeam,
+			MaxJobsPerTeam: o.maxJobsTeam, MaxSchedulesPerTeam: o.maxSchedulesTeam, MaxJobs: o.maxJobs,
+			Teams: teams, TeamDefaults: defaults,
 		},
 		Web: fleet.WebConfig{ViewerTokens: o.viewers, SecureCookies: o.secureCookies},
 		API: coordinator.APIConfig{
@@ -261,4 +278,41 @@ func proxyOf(o options, trusted []netip.Prefix) (*tenant.Proxy, error) {
 		return nil, cmdutil.Usage(err)
 	}
 	return p, nil
+}
+
+// teamPolicies reads --teams-file and the --*-per-team defaults; a byte bound not given is an
+// eighth of its stream's limit (none when the stream has none).
+func (o options) teamPolicies(results, artifacts, bundles int64) (coordinator.TeamPolicy, map[string]coordinator.TeamPolicy, error) {
+	def := coordinator.TeamPolicy{MaxRunning: o.teamMaxRunning}
+	for _, b := range []struct {
+		flag, value string
+		stream      int64
+		dst         *int64
+	}{
+		{"--max-result-bytes-per-team", o.teamResultBytes, results, &def.MaxResultBytes},
+		{"--max-artifact-bytes-per-team", o.teamArtifactBytes, artifacts, &def.MaxArtifactBytes},
+		{"--max-bundle-bytes-per-team", o.teamBundle, bundles, &def.MaxBundleBytes},
+	} {
+		if b.value == "" {
+			*b.dst = b.stream / 8
+			continue
+		}
+		n, err := coordinator.ParseSize(b.value)
+		if err != nil {
+			return def, nil, cmdutil.Usage(fmt.Errorf("%s %q: %w", b.flag, b.value, err))
+		}
+		*b.dst = n
+	}
+	if o.teamsFile == "" {
+		return def, nil, nil
+	}
+	data, err := os.ReadFile(o.teamsFile)
+	if err != nil {
+		return def, nil, cmdutil.Usage(fmt.Errorf("--teams-file: %w", err))
+	}
+	teams, err := coordinator.ParseTeams(string(data), o.teamsFile)
+	if err != nil {
+		return def, nil, cmdutil.Usage(err)
+	}
+	return def, teams, nil
 }

@@ -40,6 +40,7 @@ func commands() []func(*env) *cobra.Command {
 		newCompareCommand,
 		newFlakyCommand,
 		newAuditCommand,
+		newUsageCommand,
 		newViewCommand,
 		newSandboxCommand,
 	}
