@@ -35,9 +35,11 @@ type fakeResults struct {
 
 	mu        sync.Mutex
 	published []*pb.Result
+	// keys are the result keys the results were published under.
+	keys []string
 }
 
-func (r *fakeResults) PublishResult(_ context.Context, _, _, _ string, _ int, data []byte, done func(error)) error {
+func (r *fakeResults) PublishResult(_ context.Context, _, key, _ string, _ int, data []byte, done func(error)) error {
 	if r.refuse != nil {
 		return r.refuse
 	}
@@ -47,6 +49,7 @@ func (r *fakeResults) PublishResult(_ context.Context, _, _, _ string, _ int, da
 	}
 	r.mu.Lock()
 	r.published = append(r.published, res)
+	r.keys = append(r.keys, key)
 	r.mu.Unlock()
 	if r.async {
 		go done(r.fail)
@@ -102,7 +105,7 @@ func TestHandleSettlesEachDeliveryOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := newFakeMsg(t, &pb.Job{Id: "j1", RunId: "r1", Skill: "cmd-00000", CaseName: "case-00000", BundleDigest: digest, TimeoutMs: 1000, Secret: []byte("s3cret")})
+			m := newFakeMsg(t, &pb.Job{Id: "j1", RunId: "r1", Skill: "cmd-00000", CaseName: "case-00000", BundleDigest: digest, TimeoutMs: 1000, Secret: []byte("s3cret"), ResultKey: "c0123"})
 			m.attempt = tc.attempt
 			if tc.data != nil {
 				m.data = tc.data
@@ -146,6 +149,10 @@ func TestHandleSettlesEachDeliveryOnce(t *testing.T) {
 			}
 			if res.GetJobId() != "j1" || res.GetRunId() != "r1" || res.GetAttempt() != int32(tc.attempt) || res.GetWorkerId() != "w1" || string(res.GetSecret()) != "s3cret" {
 				t.Errorf("result identifies job %s run %s attempt %d worker %s secret %q", res.GetJobId(), res.GetRunId(), res.GetAttempt(), res.GetWorkerId(), res.GetSecret())
+			}
+			// Filed under its case's subject, so that its case page finds it alone.
+			if tc.results.keys[0] != "c0123" {
+				t.Errorf("result published under key %q, want the job's c0123", tc.results.keys[0])
 			}
 		})
 	}
