@@ -292,16 +292,20 @@ func (b *bencher) runThrough(ctx context.Context, f *fleet.InProcess, root strin
 // jobMessages returns the n job messages a coordinator stores for the suite at root, headers
 // included, as the server holds them: what the raw baseline moves in skillfleet's stead.
 func (b *bencher) jobMessages(ctx context.Context, root string, n int) (queuebench.Msgs, error) {
-	// No workers: the jobs stay in the stream to be read back.
-	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{DataDir: filepath.Join(b.work, "dispatch-jobs"), Executor: noopExecutor{}, Log: b.log})
+	// The coordinator publishes jobs as workers free room: they are caught as they go out.
+	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{DataDir: filepath.Join(b.work, "dispatch-jobs"), Workers: 4, Slots: 16, Executor: noopExecutor{}, Log: b.log})
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close(ctx)
+	capture, err := queuebench.CaptureJobs(f.Server, n)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := submit(ctx, f, root); err != nil {
 		return nil, err
 	}
-	return queuebench.StoredJobs(ctx, f.Server, n, time.Minute)
+	return capture.Wait(ctx, n, 2*time.Minute)
 }
 
 func (b *bencher) dispatch(ctx context.Context) ([]benchResult, error) {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/queue"
 )
@@ -28,48 +27,51 @@ func Dial(e *queue.Embedded, name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// StoredJobs waits, for up to wait, until the jobs stream of the server e holds n messages,
-// and returns the first n as the server holds them, headers included: what a raw baseline
-// moves in skillfleet's stead.
-func StoredJobs(ctx context.Context, e *queue.Embedded, n int, wait time.Duration) (Msgs, error) {
+// Capture records every job message published on the server it was opened on, headers
+// included: what a raw baseline moves in skillfleet's stead. The coordinator publishes a run's
+// jobs as workers free room for them, so they are caught as they go out rather than read back
+// from the stream.
+type Capture struct {
+	nc  *nats.Conn
+	sub *nats.Subscription
+	ch  chan *nats.Msg
+}
+
+// CaptureJobs starts recording the job messages published on e, holding up to max of them.
+func CaptureJobs(e *queue.Embedded, max int) (*Capture, error) {
 	nc, err := Dial(e, "bench-jobs")
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	c := &Capture{nc: nc, ch: make(chan *nats.Msg, max)}
+	c.sub, err = nc.ChanSubscribe(queue.JobsSubjectPrefix+".>", c.ch)
 	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("queuebench: capture jobs: %w", err)
+	}
+	if err := nc.Flush(); err != nil {
+		nc.Close()
 		return nil, err
 	}
-	jobs, err := js.Stream(ctx, queue.JobsStream)
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		info, err := jobs.Info(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if info.State.Msgs >= uint64(n) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("queuebench: the jobs stream holds %d of %d jobs after %s", info.State.Msgs, n, wait)
-		}
+	return c, nil
+}
+
+// Wait returns the first n job messages published since the capture started, waiting up to
+// wait for them, and ends the capture.
+func (c *Capture) Wait(ctx context.Context, n int, wait time.Duration) (Msgs, error) {
+	defer c.nc.Close()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	msgs := make(Msgs, 0, n)
+	for len(msgs) < n {
 		select {
+		case m := <-c.ch:
+			msgs = append(msgs, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		case <-timer.C:
+			return nil, fmt.Errorf("queuebench: %d of %d job messages published after %s", len(msgs), n, wait)
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
 		}
-	}
-	msgs := make(Msgs, 0, n)
-	for seq := uint64(1); len(msgs) < n; seq++ {
-		m, err := jobs.GetMsg(ctx, seq)
-		if err != nil {
-			return nil, fmt.Errorf("queuebench: read job message %d: %w", seq, err)
-		}
-		msgs = append(msgs, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
 	}
 	return msgs, nil
 }
