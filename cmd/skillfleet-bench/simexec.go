@@ -50,6 +50,8 @@ type simExecutor struct {
 	byVerdict map[pb.Verdict]int
 	made      int // executions made to fail
 	failed    map[string]struct{}
+	// first and last are when the first job started and the last one ended.
+	first, last time.Time
 }
 
 // newSimExecutor registers the simulator's metrics on reg (nil: none).
@@ -86,6 +88,7 @@ func filler(n int) string {
 func (e *simExecutor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Result, error) {
 	e.busy.Inc()
 	defer e.busy.Dec()
+	e.started()
 	if e.cfg.JobTime > 0 && !clock.Sleep(ctx, e.clock, e.cfg.JobTime) {
 		return nil, ctx.Err()
 	}
@@ -130,10 +133,21 @@ func (e *simExecutor) fails(job *pb.Job) bool {
 	return float64(x>>11)/(1<<53) < e.cfg.FailRate
 }
 
-func (e *simExecutor) record(job *pb.Job, fail bool, v pb.Verdict) {
-	e.jobs.WithLabelValues(verdictLabel(v)).Inc()
+func (e *simExecutor) started() {
+	now := e.clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.first.IsZero() {
+		e.first = now
+	}
+}
+
+func (e *simExecutor) record(job *pb.Job, fail bool, v pb.Verdict) {
+	e.jobs.WithLabelValues(verdictLabel(v)).Inc()
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.last = now
 	e.byVerdict[v]++
 	if fail {
 		e.made++
@@ -148,12 +162,14 @@ type simCounts struct {
 	// Executions counts every job run (a redelivered job twice), Made those made to fail.
 	Executions, Made int
 	ByVerdict        map[pb.Verdict]int
+	// Span is from the first job's start to the last one's end.
+	Span time.Duration
 }
 
 func (e *simExecutor) counts() simCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := simCounts{Made: e.made, ByVerdict: make(map[pb.Verdict]int, len(e.byVerdict))}
+	c := simCounts{Made: e.made, ByVerdict: make(map[pb.Verdict]int, len(e.byVerdict)), Span: e.last.Sub(e.first)}
 	for v, n := range e.byVerdict {
 		c.ByVerdict[v] = n
 		c.Executions += n
