@@ -53,10 +53,12 @@ type measurement struct {
 	// Submit is the POST's wall time (upload, check, plan, bundle stored); Run from its answer
 	// to the first status read as final.
 	Submit, Run time.Duration
-	// SeenFinal is when the driver first read the final status, on its clock.
-	SeenFinal time.Time
-	Coord     memReading
-	NATS      memReading
+	// SeenFinal is when the driver received the first status that read final, and Running
+	// when it asked for the last one that did not, on its clock: the status became final
+	// between the two.
+	SeenFinal, Running time.Time
+	Coord              memReading
+	NATS               memReading
 	// Results is what the run's report counted, read back through the API.
 	Results resultTally
 	// Stored is the results stream's state read from the NATS server after the run (with
@@ -108,7 +110,7 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 	if int(st.GetTotalJobs()) != cfg.jobs() {
 		return nil, fmt.Errorf("run %s has %d jobs, the suite %d", st.GetId(), st.GetTotalJobs(), cfg.jobs())
 	}
-	if m.Status, err = follow(ctx, cfg, client, st); err != nil {
+	if m.Status, m.Running, err = follow(ctx, cfg, client, st); err != nil {
 		return nil, err
 	}
 	m.SeenFinal = time.Now()
@@ -138,24 +140,27 @@ func bundleOf(root string) (*bytes.Buffer, error) {
 	return &b, nil
 }
 
-// follow reads the run's status every cfg.Poll until it is final.
-func follow(ctx context.Context, cfg driveConfig, client *coordinator.Client, st *pb.RunStatus) (*pb.RunStatus, error) {
+// follow reads the run's status every cfg.Poll until it is final; running is when it asked
+// for the last status that was not.
+func follow(ctx context.Context, cfg driveConfig, client *coordinator.Client, st *pb.RunStatus) (final *pb.RunStatus, running time.Time, err error) {
 	t := time.NewTicker(cfg.Poll)
 	defer t.Stop()
 	last, lastDone := time.Now(), int32(0)
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, running, ctx.Err()
 		case <-t.C:
 		}
+		asked := time.Now()
 		cur, err := client.Status(ctx, st.GetId())
 		if err != nil {
-			return nil, fmt.Errorf("status of run %s: %w", st.GetId(), err)
+			return nil, running, fmt.Errorf("status of run %s: %w", st.GetId(), err)
 		}
 		if isFinal(cur.GetState()) {
-			return cur, nil
+			return cur, running, nil
 		}
+		running = asked
 		if cfg.Progress != nil && time.Since(last) >= 5*time.Second {
 			rate := float64(cur.GetDoneJobs()-lastDone) / time.Since(last).Seconds()
 			fmt.Fprintf(cfg.Progress, "run %s: %d of %d jobs done (%.0f jobs/s)\n", cur.GetId(), cur.GetDoneJobs(), cur.GetTotalJobs(), rate)
@@ -237,14 +242,13 @@ func (m *measurement) check(sim *simExecutor) error {
 	return errors.Join(errs...)
 }
 
-// finishLag is the time from the newest result stored to the run's finished_at, from the
-// best source at hand, and which it was.
-func (m *measurement) finishLag() (time.Duration, string) {
-	finished := m.Status.GetFinishedAt().AsTime()
+// lastStored is when the run's newest result was stored, from the best source at hand, and
+// what that source is.
+func (m *measurement) lastStored() (time.Time, string) {
 	if m.cfg.NATSMonitor != "" && m.StoredErr == nil && !m.Stored.Last.IsZero() {
-		return finished.Sub(m.Stored.Last), "the run's finished_at (coordinator's clock) − the time the NATS server stored the results stream's newest message (/jsz last_ts, server's clock)"
+		return m.Stored.Last, "the time the NATS server stored the results stream's newest message (/jsz last_ts, the server's clock)"
 	}
-	return finished.Sub(m.Results.NewestFinished), "the run's finished_at (coordinator's clock) − the newest result's finished_at (worker's clock, stamped just before it publishes; so an upper bound that includes that result's publish)"
+	return m.Results.NewestFinished, "the newest result's finished_at (the worker's clock, stamped just before it publishes, so a little before it was stored)"
 }
 
 // writeText prints the measurement for the operator.
@@ -263,7 +267,8 @@ func (m *measurement) rows() [][2]string {
 	st, r := m.Status, m.Results
 	jobs := m.cfg.jobs()
 	coordWall := st.GetFinishedAt().AsTime().Sub(st.GetSpec().GetCreatedAt().AsTime())
-	lag, how := m.finishLag()
+	stored, how := m.lastStored()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rows := [][2]string{
 		{"jobs", fmt.Sprintf("%s, each counted once: %d results for %d jobs; %d passed, %d failed, %d errored",
 			text.Count(jobs, "job", "jobs"), r.Results, r.Jobs, r.ByVerdict[pb.Verdict_VERDICT_PASSED], r.ByVerdict[pb.Verdict_VERDICT_FAILED], r.ByVerdict[pb.Verdict_VERDICT_ERRORED])},
@@ -275,9 +280,11 @@ func (m *measurement) rows() [][2]string {
 	if m.cfg.NATSMonitor != "" {
 		rows = append(rows, [2]string{"NATS server peak memory", m.NATS.describe("mem of " + strings.TrimRight(m.cfg.NATSMonitor, "/") + "/varz")})
 	}
-	seen := m.SeenFinal.Sub(st.GetFinishedAt().AsTime()) + lag
-	rows = append(rows, [2]string{"last result stored → run final", fmt.Sprintf("%.1f ms: %s; the driver read the final status %.1f ms after that result",
-		float64(lag.Microseconds())/1000, how, float64(seen.Microseconds())/1000)})
+	// The status became final after the last poll that read it running was asked for, and
+	// before the first that read it final was answered.
+	lo, hi := ms(max(m.Running.Sub(stored), 0)), ms(m.SeenFinal.Sub(stored))
+	rows = append(rows, [2]string{"last result stored → run final", fmt.Sprintf("%.0f–%.0f ms: the status, polled every %s, was last asked for and read running %.0f ms after the last result was stored and first received final %.0f ms after (the coordinator stamped finished_at %.1f ms after it, then kept the final report and status). Stored: %s",
+		lo, hi, m.cfg.Poll, lo, hi, ms(st.GetFinishedAt().AsTime().Sub(stored)), how)})
 	if m.StoredErr != nil {
 		rows = append(rows, [2]string{"results stream", "not read: " + m.StoredErr.Error()})
 	}

@@ -304,11 +304,14 @@ func secretFlag(name string) bool {
 func commandLine(cmd *cobra.Command) string {
 	parts := []string{cmd.CommandPath()}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		v := f.Value.String()
-		if secretFlag(f.Name) {
-			v = "…"
+		v := " " + f.Value.String()
+		switch {
+		case secretFlag(f.Name):
+			v = " …"
+		case f.Value.Type() == "bool" && v == " true":
+			v = ""
 		}
-		parts = append(parts, "--"+f.Name+" "+v)
+		parts = append(parts, "--"+f.Name+v)
 	})
 	return strings.Join(parts, " ")
 }
