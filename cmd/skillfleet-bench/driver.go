@@ -59,6 +59,11 @@ type measurement struct {
 	SeenFinal, Running time.Time
 	Coord              memReading
 	NATS               memReading
+	// Jobs is when the in-process simulator's first job started and its last ended (zero
+	// without one).
+	FirstJob, LastJob time.Time
+	// Answered is when the submission was answered.
+	Answered time.Time
 	// Results is what the run's report counted, read back through the API.
 	Results resultTally
 	// Stored is the results stream's state read from the NATS server after the run (with
@@ -106,7 +111,7 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 		return nil, fmt.Errorf("submit: %w", err)
 	}
 	answered := time.Now()
-	m.Submit = answered.Sub(start)
+	m.Submit, m.Answered = answered.Sub(start), answered
 	if int(st.GetTotalJobs()) != cfg.jobs() {
 		return nil, fmt.Errorf("run %s has %d jobs, the suite %d", st.GetId(), st.GetTotalJobs(), cfg.jobs())
 	}
@@ -118,6 +123,9 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 	stopSampling()
 	<-sampled
 	m.Coord, m.NATS = peaks.readings()
+	if sim != nil {
+		m.FirstJob, m.LastJob = sim.span()
+	}
 	if cfg.NATSMonitor != "" {
 		m.Stored, m.StoredErr = storedResults(ctx, hc, cfg.NATSMonitor)
 	}
@@ -276,6 +284,10 @@ func (m *measurement) rows() [][2]string {
 		{"run wall time", fmt.Sprintf("%.2f s, %.0f jobs/s (from the submission's answer to the first status read as final, read every %s; the coordinator's own created_at → finished_at: %.2f s)",
 			m.Run.Seconds(), float64(jobs)/m.Run.Seconds(), m.cfg.Poll, coordWall.Seconds())},
 		{"coordinator peak RSS", m.Coord.describe("process_resident_memory_bytes of " + m.cfg.MetricsURL)},
+	}
+	if !m.FirstJob.IsZero() {
+		rows = append(rows, [2]string{"simulated jobs ran", fmt.Sprintf("from %.2f s to %.2f s after the submission's answer (a worker runs its first job once it has fetched and extracted the suite's bundle)",
+			m.FirstJob.Sub(m.Answered).Seconds(), m.LastJob.Sub(m.Answered).Seconds())})
 	}
 	if m.cfg.NATSMonitor != "" {
 		rows = append(rows, [2]string{"NATS server peak memory", m.NATS.describe("mem of " + strings.TrimRight(m.cfg.NATSMonitor, "/") + "/varz")})

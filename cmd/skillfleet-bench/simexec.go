@@ -177,6 +177,13 @@ func (e *simExecutor) counts() simCounts {
 	return c
 }
 
+// span is when the first job started and the last one ended, on the executor's clock.
+func (e *simExecutor) span() (first, last time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.first, e.last
+}
+
 // madeToFail reports whether the job was made to fail (Track only).
 func (e *simExecutor) madeToFail(run, job string) bool {
 	e.mu.Lock()

@@ -70,7 +70,7 @@ func startSimulator(ctx context.Context, cfg simConfig, clk clock.Clock, log *za
 			ID: id, Slots: cfg.Slots, DrainGrace: cfg.DrainGrace, CacheDir: filepath.Join(cfg.CacheDir, id), NATS: nc,
 		}, fleet.QueueWorkerDeps{
 			Executor: exec,
-			Log:      log.With(zap.String("worker", id)),
+			Log:      log.Named(id),
 			// One registry for all: a worker label (bounded by --workers) keeps their series apart.
 			Registry: prometheus.WrapRegistererWith(prometheus.Labels{"worker": id}, reg),
 		})
