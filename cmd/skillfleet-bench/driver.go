@@ -104,6 +104,9 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 	go func() { defer close(sampled); peaks.run(sctx, cfg.Sample) }()
 	defer func() { stopSampling(); <-sampled }()
 
+	if err := waitReady(ctx, hc, cfg.Coordinator, cfg.Progress); err != nil {
+		return nil, err
+	}
 	m := &measurement{cfg: cfg}
 	start := time.Now()
 	st, err := client.Submit(ctx, tar, coordinator.SubmitOptions{Name: cfg.Name, Deadline: cfg.Deadline})
@@ -133,6 +136,32 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 		return nil, fmt.Errorf("reading the run's results back: %w", err)
 	}
 	return m, nil
+}
+
+// readyWait bounds the wait for a coordinator that is starting.
+const readyWait = time.Minute
+
+// waitReady waits for the coordinator's /readyz, so a driver started with it does not race it.
+func waitReady(ctx context.Context, hc *http.Client, base string, progress io.Writer) error {
+	url := strings.TrimRight(base, "/") + "/readyz"
+	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	said := false
+	for {
+		err := getBody(ctx, hc, url, "", func(io.Reader) error { return nil })
+		if err == nil {
+			return nil
+		}
+		if !said && progress != nil {
+			fmt.Fprintf(progress, "waiting for the coordinator: %v\n", err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the coordinator at %s is not ready after %s: %w", base, readyWait, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // bundleOf bundles the suite at root as skillfleet submit does.
@@ -313,7 +342,7 @@ func (r memReading) describe(what string) string {
 // markdown is the block --out appends, for BENCHMARKS.md.
 func (m *measurement) markdown(cmdline string, workers, slots int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n### Fleet simulator: %s, %d workers × %d slots (%s)\n\n", text.Count(m.cfg.jobs(), "job", "jobs"), workers, slots, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "\n## Fleet simulator: %s, %d workers × %d slots (%s)\n\n", text.Count(m.cfg.jobs(), "job", "jobs"), workers, slots, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "`%s` on %d cores, %s; run %s ended %v.\n\n", cmdline, runtime.NumCPU(), runtime.Version(), m.Status.GetId(), m.Status.GetState())
 	b.WriteString("| measure | value |\n| --- | --- |\n")
 	for _, row := range m.rows() {

@@ -200,7 +200,7 @@ func TestFleetSimulatorRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### Fleet simulator: 300 jobs, 3 workers × 4 slots", "| coordinator peak RSS |", "| last result stored → run final |", "/jsz last_ts"} {
+	for _, want := range []string{"## Fleet simulator: 300 jobs, 3 workers × 4 slots", "| coordinator peak RSS |", "| last result stored → run final |", "/jsz last_ts"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("--out lacks %q:\n%s", want, md)
 		}

@@ -78,7 +78,8 @@ the NATS server's peak memory (/varz of --nats-monitor), the time from the newes
 stored to the run's end (finished_at against the results stream's last_ts from
 --nats-monitor's /jsz, else against the newest result's finished_at), and checks that every
 job has exactly one counted result and the report's failures are the simulator's. --out
-appends the figures as a Markdown block for BENCHMARKS.md. The simulated workers then drain
+appends the figures as a Markdown section to BENCHMARKS.md (make bench keeps what follows
+its Go benchmarks section, so appended sections stay). The simulated workers then drain
 and the command exits: 0 when the checks hold. --workers 0 drives a fleet simulated
 elsewhere.
 
