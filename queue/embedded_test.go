@@ -255,17 +255,7 @@ func TestEmbeddedTokenIsRequired(t *testing.T) {
 // and permissions of deploy/nats/permissions.conf hold, and the file's errors name it.
 func TestEmbeddedConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "permissions.conf"), perms, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(conf, []byte("include ./permissions.conf\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := queuetest.PermissionsConfig(t, "../deploy/nats/permissions.conf", "")
 	t.Setenv("SKILLFLEET_COORDINATOR_PASSWORD", "coordinator-password")
 	t.Setenv("SKILLFLEET_WORKER_PASSWORD", "worker-password")
 	e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(dir, "js"), Port: -1, ConfigFile: conf}, testLog(t))
