@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
 	verdictpkg "github.com/skillfleet/skillfleet/verdict"
 )
 
@@ -31,33 +31,16 @@ const (
 	testMetricsToken        = "fleetsim-metrics-token-0123456789"
 )
 
-// freeAddr is a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // permissionedNATS starts an embedded nats-server with the users and permissions of
 // deploy/nats/permissions.conf and a monitoring port; it returns its client and monitoring
 // URLs.
 func permissionedNATS(t *testing.T, log *zap.Logger) (url, monitor string) {
 	t.Helper()
-	dir := t.TempDir()
-	perms, err := os.ReadFile("../../deploy/nats/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.WriteFile(t, dir, "permissions.conf", string(perms))
-	monitorAddr := freeAddr(t)
-	conf := testutil.WriteFile(t, dir, "nats.conf", fmt.Sprintf("http: %q\ninclude ./permissions.conf\n", monitorAddr))
+	monitorAddr := testutil.FreeAddr(t)
+	conf := queuetest.PermissionsConfig(t, "../../deploy/nats/permissions.conf", fmt.Sprintf("http: %q", monitorAddr))
 	t.Setenv("SKILLFLEET_COORDINATOR_PASSWORD", testCoordinatorPassword)
 	t.Setenv("SKILLFLEET_WORKER_PASSWORD", testWorkerPassword)
-	srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(dir, "js"), Port: -1, ConfigFile: conf}, log.Named("nats"))
+	srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, ConfigFile: conf}, log.Named("nats"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +52,7 @@ func permissionedNATS(t *testing.T, log *zap.Logger) (url, monitor string) {
 // user, with an API token and a metrics token, until the test ends; it returns its URL.
 func startCoordinator(t *testing.T, natsURL string, log *zap.Logger) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	d, err := fleet.NewCoordinatorDaemon(fleet.CoordinatorConfig{
 		HTTPAddr: addr, MetricsToken: testMetricsToken, DataDir: t.TempDir(),
 		NATS: queue.ConnectConfig{URL: natsURL, User: "skillfleet-coordinator", Password: testCoordinatorPassword,

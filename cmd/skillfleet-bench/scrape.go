@@ -126,44 +126,23 @@ type memPeaks struct {
 	// monitor is the NATS monitoring URL; empty samples the coordinator only.
 	monitor string
 
-	mu                    sync.Mutex
-	coordPeak, natsPeak   int64
-	coordN, natsN         int
-	coordErr, natsErr     error
-	coordFirst, natsFirst int64
+	mu          sync.Mutex
+	coord, nats memReading
 }
 
 // sample takes one reading of each; a failed reading is remembered, not fatal.
 func (m *memPeaks) sample(ctx context.Context) {
 	rss, cerr := coordinatorRSS(ctx, m.hc, m.metricsURL, m.metricsToken)
-	var mem int64
-	var nerr error
-	if m.monitor != "" {
-		mem, nerr = natsMemory(ctx, m.hc, m.monitor)
-	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cerr != nil {
-		m.coordErr = cerr
-	} else {
-		if m.coordN == 0 {
-			m.coordFirst = rss
-		}
-		m.coordN++
-		m.coordPeak = max(m.coordPeak, rss)
-	}
+	m.coord.add(rss, cerr)
+	m.mu.Unlock()
 	if m.monitor == "" {
 		return
 	}
-	if nerr != nil {
-		m.natsErr = nerr
-	} else {
-		if m.natsN == 0 {
-			m.natsFirst = mem
-		}
-		m.natsN++
-		m.natsPeak = max(m.natsPeak, mem)
-	}
+	mem, nerr := natsMemory(ctx, m.hc, m.monitor)
+	m.mu.Lock()
+	m.nats.add(mem, nerr)
+	m.mu.Unlock()
 }
 
 // run samples now and then every interval until ctx ends.
@@ -188,8 +167,21 @@ type memReading struct {
 	Err error
 }
 
+// add counts one sample, or remembers why there is none.
+func (r *memReading) add(bytes int64, err error) {
+	if err != nil {
+		r.Err = err
+		return
+	}
+	if r.Samples == 0 {
+		r.First = bytes
+	}
+	r.Samples++
+	r.Peak = max(r.Peak, bytes)
+}
+
 func (m *memPeaks) readings() (coord, nats memReading) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return memReading{m.coordFirst, m.coordPeak, m.coordN, m.coordErr}, memReading{m.natsFirst, m.natsPeak, m.natsN, m.natsErr}
+	return m.coord, m.nats
 }
