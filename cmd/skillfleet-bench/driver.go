@@ -336,7 +336,7 @@ func (r memReading) describe(what string) string {
 	if r.Samples == 0 {
 		return fmt.Sprintf("not measured (%v)", r.Err)
 	}
-	return fmt.Sprintf("%s (%s at the start; %d samples of %s)", mib(r.Peak), mib(r.First), r.Samples, what)
+	return fmt.Sprintf("%s (%s at the start; %s of %s)", mib(r.Peak), mib(r.First), text.Count(r.Samples, "sample", "samples"), what)
 }
 
 // markdown is the block --out appends, for BENCHMARKS.md.
