@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
@@ -41,10 +42,10 @@ func TestHostileSubmitter(t *testing.T) {
 	dir := t.TempDir()
 	const token = "attacks-api-token"
 	tokenFile := writeFile(t, dir, "api-token", token+"\n")
-	api := "http://" + freeAddr(t)
+	api := "http://" + testutil.FreeAddr(t)
 	data := filepath.Join(dir, "data")
 	coord := start(t, "coordinator", binary(t, "coordinator"), nil,
-		"--http", strings.TrimPrefix(api, "http://"), "--embedded-nats", freeAddr(t),
+		"--http", strings.TrimPrefix(api, "http://"), "--embedded-nats", testutil.FreeAddr(t),
 		"--token-file", tokenFile, "--data", data, "--known-agent", "gpt")
 	waitHTTP(t, coord, api+"/readyz")
 	pid := coord.cmd.Process.Pid
@@ -129,10 +130,10 @@ func TestConnectionFlood(t *testing.T) {
 	dir := t.TempDir()
 	const token = "flood-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", token+"\n")
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	api := "http://" + addr
 	coord := start(t, "coordinator", prlimit, nil, "--nofile=1024:1024", binary(t, "coordinator"),
-		"--http", addr, "--embedded-nats", freeAddr(t), "--token-file", tokenFile, "--data", filepath.Join(dir, "data"))
+		"--http", addr, "--embedded-nats", testutil.FreeAddr(t), "--token-file", tokenFile, "--data", filepath.Join(dir, "data"))
 	waitHTTP(t, coord, api+"/readyz")
 
 	// Each silent connection is redialled 50 ms after the server drops it, as an attacker
@@ -214,10 +215,10 @@ func TestTokenlessCoordinator(t *testing.T) {
 		t.Skip("starts a coordinator process")
 	}
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	api := "http://" + addr
 	coord := start(t, "coordinator", binary(t, "coordinator"), nil,
-		"--http", addr, "--embedded-nats", freeAddr(t), "--data", filepath.Join(dir, "data"))
+		"--http", addr, "--embedded-nats", testutil.FreeAddr(t), "--data", filepath.Join(dir, "data"))
 	waitHTTP(t, coord, api+"/readyz")
 	bundle := bundleOf(t, copyExamples(t))
 	tests := []struct {
@@ -260,7 +261,7 @@ func TestTokenlessCoordinator(t *testing.T) {
 
 	empty := writeFile(t, dir, "empty-token", "\n")
 	c := start(t, "coordinator-empty-token", binary(t, "coordinator"), nil,
-		"--http", freeAddr(t), "--embedded-nats", freeAddr(t), "--token-file", empty, "--data", filepath.Join(dir, "data2"))
+		"--http", testutil.FreeAddr(t), "--embedded-nats", testutil.FreeAddr(t), "--token-file", empty, "--data", filepath.Join(dir, "data2"))
 	if code := c.wait(t, 30*time.Second); code != 2 {
 		t.Errorf("an empty token file: exit %d, want 2 (a usage error)\n%s", code, c.out.String())
 	}

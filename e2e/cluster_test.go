@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -25,8 +26,8 @@ func startNATSCluster(t *testing.T) *natsCluster {
 	c := &natsCluster{nodes: map[string]*proc{}}
 	var clients, routes []string
 	for range 3 {
-		clients = append(clients, freeAddr(t))
-		routes = append(routes, "nats-route://"+freeAddr(t))
+		clients = append(clients, testutil.FreeAddr(t))
+		routes = append(routes, "nats-route://"+testutil.FreeAddr(t))
 	}
 	for i := range 3 {
 		dir := t.TempDir()
@@ -80,7 +81,7 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	cluster := startNATSCluster(t)
 	urls := strings.Join(cluster.urls, ",")
 	dir := t.TempDir()
-	api := freeAddr(t)
+	api := testutil.FreeAddr(t)
 	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token-0123456789\n")
 	coord := start(t, "coordinator", binary(t, "coordinator"), nil, "--http", api, "--token-file", tokenFile,
 		"--data", filepath.Join(dir, "coordinator"), "--nats", urls, "--replicas", "3")

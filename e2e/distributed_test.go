@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	skillworker "github.com/skillfleet/skillfleet/worker"
 )
 
@@ -48,7 +49,7 @@ type fleetOptions struct {
 func startFleetWith(t *testing.T, o fleetOptions) *fleet {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fleet{coordinatorHTTP: freeAddr(t), workerMetrics: freeAddr(t)}
+	f := &fleet{coordinatorHTTP: testutil.FreeAddr(t), workerMetrics: testutil.FreeAddr(t)}
 	f.api = "http://" + f.coordinatorHTTP
 	if o.tokens == "" {
 		o.tokens = "api-e2e-token-0123456789\n"
@@ -61,7 +62,7 @@ func startFleetWith(t *testing.T, o fleetOptions) *fleet {
 		workerNATS = ns.clientFlags()
 		f.natsURL = ns.URL
 	} else {
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		f.natsURL = "nats://" + addr
 		coordNATS = []string{"--embedded-nats", addr, "--nats-token-file", natsToken}
 		workerNATS = []string{"--nats", f.natsURL}
@@ -227,9 +228,9 @@ func TestDaemonRefusals(t *testing.T) {
 		{"worker: --shared-dir with --cache", "worker", worker(append(tls, "--nats-token-file", goodToken, "--shared-dir", shared)...), 2, "replaces --cache"},
 		{"worker: id taken on the shared directory", "worker", onShared("e2e-taken"), 1, "held by another running worker with id e2e-taken"},
 		{"worker: id that cannot name a directory", "worker", onShared(".hidden"), 2, "single path element"},
-		{"coordinator: wrong NATS token", "coordinator", append([]string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c1")}, append(tls, "--nats-token-file", badToken)...), 1, "authorization violation"},
-		{"coordinator: open embedded NATS beyond loopback", "coordinator", []string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c2"), "--embedded-nats", "0.0.0.0:0"}, 2, "beyond loopback"},
-		{"coordinator: embedded NATS with TLS flags", "coordinator", []string{"--http", freeAddr(t), "--data", filepath.Join(dir, "c3"), "--embedded-nats", "127.0.0.1:0", "--nats-tls-ca", ns.PKI.CA}, 2, "token only"},
+		{"coordinator: wrong NATS token", "coordinator", append([]string{"--http", testutil.FreeAddr(t), "--data", filepath.Join(dir, "c1")}, append(tls, "--nats-token-file", badToken)...), 1, "authorization violation"},
+		{"coordinator: open embedded NATS beyond loopback", "coordinator", []string{"--http", testutil.FreeAddr(t), "--data", filepath.Join(dir, "c2"), "--embedded-nats", "0.0.0.0:0"}, 2, "beyond loopback"},
+		{"coordinator: embedded NATS with TLS flags", "coordinator", []string{"--http", testutil.FreeAddr(t), "--data", filepath.Join(dir, "c3"), "--embedded-nats", "127.0.0.1:0", "--nats-tls-ca", ns.PKI.CA}, 2, "token only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

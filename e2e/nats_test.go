@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -102,7 +103,7 @@ func startNATS(t *testing.T) *natsServer {
 	t.Helper()
 	dir := t.TempDir()
 	s := &natsServer{PKI: newPKI(t), Token: "nats-e2e-token"}
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	conf := fmt.Sprintf(`listen: %q
 server_name: e2e
 jetstream { store_dir: %q }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -32,7 +33,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "permissions.conf", string(perms))
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n", addr, filepath.Join(dir, "js")))
 	const coordPass, workerPass = "coordinator-e2e-password", "worker-e2e-password"
 	ns := start(t, "nats-server", binary(t, "nats-server"), []string{
@@ -44,13 +45,13 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 
 	apiToken := "perms-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
-	httpAddr := freeAddr(t)
+	httpAddr := testutil.FreeAddr(t)
 	api := "http://" + httpAddr
 	coord := start(t, "coordinator", binary(t, "coordinator"), []string{"SKILLFLEET_NATS_PASSWORD=" + coordPass},
 		"--http", httpAddr, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator"),
 		"--nats", url, "--nats-user", "skillfleet-coordinator", "--nats-inbox-prefix", "_INBOX_skillfleet_coordinator")
 	waitHTTP(t, coord, api+"/readyz")
-	metrics := freeAddr(t)
+	metrics := testutil.FreeAddr(t)
 	w := start(t, "worker", binary(t, "worker"), []string{"SKILLFLEET_NATS_PASSWORD=" + workerPass},
 		"--id", fmt.Sprintf("perms-%d", os.Getpid()), "--slots", "2", "--warm-pool", "1", "--metrics", metrics,
 		"--cache", filepath.Join(dir, "bundles"), "--nats", url, "--nats-user", "skillfleet-worker",

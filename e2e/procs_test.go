@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -170,17 +169,6 @@ func runCLIBounded(bin string, timeout time.Duration, args ...string) (code int,
 		return 0, out.String(), errb.String(), fmt.Errorf("skillfleet %s: still running after %s\nstderr:\n%s", strings.Join(args, " "), timeout, errb.String())
 	}
 	return exitCode(runErr), out.String(), errb.String(), nil
-}
-
-// freeAddr returns a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // waitHTTP polls url until it answers 200 or the process (if not nil) dies.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 const (
@@ -43,7 +45,7 @@ scrape_configs:
   - job_name: worker
     static_configs: [{targets: [%q]}]
 `, rules, f.coordinatorHTTP, f.workerMetrics))
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	prom := start(t, "prometheus", bin, nil, "--config.file="+conf, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+addr)
 	api := "http://" + addr

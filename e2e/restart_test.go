@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/testutil"
 )
 
 // TestCoordinatorRestartMidRun stops the coordinator (SIGTERM) in the middle of a run and
@@ -14,7 +16,7 @@ import (
 // ends with the same report as without the restart.
 func TestCoordinatorRestartMidRun(t *testing.T) {
 	dir := t.TempDir()
-	api, natsAddr := freeAddr(t), freeAddr(t)
+	api, natsAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	tokenFile := writeFile(t, dir, "api-token", "api-e2e-token-0123456789\n")
 	natsToken := writeFile(t, dir, "nats-token", "nats-e2e-token\n")
 	coordArgs := []string{"--http", api, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator"),

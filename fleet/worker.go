@@ -107,92 +107,56 @@ func (d *WorkerDaemon) Run(ctx context.Context) error {
 	}
 	defer func() { _ = sandboxes.Close(context.Background()) }()
 
-	// A worker may start before NATS is reachable: it waits (logging why) rather than exit.
-	nc, err := queue.ConnectRetry(ctx, cfg.NATS, queue.RetryConfig{}, log.Named("nats"))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	topo, err := openTopology(ctx, nc, log)
-	if err != nil {
-		return err
-	}
-	rates.Bind(topo.Rates())
-	// The coordinator owns the topology; what its consumers enforce is what this worker obeys.
-	lanes := topo.LaneConsumers()
-	ackWait, maxDeliver := lanes[0].AckWait(), lanes[0].MaxDeliver()
-	log.Info("bound to the job queue", zap.Duration("ack_wait", ackWait), zap.Int("max_deliver", maxDeliver))
-	results, err := topo.NewResultPublisher(queue.DefaultResultPublisherConfig())
-	if err != nil {
-		return err
-	}
-	// The worker waits for its results before Run returns; this only releases the publisher.
-	defer func() { _ = results.Close(context.Background()) }()
-	w, err := worker.New(worker.Config{
-		ID: cfg.ID, Slots: cfg.Slots, MaxAttempts: maxDeliver, Heartbeat: ackWait / 3,
-		DrainGrace: cfg.DrainGrace, CacheDir: cfg.CacheDir, MaxResultBytes: int(nc.MaxPayload()),
+	qw, err := NewQueueWorker(ctx, QueueWorkerConfig{
+		ID: cfg.ID, Slots: cfg.Slots, DrainGrace: cfg.DrainGrace, CacheDir: cfg.CacheDir, NATS: cfg.NATS,
 		AgentDigests: models.AgentDigests(sc.Runner.Image, sandboxes.Runner.ImageID()),
-	}, worker.Deps{
-		Lanes:         queueLanes(lanes),
-		Results:       results,
-		Bundles:       topo,
-		Executor:      sandboxes.Executor(models, log),
-		Artifacts:     queueArtifacts{topo},
-		Cancellations: topo,
-		Log:           log.Named("worker"),
-		Registry:      reg,
-	})
+	}, QueueWorkerDeps{Executor: sandboxes.Executor(models, log), Log: log, Registry: reg, Rates: rates})
 	if err != nil {
 		return err
 	}
+	// Run closes it; this is for the returns before it.
+	defer qw.Close()
 	if cfg.MetricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", httpserve.RequireBearer(cfg.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-			if !nc.IsConnected() {
-				http.Error(w, "not connected to NATS", http.StatusServiceUnavailable)
-				return
-			}
-			_, _ = w.Write([]byte("ok\n"))
-		})
-		// Scrapes only: a small connection cap, so a flood on this port cannot take the
-		// worker's descriptors from its sandboxes.
-		srv, err := httpserve.Listen("tcp", cfg.MetricsAddr, mux, httpserve.Config{MaxConns: 64, MaxConnsPerIP: 16, ErrorLog: zap.NewStdLog(log.Named("metrics"))})
+		stop, err := ServeWorkerMetrics(cfg.MetricsAddr, cfg.MetricsToken, reg, qw.Connected, log)
 		if err != nil {
-			return refuse("--metrics: %w", err)
+			return err
 		}
-		go func() {
-			if err := srv.Serve(); err != nil {
-				log.Error("metrics server", zap.Error(err))
-			}
-		}()
-		defer srv.HTTP.Close()
+		defer stop()
 	}
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		select {
 		case <-d.force:
-			w.Force()
+			qw.Force()
 		case <-done:
 		}
 	}()
-	return w.Run(ctx)
+	return qw.Run(ctx)
 }
 
-// openTopology binds to the streams and consumers the coordinator created, waiting for them
-// when the worker starts first.
-func openTopology(ctx context.Context, nc *queue.Conn, log *zap.Logger) (*queue.Topology, error) {
-	for {
-		topo, err := queue.OpenWorker(ctx, nc, queue.DefaultConfig())
-		if err == nil {
-			return topo, nil
+// ServeWorkerMetrics serves /metrics from g (asking for token, when set) and /healthz
+// (503 while connected says no) on addr, for a worker process; stop closes the listener.
+func ServeWorkerMetrics(addr, token string, g prometheus.Gatherer, connected func() bool, log *zap.Logger) (stop func(), err error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", httpserve.RequireBearer(token, promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !connected() {
+			http.Error(w, "not connected to NATS", http.StatusServiceUnavailable)
+			return
 		}
-		log.Warn("job queue not ready; waiting for the coordinator to create it", zap.Error(err))
-		select {
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	// Scrapes only: a small connection cap, so a flood on this port cannot take the worker's
+	// descriptors from its sandboxes.
+	srv, err := httpserve.Listen("tcp", addr, mux, httpserve.Config{MaxConns: 64, MaxConnsPerIP: 16, ErrorLog: zap.NewStdLog(log.Named("metrics"))})
+	if err != nil {
+		return nil, refuse("--metrics: %w", err)
 	}
+	go func() {
+		if err := srv.Serve(); err != nil {
+			log.Error("metrics server", zap.Error(err))
+		}
+	}()
+	return func() { _ = srv.HTTP.Close() }, nil
 }

@@ -28,6 +28,11 @@ type EmbeddedConfig struct {
 	// listens beyond loopback must not take jobs, results or bundles from anyone who can reach
 	// it.
 	Token string
+	// ConfigFile, when set, is a nats-server configuration file the server starts from: its
+	// users and permissions (deploy/nats/permissions.conf), limits and monitoring port. The
+	// fields above override what it says of the store, the address and the token; JetStream
+	// is on whatever it says.
+	ConfigFile string
 }
 
 // Embedded is a nats-server running in this process, for local mode and tests.
@@ -65,16 +70,22 @@ func StartEmbedded(cfg EmbeddedConfig, log *zap.Logger) (*Embedded, error) {
 }
 
 func (e *Embedded) start() (*server.Server, error) {
-	opts := &server.Options{
-		ServerName:             "skillfleet-embedded",
-		Host:                   e.cfg.Host,
-		Port:                   e.cfg.Port,
-		DontListen:             e.cfg.Port == 0,
-		JetStream:              true,
-		StoreDir:               e.cfg.StoreDir,
-		NoSigs:                 true, // the host process owns its signals
-		DisableJetStreamBanner: true,
-		Authorization:          e.cfg.Token,
+	opts := &server.Options{}
+	if e.cfg.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(e.cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("queue: embedded NATS server config %s: %w", e.cfg.ConfigFile, err)
+		}
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = "skillfleet-embedded"
+	}
+	opts.Host, opts.Port, opts.DontListen = e.cfg.Host, e.cfg.Port, e.cfg.Port == 0
+	opts.JetStream, opts.StoreDir = true, e.cfg.StoreDir
+	opts.NoSigs = true // the host process owns its signals
+	opts.DisableJetStreamBanner = true
+	if e.cfg.Token != "" {
+		opts.Authorization = e.cfg.Token
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

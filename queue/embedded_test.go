@@ -3,6 +3,8 @@ package queue_test
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -247,4 +249,46 @@ func TestEmbeddedTokenIsRequired(t *testing.T) {
 		t.Fatalf("the server's own Connect: %v", err)
 	}
 	nc.Close()
+}
+
+// TestEmbeddedConfigFile starts the embedded server from a nats-server config file: the users
+// and permissions of deploy/nats/permissions.conf hold, and the file's errors name it.
+func TestEmbeddedConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := queuetest.PermissionsConfig(t, "../deploy/nats/permissions.conf", "")
+	t.Setenv("SKILLFLEET_COORDINATOR_PASSWORD", "coordinator-password")
+	t.Setenv("SKILLFLEET_WORKER_PASSWORD", "worker-password")
+	e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(dir, "js"), Port: -1, ConfigFile: conf}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	if nc, err := queue.Connect(queue.ConnectConfig{URL: e.ClientURL()}, testLog(t)); err == nil {
+		nc.Close()
+		t.Fatal("a client without a user was let in")
+	}
+	coord, err := queue.Connect(queue.ConnectConfig{URL: e.ClientURL(), User: "skillfleet-coordinator", Password: "coordinator-password",
+		InboxPrefix: "_INBOX_skillfleet_coordinator"}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(coord.Close)
+	if _, err := queue.Ensure(testCtx(t), coord, queue.DefaultConfig()); err != nil {
+		t.Fatalf("the coordinator's user cannot create the topology: %v", err)
+	}
+	worker := queue.ConnectConfig{URL: e.ClientURL(), User: "skillfleet-worker", Password: "worker-password", InboxPrefix: "_INBOX_skillfleet_worker"}
+	if err := queuetest.PublishAs(t, worker, "skillfleet.jobs.ondemand.r1", []byte("{}")); err == nil || !strings.Contains(err.Error(), "Permissions Violation") {
+		t.Fatalf("the worker's user published a job: %v", err)
+	}
+
+	bad := filepath.Join(dir, "bad.conf")
+	if err := os.WriteFile(bad, []byte("authorization {\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(dir, "js2"), ConfigFile: bad}, testLog(t)); err == nil {
+		e.Shutdown()
+		t.Fatal("a broken config file was taken")
+	} else if !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error %q does not name the file", err)
+	}
 }

@@ -1,15 +1,11 @@
 package queue_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -189,34 +185,14 @@ func TestRatesBindLate(t *testing.T) {
 // TestRatesWithinWorkerPermissions: the worker's and coordinator's users of
 // deploy/nats/permissions.conf may book and defer in the rate budgets.
 func TestRatesWithinWorkerPermissions(t *testing.T) {
-	dir := t.TempDir()
-	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "permissions.conf"), perms, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(conf, []byte("jetstream { store_dir: \""+filepath.Join(dir, "js")+"\" }\ninclude ./permissions.conf\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := queuetest.PermissionsConfig(t, "../deploy/nats/permissions.conf", "")
 	t.Setenv("SKILLFLEET_COORDINATOR_PASSWORD", "coordinator-password")
 	t.Setenv("SKILLFLEET_WORKER_PASSWORD", "worker-password")
-	opts, err := server.ProcessConfigFile(conf)
+	srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, ConfigFile: conf}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Host, opts.Port, opts.NoSigs, opts.ServerName = "127.0.0.1", server.RANDOM_PORT, true, "rates-perms"
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
 	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
 	ctx := testCtx(t)
 	coordinator, err := queue.Connect(queue.ConnectConfig{URL: srv.ClientURL(), User: "skillfleet-coordinator", Password: "coordinator-password",
 		InboxPrefix: "_INBOX_skillfleet_coordinator"}, testLog(t))

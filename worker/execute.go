@@ -122,16 +122,18 @@ func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir st
 		return nil, err
 	}
 	obs := assert.Observation{Stdout: out.Stdout, Stderr: out.Stderr, ExitCode: res.ExitCode, OutputTruncated: out.OutputTruncated, Files: files}
-	decide(jctx, out, assertions, obs)
+	Decide(jctx, out, assertions, obs)
 	if out.Verdict != pb.Verdict_VERDICT_ERRORED && res.OOMKilled {
 		out.Reason = "a process was killed by the memory limit (exit 137)"
 	}
 	return out, nil
 }
 
-// decide evaluates a command job's assertions within ctx, the job's deadline, and sets the
-// verdict: an assertion the deadline cut short is errored, and so is the job, with the reason.
-func decide(ctx context.Context, out *pb.Result, assertions []assert.Assertion, obs assert.Observation) {
+// Decide evaluates a command job's assertions against what its command produced, within ctx,
+// the job's deadline, and sets the result's assertion results and verdict (verdict.Of): an
+// assertion the deadline cut short is errored, and so is the job, with the reason. Any
+// executor of command jobs decides with it, so that its passes are ones the report counts.
+func Decide(ctx context.Context, out *pb.Result, assertions []assert.Assertion, obs assert.Observation) {
 	results, _ := assert.EvaluateAllContext(ctx, assertions, obs)
 	setVerdict(out, results)
 }

@@ -70,7 +70,7 @@ func TestDecideWithinTheJobsTime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := &pb.Result{}
-			decide(tt.ctx, out, as, obs)
+			Decide(tt.ctx, out, as, obs)
 			if out.GetVerdict() != tt.want || !strings.Contains(out.GetReason(), tt.reason) {
 				t.Fatalf("verdict %v, reason %q; want %v, %q", out.GetVerdict(), out.GetReason(), tt.want, tt.reason)
 			}

@@ -24,9 +24,7 @@ import (
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuebench"
 	"github.com/skillfleet/skillfleet/sandbox"
-	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/skill/skilltest"
-	"github.com/skillfleet/skillfleet/suite"
 	"github.com/skillfleet/skillfleet/suite/suitetest"
 	"github.com/skillfleet/skillfleet/worker"
 )
@@ -66,6 +64,8 @@ func newCommand() *cobra.Command {
   sandbox    per-job sandbox overhead, cold and warm, against raw 'docker run --rm IMAGE true'
   slots      worker throughput with 1, 2 and 4 slots on real sandboxes
   agent      the built-in agent's and the judge's overhead per job beyond the model's latency
+skillfleet-bench fleet is the fleet simulator for capacity planning: simulated workers against
+a real coordinator and NATS, and a measured run through them (see skillfleet-bench fleet --help).
 The validate and plan benchmarks run the skillfleet binary (--skillfleet; default: the one
 next to this binary, else on $PATH). The sandbox and slots benchmarks need Docker and the
 sandbox image.`,
@@ -123,6 +123,7 @@ sandbox image.`,
 			return os.WriteFile(out, []byte(doc), 0o644)
 		},
 	}
+	cmd.AddCommand(newFleetCommand())
 	cmd.Flags().StringVar(&out, "out", "", "write the Markdown report to this file (default: stdout)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these benchmarks")
 	cmd.Flags().StringVar(&skillfleet, "skillfleet", "", "the skillfleet binary the validate and plan benchmarks run (default: next to this binary, else on $PATH)")
@@ -255,15 +256,11 @@ func processCPU() time.Duration {
 // submit uploads a generated suite to a local fleet's coordinator, which plans it and starts
 // the run.
 func submit(ctx context.Context, f *fleet.InProcess, root string) (*pb.RunStatus, error) {
-	s := suite.Load([]string{root}, skill.Options{})
-	if s.Diagnostics.HasErrors() {
-		return nil, fmt.Errorf("generated suite: %v", s.Diagnostics[0])
-	}
-	var bundle bytes.Buffer
-	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
+	bundle, err := bundleOf(root)
+	if err != nil {
 		return nil, err
 	}
-	return f.Coordinator.Submit(ctx, &bundle, &pb.RunSpec{Name: "bench"})
+	return f.Coordinator.Submit(ctx, bundle, &pb.RunSpec{Name: "bench"})
 }
 
 // runThrough submits a generated suite to a local fleet and waits for it to end.

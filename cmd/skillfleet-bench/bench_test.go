@@ -21,6 +21,12 @@ func TestCommandRefusesBadArguments(t *testing.T) {
 	}{
 		{"unknown benchmark", []string{"--only", "validate,nope"}, `unknown benchmark "nope"`},
 		{"positional argument", []string{"extra"}, "unknown command"},
+		{"fleet: no workers and nothing to drive", []string{"fleet", "--workers", "0"}, "--workers must be at least 1"},
+		{"fleet: no slots", []string{"fleet", "--slots", "0"}, "--slots must be at least 1"},
+		{"fleet: fail rate over 1", []string{"fleet", "--fail-rate", "1.5"}, "--fail-rate must be between 0 and 1"},
+		{"fleet: too many runs", []string{"fleet", "--submit", "--runs", "1001"}, "--runs between 1 and 1000"},
+		{"fleet: no cases", []string{"fleet", "--submit", "--cases", "0"}, "--cases must be at least 1"},
+		{"fleet: a positional argument", []string{"fleet", "extra"}, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := newCommand()

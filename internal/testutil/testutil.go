@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -115,6 +116,18 @@ func WriteFile(t testing.TB, dir, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// FreeAddr returns a loopback address (host:port) nothing listens on now, for a daemon the
+// test starts to listen on.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // SyncBuffer is a buffer a command or process writes while the test reads it.

@@ -7,6 +7,8 @@ package queuetest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,6 +48,26 @@ func StartConfig(t testing.TB, cfg queue.Config, ecfg queue.EmbeddedConfig) (*qu
 		t.Fatalf("queuetest: %v", err)
 	}
 	return e, conn, topo
+}
+
+// PermissionsConfig writes a nats-server config into a new temporary directory, the lines of
+// extra followed by an include of a copy of the permissions file at permissions (the shipped
+// deploy/nats/permissions.conf, whose users' passwords the server reads from its
+// environment), and returns its path: for queue.EmbeddedConfig.ConfigFile.
+func PermissionsConfig(t testing.TB, permissions, extra string) string {
+	t.Helper()
+	perms, err := os.ReadFile(permissions)
+	if err != nil {
+		t.Fatalf("queuetest: %v", err)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	for name, text := range map[string]string{"permissions.conf": string(perms), "nats.conf": extra + "\ninclude ./permissions.conf\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatalf("queuetest: %v", err)
+		}
+	}
+	return conf
 }
 
 // Connect opens one more client connection to e, closed by t.Cleanup before e shuts down.

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/fleet"
+	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/testutil"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
+	verdictpkg "github.com/skillfleet/skillfleet/verdict"
+)
+
+const (
+	testCoordinatorPassword = "coordinator-fleetsim-password"
+	testWorkerPassword      = "worker-fleetsim-password"
+	testAPIToken            = "fleetsim-api-token-0123456789"
+	testMetricsToken        = "fleetsim-metrics-token-0123456789"
+)
+
+// permissionedNATS starts an embedded nats-server with the users and permissions of
+// deploy/nats/permissions.conf and a monitoring port; it returns its client and monitoring
+// URLs.
+func permissionedNATS(t *testing.T, log *zap.Logger) (url, monitor string) {
+	t.Helper()
+	monitorAddr := testutil.FreeAddr(t)
+	conf := queuetest.PermissionsConfig(t, "../../deploy/nats/permissions.conf", fmt.Sprintf("http: %q", monitorAddr))
+	t.Setenv("SKILLFLEET_COORDINATOR_PASSWORD", testCoordinatorPassword)
+	t.Setenv("SKILLFLEET_WORKER_PASSWORD", testWorkerPassword)
+	srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir(), Port: -1, ConfigFile: conf}, log.Named("nats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv.ClientURL(), "http://" + monitorAddr
+}
+
+// startCoordinator runs the coordinator daemon in this process, logged in as the coordinator's
+// user, with an API token and a metrics token, until the test ends; it returns its URL.
+func startCoordinator(t *testing.T, natsURL string, log *zap.Logger) string {
+	t.Helper()
+	addr := testutil.FreeAddr(t)
+	d, err := fleet.NewCoordinatorDaemon(fleet.CoordinatorConfig{
+		HTTPAddr: addr, MetricsToken: testMetricsToken, DataDir: t.TempDir(),
+		NATS: queue.ConnectConfig{URL: natsURL, User: "skillfleet-coordinator", Password: testCoordinatorPassword,
+			InboxPrefix: "_INBOX_skillfleet_coordinator"},
+		Queue: queue.DefaultConfig(),
+		API:   coordinator.APIConfig{Tokens: []coordinator.Token{{Name: "ops", Secret: testAPIToken}}},
+	}, log.Named("coordinator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("coordinator: %v", err)
+		}
+	})
+	url := "http://" + addr
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "the coordinator is not ready")
+	return url
+}
+
+// TestFleetSimulatorRun runs 3 simulated workers × 4 slots, logged in as the worker user of
+// deploy/nats/permissions.conf, against an in-process coordinator daemon on a permissioned
+// nats-server, and drives a 300-job suite through the API with a fifth of the jobs failing:
+// every job is counted once, the report's failures are exactly the simulator's, and no job
+// the simulator failed is counted passed.
+func TestFleetSimulatorRun(t *testing.T) {
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	natsURL, monitor := permissionedNATS(t, log)
+	api := startCoordinator(t, natsURL, log)
+	dir := t.TempDir()
+	tokenFile := testutil.WriteFile(t, dir, "metrics-token", testMetricsToken+"\n")
+	out := filepath.Join(dir, "BENCHMARKS.md")
+
+	o := fleetOptions{
+		nats:    cmdutil.NATSFlags{URL: natsURL, User: "skillfleet-worker", Password: testWorkerPassword, InboxPrefix: "_INBOX_skillfleet_worker"},
+		workers: 3, slots: 4, idPrefix: "sim-", outputBytes: 512, failRate: 0.2, seed: 7, drainGrace: 10 * time.Second,
+		submit: true, coordinator: api, token: testAPIToken, coordMetricsTokenFile: tokenFile, natsMonitor: monitor,
+		skills: 10, cases: 10, runs: 3, name: "fleetsim-test", poll: 50 * time.Millisecond, sampleEach: 100 * time.Millisecond,
+		out: out,
+	}
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	fr, err := runFleet(ctx, o, "skillfleet-bench fleet (test)", nil, &stdout, &stderr, log)
+	if err != nil {
+		t.Fatalf("runFleet: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("stdout:\n%s", stdout.String())
+	m, exec := fr.m, fr.sim.exec
+	st := m.Status
+	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED || st.GetDoneJobs() != 300 || st.GetTotalJobs() != 300 {
+		t.Fatalf("run %s ended %v with %d of %d jobs done, want completed with 300", st.GetId(), st.GetState(), st.GetDoneJobs(), st.GetTotalJobs())
+	}
+
+	// Every job's result, as the API serves the report's results, counted once.
+	client := coordinator.NewClient(api, testAPIToken, nil)
+	perJob := map[string]int{}
+	failedCases := map[string]bool{}
+	var passed, failed, other int
+	if err := client.Results(ctx, st.GetId(), func(r *pb.Result) error {
+		perJob[r.GetJobId()]++
+		v, _ := verdictpkg.Counted(r)
+		switch v {
+		case pb.Verdict_VERDICT_PASSED:
+			passed++
+			if exec.madeToFail(st.GetId(), r.GetJobId()) {
+				t.Errorf("job %s is counted passed, but the simulator failed it", r.GetJobId())
+			}
+		case pb.Verdict_VERDICT_FAILED:
+			failed++
+			failedCases[r.GetSkill()+"/"+r.GetCaseName()] = true
+			if !exec.madeToFail(st.GetId(), r.GetJobId()) {
+				t.Errorf("job %s is counted failed, but the simulator did not fail it", r.GetJobId())
+			}
+		default:
+			other++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(perJob) != 300 {
+		t.Errorf("%d jobs have a counted result, want 300", len(perJob))
+	}
+	for job, n := range perJob {
+		if n != 1 {
+			t.Errorf("job %s has %d counted results", job, n)
+		}
+	}
+	made := exec.failedJobs(st.GetId())
+	if made == 0 || made == 300 {
+		t.Fatalf("the simulator failed %d of 300 jobs at a fail rate of 0.2", made)
+	}
+	if failed != made || passed != 300-made || other != 0 {
+		t.Errorf("results: %d passed, %d failed, %d other; the simulator failed %d of 300", passed, failed, other, made)
+	}
+	if c := st.GetCases(); int(c.GetFailed()) != len(failedCases) || int(c.GetPassed()) != 100-len(failedCases) {
+		t.Errorf("cases: %d passed, %d failed; %d of 100 cases have a failed epoch", c.GetPassed(), c.GetFailed(), len(failedCases))
+	}
+	// The driver's own tally agrees, and it measured the processes it was pointed at.
+	if m.Results.Jobs != 300 || m.Results.Duplicates != 0 || m.Results.ByVerdict[pb.Verdict_VERDICT_FAILED] != made || m.Results.PassedButMadeToFail != 0 {
+		t.Errorf("the driver's tally %+v disagrees", m.Results)
+	}
+	if m.Coord.Samples == 0 || m.Coord.Peak <= 0 {
+		t.Errorf("no coordinator RSS measured: %+v", m.Coord)
+	}
+	if m.NATS.Samples == 0 || m.NATS.Peak <= 0 {
+		t.Errorf("no NATS memory measured: %+v", m.NATS)
+	}
+	if m.StoredErr != nil || m.Stored.Msgs < 300 || m.Stored.Last.IsZero() {
+		t.Errorf("results stream read from /jsz: %+v, %v", m.Stored, m.StoredErr)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Fleet simulator: 300 jobs, 3 workers × 4 slots", "| coordinator peak RSS |", "| last result stored → run final |", "/jsz last_ts"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("--out lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(stdout.String(), "fleet simulator: 3 workers × 4 slots ran") {
+		t.Errorf("no simulator summary:\n%s", stdout.String())
+	}
+}
