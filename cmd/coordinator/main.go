@@ -21,6 +21,7 @@ import (
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
@@ -93,8 +94,8 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API (/v1/), /healthz and /readyz (and /metrics, see --metrics), and of the web viewer at every other path")
 	f.StringVar(&o.metricsAddr, "metrics", "", "address of a separate /metrics listener; empty serves /metrics on --http, \"off\" serves none")
 	f.StringVar(&o.metricsTokenFile, "metrics-token-file", "", "file whose first line is the bearer token /metrics asks of scrapers (at least 16 bytes); without it /metrics is open")
-	f.IntVar(&o.maxConns, "max-conns", 1024, "connections the API holds at once; over it the oldest that sent no request is closed")
-	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 128, "connections one remote address may hold (0: no per-address cap)")
+	f.IntVar(&o.maxConns, "max-conns", httpserve.Defaults.MaxConns, "connections the API holds at once; over it one not serving a request is closed, the one sending its headers longest first")
+	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", httpserve.Defaults.MaxConnsPerIP, "connections one remote address may hold, those still sending headers included (0: no per-address cap)")
 	f.IntVar(&o.maxStreams, "max-streams", coordinator.DefaultMaxStreams, "concurrent event streams (/v1/runs/{id}/events); over it: 429")
 	f.IntVar(&o.maxStreamsPerTok, "max-streams-per-token", coordinator.DefaultMaxStreamsPerCaller, "concurrent event streams per token")
 	f.Int64Var(&o.minUploadRate, "min-upload-rate", coordinator.DefaultMinUploadRate, "bytes/s an upload must average over --upload-rate-window, else 408 (0: no minimum)")
