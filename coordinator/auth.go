@@ -130,14 +130,6 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		// An address that has guessed wrong too often is refused before any token is
-		// compared: a right guess must not get through either, or the limit would not slow
-		// the guessing.
-		if retry, blocked := a.cfg.Guesses.Blocked(r); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-			writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many wrong tokens from this address: try again in %s", retry.Round(time.Second)), nil)
-			return
-		}
 		p, ok, err := a.cfg.Proxy.FromRequest(r)
 		if err != nil {
 			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, err.Error())
@@ -154,26 +146,48 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r.WithContext(tenant.With(r.Context(), p)))
 			return
 		}
-		// The scheme is case-insensitive (RFC 9110).
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if strings.EqualFold(scheme, "Bearer") {
-			// Every token is compared, in constant time, so timing tells neither a token nor
-			// which one matched.
-			for _, t := range tokens {
-				if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
-					p, ok = t.Principal(), true
-				}
+		got, presented := bearerToken(r)
+		if !presented {
+			// No guess, so no cost: any page a browser visits can make it send requests
+			// without a token, and counting them would let that page lock its visitor's
+			// address (or a whole NAT) out of the API and the login.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
+			writeError(w, http.StatusUnauthorized, errors.New("missing bearer token"), nil)
+			return
+		}
+		// An address that has guessed wrong too often is refused before any token is
+		// compared: a right guess must not get through either, or the limit would not slow
+		// the guessing.
+		if retry, blocked := a.cfg.Guesses.Blocked(r); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+			writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many wrong tokens from this address: try again in %s", retry.Round(time.Second)), nil)
+			return
+		}
+		// Every token is compared, in constant time, so timing tells neither a token nor
+		// which one matched.
+		for _, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
+				p, ok = t.Principal(), true
 			}
 		}
 		if !ok {
 			a.cfg.Guesses.Failed(r)
-			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, "missing or wrong bearer token from "+r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
-			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
+			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, "wrong bearer token from "+r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, errors.New("wrong bearer token"), nil)
 			return
 		}
 		h(w, r.WithContext(tenant.With(r.Context(), p)))
 	}
+}
+
+// bearerToken is the token of r's "Authorization: Bearer" header, and whether it presents
+// one: another scheme, or the scheme alone, presents none. The scheme is case-insensitive
+// (RFC 9110).
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	got = strings.TrimSpace(got)
+	return got, strings.EqualFold(scheme, "Bearer") && got != ""
 }
 
 // checkAnonymous refuses what a token-less API must not serve: a Host that is not loopback (a
