@@ -103,7 +103,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.embeddedNATS, "embedded-nats", "", "run an embedded nats-server with JetStream on this address (host:port) instead of connecting to --nats")
 	f.StringVar(&o.dataDir, "data", "./skillfleet-data", "directory for the embedded server's store and extracted bundles")
 	f.StringVar(&o.token, "token", "", "bearer token required on /v1/ (also $SKILLFLEET_TOKEN); without one the API serves loopback callers only")
-	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN [team=TEAM] [role=admin|member|viewer]\" (default team \"default\", role member) or a bare token; # comments")
+	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN [team=TEAM] [role=admin|member|viewer]\" (default team \"default\", role member) or a bare token; # comments; a line of any other shape (a KEY=VALUE where the token belongs, an unknown or repeated key) stops the start")
 	f.StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file of read-only tokens for the web viewer, in --token-file's format (every one a viewer): their holders log in and read their team's pages, but cancel nothing; the API does not take them (needs --token or --token-file)")
 	f.StringVar(&o.proxyUser, "proxy-user-header", "", "header an authenticating proxy at a --trusted-proxy address names its user in (single sign-on, as Grafana's auth proxy); from other addresses it is ignored")
 	f.StringVar(&o.proxyTeam, "proxy-team-header", "", "header naming the proxy's user's team (absent: team default)")
