@@ -61,8 +61,10 @@ type options struct {
 	metricsTokenFile             string
 	maxConns, maxConnsPerIP      int
 	maxStreams, maxStreamsPerTok int
-	minUploadRate                int64
-	uploadWindow                 time.Duration
+	// maxDocReads is --max-document-reads; maxDocReadsPerTok --max-document-reads-per-token.
+	maxDocReads, maxDocReadsPerTok int
+	minUploadRate                  int64
+	uploadWindow                   time.Duration
 
 	// tokens are resolved from token, tokenFile and $SKILLFLEET_TOKEN before run.
 	tokens []coordinator.Token
@@ -98,6 +100,8 @@ func newCommand(o *options) *cobra.Command {
 	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", httpserve.Defaults.MaxConnsPerIP, "connections one remote address may hold, those still sending headers included (0: no per-address cap)")
 	f.IntVar(&o.maxStreams, "max-streams", coordinator.DefaultMaxStreams, "concurrent event streams (/v1/runs/{id}/events); over it: 429")
 	f.IntVar(&o.maxStreamsPerTok, "max-streams-per-token", coordinator.DefaultMaxStreamsPerCaller, "concurrent event streams per token")
+	f.IntVar(&o.maxDocReads, "max-document-reads", coordinator.DefaultMaxDocumentReads, "concurrent reads of documents (/v1/runs/{id}/results, /trajectory), each holding them decoded in memory; over it: 429")
+	f.IntVar(&o.maxDocReadsPerTok, "max-document-reads-per-token", coordinator.DefaultMaxDocumentReadsPerCaller, "concurrent reads of documents per token (or proxy user)")
 	f.Int64Var(&o.minUploadRate, "min-upload-rate", coordinator.DefaultMinUploadRate, "bytes/s an upload must average over --upload-rate-window, else 408 (0: no minimum)")
 	f.DurationVar(&o.uploadWindow, "upload-rate-window", coordinator.DefaultUploadRateWindow, "window of --min-upload-rate")
 	f.StringVar(&o.embeddedNATS, "embedded-nats", "", "run an embedded nats-server with JetStream on this address (host:port) instead of connecting to --nats")
@@ -242,6 +246,7 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 			Tokens:     o.tokens,
 			Proxy:      proxy,
 			MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,
+			MaxDocumentReads: o.maxDocReads, MaxDocumentReadsPerCaller: o.maxDocReadsPerTok,
 			MinUploadRate: minRate, UploadRateWindow: o.uploadWindow,
 		},
 		MaxConns: o.maxConns, MaxConnsPerIP: perIP, TrustedProxies: proxies,
