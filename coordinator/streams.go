@@ -1,9 +1,9 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/skillfleet/skillfleet/internal/httpserve"
@@ -16,44 +16,26 @@ import (
 // client has taken them, so without a cap a few callers could hold the coordinator's
 // connections, or its memory, with these alone.
 type streamLimiter struct {
-	max, perPrincipal int
+	slots *httpserve.Slots
 	// what names the requests in refusals ("event streams").
 	what string
-
-	mu    sync.Mutex
-	total int
-	by    map[string]int
 }
 
 func newStreamLimiter(max, perPrincipal int, what string) *streamLimiter {
-	return &streamLimiter{max: max, perPrincipal: perPrincipal, what: what, by: map[string]int{}}
+	return &streamLimiter{slots: httpserve.NewSlots(max, perPrincipal), what: what}
 }
 
 // acquire takes a slot for p, or says which cap is full; release gives it back.
 func (l *streamLimiter) acquire(p tenant.Principal) (release func(), err error) {
-	// Names are unique among tokens, not between a token and a proxy's user of another team.
-	key := tenant.Team(p.Team) + "/" + p.Name
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.total >= l.max {
-		return nil, fmt.Errorf("too many %s open (%d, the coordinator's cap): retry later", l.what, l.total)
+	release, err = l.slots.Acquire(p.Share())
+	var full *httpserve.FullError
+	switch {
+	case !errors.As(err, &full):
+		return release, err
+	case full.PerKey:
+		return nil, fmt.Errorf("too many %s open for this caller (%d, the cap per token): close one or retry later", l.what, full.Held)
 	}
-	if l.by[key] >= l.perPrincipal {
-		return nil, fmt.Errorf("too many %s open for this caller (%d, the cap per token): close one or retry later", l.what, l.by[key])
-	}
-	l.total++
-	l.by[key]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			l.total--
-			if l.by[key]--; l.by[key] == 0 {
-				delete(l.by, key)
-			}
-		})
-	}, nil
+	return nil, fmt.Errorf("too many %s open (%d, the coordinator's cap): retry later", l.what, full.Held)
 }
 
 // Default caps of the reads of documents (APIConfig.MaxDocumentReads): a trajectory may be
