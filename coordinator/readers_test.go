@@ -1,19 +1,17 @@
 package coordinator_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
@@ -38,44 +36,6 @@ func largeResultsRun(t *testing.T, c *coordinator.Coordinator, topo *queue.Topol
 		return err == nil && s.GetState() == pb.RunState_RUN_STATE_COMPLETED
 	})
 	return st.GetId()
-}
-
-// stall opens url with tok from a socket with a small receive buffer, reads the status line
-// and then nothing more, until the test ends; it returns the status code.
-func stall(t *testing.T, url, tok string) int {
-	t.Helper()
-	u := strings.TrimPrefix(url, "http://")
-	host, path, _ := strings.Cut(u, "/")
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var err error
-		_ = rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return err
-	}}
-	c, err := d.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(c, "GET /"+path+" HTTP/1.1\r\nHost: "+host+"\r\nAuthorization: Bearer "+tok+"\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReaderSize(c, 16).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the stalled request's status line: %v", err)
-	}
-	f := strings.Fields(line)
-	if len(f) < 2 {
-		t.Fatalf("status line %q", line)
-	}
-	switch f[1] {
-	case "200":
-		return http.StatusOK
-	case "429":
-		return http.StatusTooManyRequests
-	}
-	t.Fatalf("status line %q", line)
-	return 0
 }
 
 // TestDocumentReadsAreBounded: the review's 5 GB. Every request of a run's results (or of a
@@ -111,10 +71,11 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 		n, _ := io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, resp.Header.Get("Retry-After"), int(n)
 	}
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
 	alice, bob, carol, dave := toks[0].Secret, toks[1].Secret, toks[2].Secret, toks[3].Secret
 
 	for i := range 2 {
-		if code := stall(t, results, alice); code != http.StatusOK {
+		if code := httpservetest.Stall(t, results, bearer(alice)); code != http.StatusOK {
 			t.Fatalf("alice's stalled read %d: %d, want 200", i+1, code)
 		}
 	}
@@ -124,7 +85,7 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	if code, _, n := read(bob); code != http.StatusOK || n < 24<<20 {
 		t.Fatalf("bob's read while alice stalls two: %d, %d bytes; want 200 and the whole export", code, n)
 	}
-	if code := stall(t, results, carol); code != http.StatusOK {
+	if code := httpservetest.Stall(t, results, bearer(carol)); code != http.StatusOK {
 		t.Fatalf("carol's stalled read: %d, want 200", code)
 	}
 	if code, retry, _ := read(dave); code != http.StatusTooManyRequests || retry == "" {
@@ -143,7 +104,7 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	}
 	// The trajectory route draws on the same slots.
 	for range 2 {
-		if code := stall(t, srv.URL+"/v1/runs/"+id+"/trajectory?skill=s&case=a", alice); code != http.StatusOK {
+		if code := httpservetest.Stall(t, srv.URL+"/v1/runs/"+id+"/trajectory?skill=s&case=a", bearer(alice)); code != http.StatusOK {
 			t.Fatalf("alice's stalled trajectory: %d, want 200", code)
 		}
 	}

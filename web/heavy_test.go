@@ -1,19 +1,17 @@
 package web
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -164,17 +162,8 @@ func TestHeavyPageWriteDeadline(t *testing.T) {
 		return resp.StatusCode
 	}
 	// A client that asks for the 64 MiB trajectory and reads only its status line.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(conn, "GET "+trajectory+" HTTP/1.1\r\nHost: x\r\nCookie: "+cookie.Name+"="+cookie.Value+"\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReaderSize(conn, 16).ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
-		t.Fatalf("the stalled download's status line: %q %v", line, err)
+	if code := httpservetest.Stall(t, srv.URL+trajectory, http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}}); code != http.StatusOK {
+		t.Fatalf("the stalled download: %d, want 200", code)
 	}
 	if code := get("/runs/r1/cases?skill=" + c.Skill + "&case=" + c.Case); code != http.StatusServiceUnavailable {
 		t.Fatalf("a heavy page while the stalled download holds the one slot: %d, want 503", code)

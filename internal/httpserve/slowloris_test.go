@@ -12,44 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 )
-
-// trickle keeps one slowloris connection from ip to addr until ctx ends: a request line, then
-// one header byte every every, never the blank line; when the server drops it, it dials again,
-// as an attacker would. opened is told once, after the first connection.
-func trickle(ctx context.Context, addr string, ip net.IP, every time.Duration, opened chan<- struct{}) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 2 * time.Second}
-	first := true
-	for ctx.Err() == nil {
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if first {
-			opened <- struct{}{}
-			first = false
-		}
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-		_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nX-Slow: ")
-		tick := time.NewTicker(every)
-		for err == nil {
-			select {
-			case <-ctx.Done():
-				err = ctx.Err()
-			case <-tick.C:
-				_, err = c.Write([]byte("a"))
-			}
-		}
-		tick.Stop()
-		stop()
-		_ = c.Close()
-	}
-}
 
 // TestTricklingHeadersCannotStarveClients: the review's slowloris. 1,030 connections from ten
 // addresses each send one header byte every 0.5 s, under the caps the coordinator runs with
@@ -72,7 +37,7 @@ func TestTricklingHeadersCannotStarveClients(t *testing.T) {
 		flood.Add(1)
 		go func() {
 			defer flood.Done()
-			trickle(ctx, addr, net.IPv4(127, 0, 0, byte(2+i%hosts)), 500*time.Millisecond, opened)
+			httpservetest.Trickle(ctx, addr, net.IPv4(127, 0, 0, byte(2+i%hosts)), 500*time.Millisecond, opened)
 		}()
 	}
 	for range tricklers {
