@@ -75,7 +75,7 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	alice, bob, carol, dave := toks[0].Secret, toks[1].Secret, toks[2].Secret, toks[3].Secret
 
 	for i := range 2 {
-		if code := httpservetest.Stall(t, results, bearer(alice)); code != http.StatusOK {
+		if code := httpservetest.Stall(t, nil, results, bearer(alice)); code != http.StatusOK {
 			t.Fatalf("alice's stalled read %d: %d, want 200", i+1, code)
 		}
 	}
@@ -85,7 +85,7 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	if code, _, n := read(bob); code != http.StatusOK || n < 24<<20 {
 		t.Fatalf("bob's read while alice stalls two: %d, %d bytes; want 200 and the whole export", code, n)
 	}
-	if code := httpservetest.Stall(t, results, bearer(carol)); code != http.StatusOK {
+	if code := httpservetest.Stall(t, nil, results, bearer(carol)); code != http.StatusOK {
 		t.Fatalf("carol's stalled read: %d, want 200", code)
 	}
 	if code, retry, _ := read(dave); code != http.StatusTooManyRequests || retry == "" {
@@ -104,7 +104,7 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	}
 	// The trajectory route draws on the same slots.
 	for range 2 {
-		if code := httpservetest.Stall(t, srv.URL+"/v1/runs/"+id+"/trajectory?skill=s&case=a", bearer(alice)); code != http.StatusOK {
+		if code := httpservetest.Stall(t, nil, srv.URL+"/v1/runs/"+id+"/trajectory?skill=s&case=a", bearer(alice)); code != http.StatusOK {
 			t.Fatalf("alice's stalled trajectory: %d, want 200", code)
 		}
 	}

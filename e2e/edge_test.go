@@ -9,11 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,29 +42,15 @@ type edgeFleet struct {
 func startEdgeFleet(t *testing.T) *edgeFleet {
 	t.Helper()
 	dir := t.TempDir()
-	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dir, "permissions.conf", string(perms))
-	addr := freeAddr(t)
-	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nserver_name: edge\njetstream { store_dir: %q }\ninclude ./permissions.conf\n", addr, filepath.Join(dir, "js")))
-	const coordPass, workerPass = "coordinator-edge-password", "worker-edge-password"
-	ns := start(t, "nats-server", binary(t, "nats-server"), []string{
-		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
-	}, "-c", conf)
-	url := "nats://" + addr
-	waitJetStream(t, queue.ConnectConfig{URL: url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"},
-		30*time.Second, ns)
+	ns := startPermsNATS(t)
 	tokens := writeFile(t, dir, "tokens", "alice "+edgeTokA+" team=teamA\nbob "+edgeTokB+" team=teamB\n")
 	httpAddr := freeAddr(t)
-	f := &edgeFleet{api: "http://" + httpAddr,
-		worker: queue.ConnectConfig{URL: url, User: "skillfleet-worker", Password: workerPass, InboxPrefix: "_INBOX_skillfleet_worker"}}
+	f := &edgeFleet{api: "http://" + httpAddr, worker: ns.worker}
 	// The connection caps are the defaults (--max-conns, --max-conns-per-ip), as the
 	// operator who sets none runs them.
-	f.coord = start(t, "coordinator", binary(t, "coordinator"), []string{"SKILLFLEET_NATS_PASSWORD=" + coordPass},
+	f.coord = start(t, "coordinator", binary(t, "coordinator"), []string{"SKILLFLEET_NATS_PASSWORD=" + ns.coordinator.Password},
 		"--http", httpAddr, "--token-file", tokens, "--data", filepath.Join(dir, "coordinator"), "--agent", "fixture-agent",
-		"--nats", url, "--nats-user", "skillfleet-coordinator", "--nats-inbox-prefix", "_INBOX_skillfleet_coordinator",
+		"--nats", ns.url, "--nats-user", "skillfleet-coordinator", "--nats-inbox-prefix", "_INBOX_skillfleet_coordinator",
 		"--trusted-proxy", "127.0.0.1/32", "--proxy-user-header", proxyUser, "--proxy-team-header", proxyTeam, "--proxy-role-header", proxyRole)
 	waitHTTP(t, f.coord, f.api+"/readyz")
 	return f
@@ -197,26 +180,6 @@ func (f *edgeFleet) waitDone(t *testing.T, id, tok string) {
 	}, "run %s did not finish", id)
 }
 
-// vmRSS is a process's resident memory now (VmRSS), in bytes.
-func vmRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS: %v", err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc status")
-	return 0
-}
-
 // TestEdge plays issue 30's abusive clients against the built coordinator: a token-file typo,
 // a proxy's repeated identity header, 200 readers of a large export that never read it, and a
 // slowloris of 1,030 connections from ten addresses.
@@ -300,28 +263,35 @@ func testEdgeStalledReaders(t *testing.T, f *edgeFleet) {
 	f.waitDone(t, runA, edgeTokA)
 	f.waitDone(t, runB, edgeTokB)
 	pid := f.coord.cmd.Process.Pid
-	idle := vmRSS(t, pid)
+	idle := procMemory(t, pid, "VmRSS")
 	code, size, err := f.get("/v1/runs/"+runA+"/results", edgeTokA, nil, nil)
 	if err != nil || code != http.StatusOK || size < 32<<20 {
 		t.Fatalf("team A's export: %d, %d bytes, %v; want 200 and over 32 MiB", code, size, err)
 	}
 
+	// From two addresses, so that the per-address cap on connections (128) is not what
+	// bounds them. The test stops as soon as the bound is broken, rather than let an
+	// unbounded coordinator take the machine's memory.
 	const readers = 200
 	counts := map[int]int{}
-	for range readers {
-		counts[httpservetest.Stall(t, f.api+"/v1/runs/"+runA+"/results", http.Header{"Authorization": {"Bearer " + edgeTokA}})]++
+	peak := idle
+	for i := range readers {
+		from := net.IPv4(127, 0, 0, byte(1+i%2*11))
+		counts[httpservetest.Stall(t, from, f.api+"/v1/runs/"+runA+"/results", http.Header{"Authorization": {"Bearer " + edgeTokA}})]++
+		if peak = max(peak, procMemory(t, pid, "VmRSS")); peak-idle > 200<<20 {
+			t.Fatalf("coordinator RSS grew from %d MiB to %d MiB with %d stalled readers (answers %v), want at most 200 MiB more", idle>>20, peak>>20, i+1, counts)
+		}
 	}
 	// While they stall (their slots are held until the write deadline, a minute), memory is
 	// sampled, and team B keeps asking.
-	peak := idle
 	for range 30 {
-		peak = max(peak, vmRSS(t, pid))
+		peak = max(peak, procMemory(t, pid, "VmRSS"))
 		for _, path := range []string{"/v1/runs", "/v1/runs/" + runB + "/results"} {
 			if code, _, err := f.get(path, edgeTokB, nil, nil); err != nil || code != http.StatusOK {
 				t.Fatalf("team B's GET %s during the stall: %d %v, want 200", path, code, err)
 			}
 		}
-		peak = max(peak, vmRSS(t, pid))
+		peak = max(peak, procMemory(t, pid, "VmRSS"))
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("%d stalled readers of a 32 MiB export (answers %v): coordinator RSS idle %d MiB, peak %d MiB", readers, counts, idle>>20, peak>>20)
@@ -339,20 +309,7 @@ func testEdgeStalledReaders(t *testing.T, f *edgeFleet) {
 func testEdgeSlowloris(t *testing.T, f *edgeFleet) {
 	addr := strings.TrimPrefix(f.api, "http://")
 	const tricklers, hosts = 1030, 10
-	ctx, stop := context.WithCancel(context.Background())
-	var flood sync.WaitGroup
-	t.Cleanup(func() { stop(); flood.Wait() })
-	opened := make(chan struct{}, tricklers)
-	for i := range tricklers {
-		flood.Add(1)
-		go func() {
-			defer flood.Done()
-			httpservetest.Trickle(ctx, addr, net.IPv4(127, 0, 0, byte(2+i%hosts)), 500*time.Millisecond, opened)
-		}()
-	}
-	for range tricklers {
-		<-opened
-	}
+	httpservetest.Flood(t, addr, tricklers, httpservetest.Loopback(2, hosts), 0, httpservetest.Trickling(500*time.Millisecond))
 	// The requests are spread over 8 s, past the header timeout, so that they meet the flood
 	// fresh, aged, and redialling after the coordinator cut it.
 	failed := 0

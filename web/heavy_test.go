@@ -162,7 +162,7 @@ func TestHeavyPageWriteDeadline(t *testing.T) {
 		return resp.StatusCode
 	}
 	// A client that asks for the 64 MiB trajectory and reads only its status line.
-	if code := httpservetest.Stall(t, srv.URL+trajectory, http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}}); code != http.StatusOK {
+	if code := httpservetest.Stall(t, nil, srv.URL+trajectory, http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}}); code != http.StatusOK {
 		t.Fatalf("the stalled download: %d, want 200", code)
 	}
 	if code := get("/runs/r1/cases?skill=" + c.Skill + "&case=" + c.Case); code != http.StatusServiceUnavailable {

@@ -2,13 +2,11 @@ package httpserve
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,20 +27,7 @@ func TestTricklingHeadersCannotStarveClients(t *testing.T) {
 	s := serve(t, authed, Config{})
 	addr := s.Addr().String()
 	const tricklers, hosts = 1030, 10
-	ctx, stopFlood := context.WithCancel(context.Background())
-	var flood sync.WaitGroup
-	t.Cleanup(func() { stopFlood(); flood.Wait() })
-	opened := make(chan struct{}, tricklers)
-	for i := range tricklers {
-		flood.Add(1)
-		go func() {
-			defer flood.Done()
-			httpservetest.Trickle(ctx, addr, net.IPv4(127, 0, 0, byte(2+i%hosts)), 500*time.Millisecond, opened)
-		}()
-	}
-	for range tricklers {
-		<-opened
-	}
+	httpservetest.Flood(t, addr, tricklers, httpservetest.Loopback(2, hosts), 0, httpservetest.Trickling(500*time.Millisecond))
 	testutil.Eventually(t, time.Minute, 20*time.Millisecond, func() bool { return s.Conns() >= Defaults.MaxConns },
 		"the flood did not fill the cap of %d connections", Defaults.MaxConns)
 
