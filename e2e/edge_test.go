@@ -252,8 +252,8 @@ func testEdgeProxyHeader(t *testing.T, f *edgeFleet) {
 	}
 }
 
-// testEdgeStalledReaders: 200 connections ask for the export of team A's run, whose results
-// carry trajectories of 4 MiB each, and never read the answer. The coordinator's resident
+// testEdgeStalledReaders: 200 connections ask for the export of team A's run, whose eight
+// results carry trajectories of 4 MiB each (over 32 MiB in all), and never read the answer. The coordinator's resident
 // memory stays within 200 MB of what it was idle, and team B is answered throughout.
 func testEdgeStalledReaders(t *testing.T, f *edgeFleet) {
 	runA := f.submit(t, edgeTokA, "large", 8)
@@ -294,7 +294,7 @@ func testEdgeStalledReaders(t *testing.T, f *edgeFleet) {
 		peak = max(peak, procMemory(t, pid, "VmRSS"))
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("%d stalled readers of a 32 MiB export (answers %v): coordinator RSS idle %d MiB, peak %d MiB", readers, counts, idle>>20, peak>>20)
+	t.Logf("%d stalled readers of a %d MiB export (answers %v): coordinator RSS idle %d MiB, peak %d MiB", readers, size>>20, counts, idle>>20, peak>>20)
 	if peak-idle > 200<<20 {
 		t.Errorf("coordinator RSS grew by %d MiB under %d stalled readers, want at most 200 MiB", (peak-idle)>>20, readers)
 	}
