@@ -53,9 +53,10 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	}
 	srv := httptest.NewServer(c.Handler(coordinator.APIConfig{
 		Tokens: toks, MaxDocumentReads: 3, MaxDocumentReadsPerCaller: 2,
-		// Long enough that the stalled requests still hold their slots while the test looks;
-		// short enough that it sees them given back.
-		WriteTimeout: 3 * time.Second,
+		// Long enough that the stalled requests still hold their slots while the test looks
+		// (bob's read of the whole export included, on a busy machine); short enough that it
+		// sees them given back.
+		WriteTimeout: 8 * time.Second,
 	}))
 	t.Cleanup(srv.Close)
 	results := srv.URL + "/v1/runs/" + id + "/results"
