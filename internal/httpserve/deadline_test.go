@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// TestWriteDeadlines: with a deadline on every write, an answer of 2 MiB reaches a client that
-// reads it slowly but steadily over seconds, past the server's WriteTimeout of 1 s, while a
+// TestWriteDeadlines: with a deadline of 1 s on every write, an answer of 2 MiB reaches a
+// client that reads it slowly but steadily, for longer than the server's WriteTimeout, while a
 // client that stops reading one of 64 MiB (more than the sockets buffer) is cut off and the
 // handler's write fails, so it returns.
 func TestWriteDeadlines(t *testing.T) {
@@ -21,10 +21,10 @@ func TestWriteDeadlines(t *testing.T) {
 		if r.URL.Path == "/big" {
 			n = 64 << 20
 		}
-		_, err := WriteDeadlines(w, 300*time.Millisecond).Write(make([]byte, n))
+		_, err := WriteDeadlines(w, time.Second).Write(make([]byte, n))
 		done <- err
 	})
-	s := serve(t, h, Config{WriteTimeout: time.Second})
+	s := serve(t, h, Config{WriteTimeout: 500 * time.Millisecond})
 	get := func(path string) (net.Conn, *bufio.Reader) {
 		c, err := net.Dial("tcp", s.Addr().String())
 		if err != nil {
@@ -43,7 +43,7 @@ func TestWriteDeadlines(t *testing.T) {
 		return c, br
 	}
 
-	// Steady: 64 KiB every 100 ms, 3 s in all.
+	// Steady: 64 KiB every 50 ms, 1.6 s in all.
 	_, br := get("/")
 	got := 0
 	for got < size {
@@ -52,7 +52,7 @@ func TestWriteDeadlines(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the steady reader was cut off after %d of %d bytes: %v", got, size, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("the handler's write to the steady reader: %v", err)
