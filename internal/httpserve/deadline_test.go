@@ -2,17 +2,21 @@ package httpserve
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 )
 
 // TestWriteDeadlines: with a deadline of 1 s on every write, an answer of 2 MiB reaches a
 // client that reads it slowly but steadily, for longer than the server's WriteTimeout, while a
-// client that stops reading one of 64 MiB (more than the sockets buffer) is cut off and the
-// handler's write fails, so it returns.
+// client that stops reading one of 64 MiB is cut off and the handler's write fails, so it
+// returns.
 func TestWriteDeadlines(t *testing.T) {
 	const size = 2 << 20
 	done := make(chan error, 2)
@@ -24,9 +28,23 @@ func TestWriteDeadlines(t *testing.T) {
 		_, err := WriteDeadlines(w, time.Second).Write(make([]byte, n))
 		done <- err
 	})
-	s := serve(t, h, Config{WriteTimeout: 500 * time.Millisecond})
-	get := func(path string) (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", s.Addr().String())
+	// Accepted sockets inherit the listener's small send buffer.
+	l, err := (&net.ListenConfig{Control: httpservetest.SmallBuffer(syscall.SO_SNDBUF)}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(l, h, Config{WriteTimeout: 500 * time.Millisecond})
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	t.Cleanup(func() {
+		_ = s.HTTP.Close()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	d := net.Dialer{Control: httpservetest.SmallBuffer(syscall.SO_RCVBUF)}
+	get := func(path string) *bufio.Reader {
+		c, err := d.Dial("tcp", s.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,11 +58,11 @@ func TestWriteDeadlines(t *testing.T) {
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("answer: %v %v", resp, err)
 		}
-		return c, br
+		return br
 	}
 
 	// Steady: 64 KiB every 50 ms, 1.6 s in all.
-	_, br := get("/")
+	br := get("/")
 	got := 0
 	for got < size {
 		n, err := io.ReadFull(br, make([]byte, min(64<<10, size-got)))

@@ -105,13 +105,7 @@ func Stall(t testing.TB, from net.IP, rawURL string, header http.Header) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: from}, Timeout: 10 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-		var err error
-		if cerr := rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); cerr != nil {
-			return cerr
-		}
-		return err
-	}}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: from}, Timeout: 10 * time.Second, Control: SmallBuffer(syscall.SO_RCVBUF)}
 	c, err := d.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -142,4 +136,17 @@ func Stall(t testing.TB, from net.IP, rawURL string, header http.Header) int {
 		t.Fatalf("GET %s: status line %q", u.Path, line)
 	}
 	return code
+}
+
+// SmallBuffer is a socket option setter for net.Dialer and net.ListenConfig: a 4 KiB buffer of
+// opt (syscall.SO_SNDBUF or SO_RCVBUF; accepted sockets inherit a listener's), so that the
+// sockets cannot hold a whole answer at once.
+func SmallBuffer(opt int) func(_, _ string, rc syscall.RawConn) error {
+	return func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, 4096) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}
 }
