@@ -23,9 +23,11 @@ func NewSlots(total, perKey int) *Slots {
 type FullError struct {
 	// PerKey: the key's own share is taken; else the total.
 	PerKey bool
-	Held   int
+	// Held is how many slots the full cap counts now.
+	Held int
 }
 
+// Error says which cap is full, without the key (a principal's name is for the caller to add).
 func (e *FullError) Error() string {
 	if e.PerKey {
 		return "every slot of this caller's share is taken"
