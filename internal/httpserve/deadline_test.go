@@ -33,15 +33,7 @@ func TestWriteDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(l, h, Config{WriteTimeout: 500 * time.Millisecond})
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
-	t.Cleanup(func() {
-		_ = s.HTTP.Close()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	})
+	s := serveOn(t, l, h, Config{WriteTimeout: 500 * time.Millisecond})
 	d := net.Dialer{Control: httpservetest.SmallBuffer(syscall.SO_RCVBUF)}
 	get := func(path string) *bufio.Reader {
 		c, err := d.Dial("tcp", s.Addr().String())
