@@ -47,8 +47,14 @@ type APIConfig struct {
 	// MaxStreams caps concurrent event streams (0 = 256); MaxStreamsPerCaller caps them per
 	// token (0 = 16). Over a cap a stream request gets 429 with Retry-After.
 	MaxStreams, MaxStreamsPerCaller int
-	// WriteTimeout bounds each write of an event stream, which has no overall write deadline,
-	// and the answer to an upload, which may take longer than the server's (0 = 1 minute).
+	// MaxDocumentReads caps the requests that read documents back at once (a run's results,
+	// a trajectory), each of which holds them decoded in memory until its client takes them
+	// (0 = 8); MaxDocumentReadsPerCaller caps them per principal (0 = 2). Over a cap: 429 with
+	// Retry-After.
+	MaxDocumentReads, MaxDocumentReadsPerCaller int
+	// WriteTimeout bounds each write of an event stream or of a read of documents, which have
+	// no overall write deadline (a client that stops reading is cut off this long after), and
+	// the answer to an upload, which may take longer than the server's (0 = 1 minute).
 	WriteTimeout time.Duration
 	// MinUploadRate fails (408) an upload slower than this many bytes/s averaged over
 	// UploadRateWindow (0 = 64 KiB/s over 10 s; negative: no minimum).
@@ -88,6 +94,12 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	if cfg.MaxStreamsPerCaller <= 0 {
 		cfg.MaxStreamsPerCaller = DefaultMaxStreamsPerCaller
 	}
+	if cfg.MaxDocumentReads <= 0 {
+		cfg.MaxDocumentReads = DefaultMaxDocumentReads
+	}
+	if cfg.MaxDocumentReadsPerCaller <= 0 {
+		cfg.MaxDocumentReadsPerCaller = DefaultMaxDocumentReadsPerCaller
+	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = time.Minute
 	}
@@ -103,7 +115,10 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	if cfg.Guesses == nil {
 		cfg.Guesses, _ = authlimit.New(authlimit.DefaultConfig(), cfg.Now, nil) // unregistered: cannot fail
 	}
-	a := &api{c: c, cfg: cfg, streams: newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerCaller), probe: &storeProbe{c: c}}
+	a := &api{c: c, cfg: cfg, probe: &storeProbe{c: c},
+		streams:   newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerCaller, "event streams"),
+		documents: newStreamLimiter(cfg.MaxDocumentReads, cfg.MaxDocumentReadsPerCaller, "reads of documents"),
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", a.auth(a.submit))
 	mux.HandleFunc("GET /v1/runs", a.auth(a.list))
@@ -111,8 +126,8 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("DELETE /v1/runs/{id}", a.auth(a.cancel))
 	mux.HandleFunc("GET /v1/runs/{id}/events", a.auth(a.events))
 	mux.HandleFunc("GET /v1/runs/{id}/report", a.auth(a.report))
-	mux.HandleFunc("GET /v1/runs/{id}/trajectory", a.auth(a.trajectory))
-	mux.HandleFunc("GET /v1/runs/{id}/results", a.auth(a.results))
+	mux.HandleFunc("GET /v1/runs/{id}/trajectory", a.auth(a.bounded(a.documents, a.trajectory)))
+	mux.HandleFunc("GET /v1/runs/{id}/results", a.auth(a.bounded(a.documents, a.results)))
 	mux.HandleFunc("PUT /v1/suites/{name}", a.auth(a.pushSuite))
 	mux.HandleFunc("GET /v1/suites", a.auth(a.listSuites))
 	mux.HandleFunc("GET /v1/schedules", a.auth(a.listSchedules))
@@ -134,6 +149,9 @@ type api struct {
 	cfg     APIConfig
 	streams *streamLimiter
 	probe   *storeProbe
+
+	// documents bounds the reads of documents (bounded).
+	documents *streamLimiter
 }
 
 // submit accepts a suite bundle (a tar, as `skillfleet submit` writes it) with the run's
@@ -482,7 +500,7 @@ func (a *api) results(w http.ResponseWriter, r *http.Request) {
 // events streams a run's events as server-sent events: "status" and "result" events whose data
 // is the JSON of the RunStatus or Result. The stream ends after the run's final status.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
-	release, err := a.streams.acquire(tenant.Of(r.Context()).Name)
+	release, err := a.streams.acquire(tenant.Of(r.Context()))
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, err, nil)

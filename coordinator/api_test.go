@@ -296,7 +296,8 @@ func TestAPIErrorDiagnosticsAreAListOrAbsent(t *testing.T) {
 
 // TestAPIThrottlesGuesses: an address that presented wrong tokens too often is refused with
 // 429 and Retry-After, the right token included, until its budget refills; other addresses
-// are served meanwhile.
+// are served meanwhile. A request without a token is no guess: it is answered 401, costs
+// nothing, and is answered 401 (not 429) even from a refused address.
 func TestAPIThrottlesGuesses(t *testing.T) {
 	a := startAPI(t, nil)
 	now := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
@@ -315,7 +316,13 @@ func TestAPIThrottlesGuesses(t *testing.T) {
 		retry   string
 	}{
 		{name: "no token", from: guesser, want: http.StatusUnauthorized},
+		{name: "no token again", from: guesser, want: http.StatusUnauthorized},
+		{name: "the scheme alone", auth: "Bearer ", from: guesser, want: http.StatusUnauthorized},
+		{name: "another scheme", auth: "Basic Z3Vlc3M6Z3Vlc3M=", from: guesser, want: http.StatusUnauthorized},
+		{name: "none of those cost anything", auth: "Bearer " + token, from: guesser, want: http.StatusOK},
 		{name: "wrong token", auth: "Bearer guess", from: guesser, want: http.StatusUnauthorized},
+		{name: "wrong token again", auth: "bearer guess-2", from: guesser, want: http.StatusUnauthorized},
+		{name: "no token from a refused address", from: guesser, want: http.StatusUnauthorized},
 		{name: "the right token, unread", auth: "Bearer " + token, from: guesser, want: http.StatusTooManyRequests, retry: "60"},
 		{name: "another address", auth: "Bearer " + token, from: other, want: http.StatusOK},
 		{name: "half refilled", advance: 30 * time.Second, auth: "Bearer " + token, from: guesser, want: http.StatusTooManyRequests, retry: "30"},

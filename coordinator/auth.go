@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/internal/tenant"
 )
@@ -41,6 +42,12 @@ func (t Token) Principal() tenant.Principal {
 // member, so a file written before teams gives every token what it had: the one team's work.
 // source names the file in errors. A file with no token is an error: an empty file must not
 // turn authentication off.
+//
+// A line of any other shape is an error naming the file, the line and the rule (*TokenFileError),
+// never what the line holds, which may be a token: a KEY=VALUE where the token belongs (a token
+// forgotten, so an option would have become the token), a name holding '=', an unknown or
+// repeated key, more than four fields, a bad team or role. A token may end in '=' padding
+// (base64) but hold no other '='.
 func ParseTokens(text, source string) ([]Token, error) {
 	var out []Token
 	names, secrets := map[string]int{}, map[string]int{}
@@ -50,59 +57,96 @@ func ParseTokens(text, source string) ([]Token, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		var t Token
-		switch f := strings.Fields(line); {
-		case len(f) == 1:
-			t = Token{Name: fmt.Sprintf("line %d", n), Secret: f[0]}
-		case len(f) >= 2 && len(f) <= 4:
-			t = Token{Name: f[0], Secret: f[1]}
-			if err := t.options(f[2:]); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", source, n, err)
-			}
-		default:
-			return nil, fmt.Errorf("%s:%d: want \"NAME TOKEN [team=TEAM] [role=ROLE]\" or a bare token, got %d fields", source, n, len(f))
+		t, err := parseTokenLine(strings.Fields(line), n)
+		if err != nil {
+			err.File, err.Line = source, n
+			return nil, err
 		}
 		if prev, ok := names[t.Name]; ok {
-			return nil, fmt.Errorf("%s:%d: token name %q already used on line %d", source, n, t.Name, prev)
+			return nil, tokenError(source, n, "tokens.name-repeated", "the name on this line is already the name of line %d's token", prev)
 		}
 		if prev, ok := secrets[t.Secret]; ok {
-			return nil, fmt.Errorf("%s:%d: the same token as on line %d", source, n, prev)
+			return nil, tokenError(source, n, "tokens.token-repeated", "the same token as on line %d", prev)
 		}
 		names[t.Name], secrets[t.Secret] = n, n
 		out = append(out, t)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no token: an empty token file would leave the API open", source)
+		return nil, tokenError(source, 0, "tokens.empty", "the file holds no token: an empty token file would leave the API open")
 	}
 	return out, nil
 }
 
-// options reads a token line's team= and role=, each at most once.
-func (t *Token) options(fields []string) error {
+// TokenFileError is a token file's line that is not a token: its file, line, rule and what is
+// wrong, never the line's text.
+type TokenFileError struct {
+	File       string
+	Line       int
+	Rule, What string
+}
+
+// Error renders the error as a diagnostic: "FILE:LINE: error RULE: what".
+func (e *TokenFileError) Error() string {
+	return diag.Error(e.Rule, e.File, e.Line, e.What).String()
+}
+
+func tokenError(file string, line int, rule, format string, args ...any) *TokenFileError {
+	return &TokenFileError{File: file, Line: line, Rule: rule, What: fmt.Sprintf(format, args...)}
+}
+
+// tokenLineShape is what every line of a token file must look like, for errors.
+const tokenLineShape = `want "NAME TOKEN [team=TEAM] [role=admin|member|viewer]" or a bare token`
+
+// parseTokenLine reads one line's fields (line n); the error's file and line are the caller's
+// to fill.
+func parseTokenLine(f []string, n int) (Token, *TokenFileError) {
+	switch {
+	case len(f) > 4:
+		return Token{}, tokenError("", 0, "tokens.fields", "%d fields: %s", len(f), tokenLineShape)
+	case isOption(f[len(f)-1]) && len(f) <= 2:
+		// "ci-x team=platform-engineering": the token was forgotten, and the option would
+		// have become the token.
+		return Token{}, tokenError("", 0, "tokens.token-missing", "a KEY=VALUE option where the token belongs: the token is missing (%s)", tokenLineShape)
+	case len(f) == 1:
+		return Token{Name: fmt.Sprintf("line %d", n), Secret: f[0]}, nil
+	case strings.Contains(f[0], "="):
+		return Token{}, tokenError("", 0, "tokens.name", "the name (field 1) holds '=': %s", tokenLineShape)
+	case isOption(f[1]):
+		return Token{}, tokenError("", 0, "tokens.token-missing", "a KEY=VALUE option where the token belongs (field 2): the token is missing (%s)", tokenLineShape)
+	}
+	t := Token{Name: f[0], Secret: f[1]}
 	seen := map[string]bool{}
-	for _, f := range fields {
-		k, v, ok := strings.Cut(f, "=")
+	for i, opt := range f[2:] {
+		field := i + 3
+		k, v, ok := strings.Cut(opt, "=")
 		if !ok || (k != "team" && k != "role") {
-			return fmt.Errorf("%q: want team=TEAM or role=admin|member|viewer after the token", f)
+			// Not the field itself: a token misplaced here would be shown.
+			return Token{}, tokenError("", 0, "tokens.option", "field %d is not team=TEAM or role=admin|member|viewer", field)
 		}
 		if seen[k] {
-			return fmt.Errorf("%s= given twice", k)
+			return Token{}, tokenError("", 0, "tokens.option-repeated", "%s= given twice", k)
 		}
 		seen[k] = true
 		if k == "team" {
 			if err := tenant.CheckTeam(v); err != nil {
-				return err
+				return Token{}, tokenError("", 0, "tokens.team", "%v", err)
 			}
 			t.Team = v
 			continue
 		}
 		role, err := tenant.ParseRole(v)
 		if err != nil {
-			return err
+			return Token{}, tokenError("", 0, "tokens.role", "%v", err)
 		}
 		t.Role = role
 	}
-	return nil
+	return t, nil
+}
+
+// isOption reports whether a field has the shape of a KEY=VALUE option rather than a token's:
+// an '=' with something after it (a base64 token's '=' padding comes only at its end).
+func isOption(field string) bool {
+	return strings.Contains(strings.TrimRight(field, "="), "=")
 }
 
 // tokens are the configured tokens: Tokens, and Token as one named "default".
@@ -130,14 +174,6 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		// An address that has guessed wrong too often is refused before any token is
-		// compared: a right guess must not get through either, or the limit would not slow
-		// the guessing.
-		if retry, blocked := a.cfg.Guesses.Blocked(r); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-			writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many wrong tokens from this address: try again in %s", retry.Round(time.Second)), nil)
-			return
-		}
 		p, ok, err := a.cfg.Proxy.FromRequest(r)
 		if err != nil {
 			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, err.Error())
@@ -154,26 +190,48 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r.WithContext(tenant.With(r.Context(), p)))
 			return
 		}
-		// The scheme is case-insensitive (RFC 9110).
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if strings.EqualFold(scheme, "Bearer") {
-			// Every token is compared, in constant time, so timing tells neither a token nor
-			// which one matched.
-			for _, t := range tokens {
-				if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
-					p, ok = t.Principal(), true
-				}
+		got, presented := bearerToken(r)
+		if !presented {
+			// No guess, so no cost: any page a browser visits can make it send requests
+			// without a token, and counting them would let that page lock its visitor's
+			// address (or a whole NAT) out of the API and the login.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
+			writeError(w, http.StatusUnauthorized, errors.New("missing bearer token"), nil)
+			return
+		}
+		// An address that has guessed wrong too often is refused before any token is
+		// compared: a right guess must not get through either, or the limit would not slow
+		// the guessing.
+		if retry, blocked := a.cfg.Guesses.Blocked(r); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+			writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many wrong tokens from this address: try again in %s", retry.Round(time.Second)), nil)
+			return
+		}
+		// Every token is compared, in constant time, so timing tells neither a token nor
+		// which one matched.
+		for _, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
+				p, ok = t.Principal(), true
 			}
 		}
 		if !ok {
 			a.cfg.Guesses.Failed(r)
-			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, "missing or wrong bearer token from "+r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet"`)
-			writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"), nil)
+			a.c.audit(tenant.Principal{}, "", "auth", "api", outcomeRefused, "wrong bearer token from "+r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillfleet", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, errors.New("wrong bearer token"), nil)
 			return
 		}
 		h(w, r.WithContext(tenant.With(r.Context(), p)))
 	}
+}
+
+// bearerToken is the token of r's "Authorization: Bearer" header, and whether it presents
+// one: another scheme, or the scheme alone, presents none. The scheme is case-insensitive
+// (RFC 9110).
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	got = strings.TrimSpace(got)
+	return got, strings.EqualFold(scheme, "Bearer") && got != ""
 }
 
 // checkAnonymous refuses what a token-less API must not serve: a Host that is not loopback (a

@@ -276,4 +276,35 @@ func TestProxyHeadersNameTheCaller(t *testing.T) {
 	if code != http.StatusOK || strings.Contains(body, runB.GetId()) || !strings.Contains(body, "carol") {
 		t.Errorf("carol's list: %d %s", code, body)
 	}
+	// A proxy that appends the identity headers to the client's passes the client's on: the
+	// request is refused, whichever value comes first, with the bearer token it may also carry.
+	for _, c := range []struct {
+		name   string
+		header string
+		values []string
+	}{
+		{"the client's role first", "X-Webauth-Role", []string{"admin", "viewer"}},
+		{"a comma-joined role", "X-Webauth-Role", []string{"admin, viewer"}},
+		{"the client's team first", "X-Webauth-Team", []string{"teamB", "teamA"}},
+		{"the client's user first", "X-Webauth-User", []string{"bob", "carol"}},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, a.srv.URL+"/v1/runs", nil)
+		req.Header.Set("X-Webauth-User", "carol")
+		req.Header.Set("X-Webauth-Team", "teamA")
+		req.Header.Set("X-Webauth-Role", "viewer")
+		req.Header.Set("Authorization", "Bearer "+tokB)
+		req.Header.Del(c.header)
+		for _, v := range c.values {
+			req.Header.Add(c.header, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), c.header) {
+			t.Errorf("%s: %d %s, want 401 naming %s", c.name, resp.StatusCode, b, c.header)
+		}
+	}
 }

@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
@@ -139,43 +139,7 @@ func TestConnectionFlood(t *testing.T) {
 	// Each silent connection is redialled 50 ms after the server drops it, as an attacker
 	// would: a header timeout alone only makes the flood breathe.
 	const silent = 1500
-	ctx, stopFlood := context.WithCancel(context.Background())
-	var flood sync.WaitGroup
-	t.Cleanup(func() { stopFlood(); flood.Wait() })
-	opened := make(chan struct{}, silent)
-	floodDialer := &net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}
-	for range silent {
-		flood.Add(1)
-		go func() {
-			defer flood.Done()
-			first := true
-			for ctx.Err() == nil {
-				c, err := floodDialer.DialContext(ctx, "tcp", addr)
-				if first {
-					opened <- struct{}{}
-					first = false
-				}
-				if err != nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(100 * time.Millisecond):
-					}
-					continue
-				}
-				stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-				_, _ = io.Copy(io.Discard, c) // until the server (or the test's end) closes it
-				stop()
-				_ = c.Close()
-				select {
-				case <-ctx.Done():
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		}()
-	}
-	for range silent {
-		<-opened
-	}
+	httpservetest.Flood(t, addr, silent, httpservetest.Loopback(1, 1), 50*time.Millisecond, httpservetest.Silent)
 	clientDialer := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: clientDialer.DialContext}}
 	do := func(method, path string, body []byte) (int, time.Duration) {
@@ -406,22 +370,25 @@ func manyEntries(t *testing.T, n int) []byte {
 }
 
 // peakRSS is a process's high-water mark of resident memory (VmHWM), in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t *testing.T, pid int) int64 { return procMemory(t, pid, "VmHWM") }
+
+// procMemory is one of the memory figures of /proc/PID/status (VmHWM, VmRSS), in bytes.
+func procMemory(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmHWM: %v", err)
+				t.Fatalf("%s: %v", field, err)
 			}
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmHWM in /proc status")
+	t.Fatalf("no %s in /proc status", field)
 	return 0
 }
 

@@ -28,20 +28,8 @@ import (
 // must never do.
 func TestLeastPrivilegeNATS(t *testing.T) {
 	dir := t.TempDir()
-	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dir, "permissions.conf", string(perms))
-	addr := testutil.FreeAddr(t)
-	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n", addr, filepath.Join(dir, "js")))
-	const coordPass, workerPass = "coordinator-e2e-password", "worker-e2e-password"
-	ns := start(t, "nats-server", binary(t, "nats-server"), []string{
-		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
-	}, "-c", conf)
-	url := "nats://" + addr
-	waitJetStream(t, queue.ConnectConfig{URL: url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"},
-		30*time.Second, ns)
+	ns := startPermsNATS(t)
+	url, coordPass, workerPass := ns.url, ns.coordinator.Password, ns.worker.Password
 
 	apiToken := "perms-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
@@ -61,7 +49,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", api, "--token", apiToken,
 		"--follow", "--skill", "env-selector", "--case", "selects-dev", "--case", "config-*", examples)
 	if code != 0 || !strings.Contains(out, "3 cases: 3 passed") {
-		t.Fatalf("submit exit %d, want 0 with 3 passed\nstdout:\n%s\nstderr:\n%s\nnats-server:\n%s", code, out, errOut, ns.out.String())
+		t.Fatalf("submit exit %d, want 0 with 3 passed\nstdout:\n%s\nstderr:\n%s\nnats-server:\n%s", code, out, errOut, ns.proc.out.String())
 	}
 	// A large bundle: many chunks, read through the worker's ordered consumer.
 	big := filepath.Join(dir, "big")
@@ -88,7 +76,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	}
 
 	// What a worker's credentials must not allow, even to someone who steals them.
-	worker := queue.ConnectConfig{URL: url, User: "skillfleet-worker", Password: workerPass, InboxPrefix: "_INBOX_skillfleet_worker"}
+	worker := ns.worker
 	refused := []struct{ what, subject string }{
 		{"publish a job", "skillfleet.jobs.ondemand.r20260101t000000-00000000"},
 		{"write run state", "$KV.skillfleet_runs.r20260101t000000-00000000"},
@@ -214,4 +202,35 @@ func forgeVerdict(t *testing.T, worker queue.ConnectConfig, api, apiToken string
 	if st.GetCases().GetFailed() != 1 || suites.Tests != 1 || suites.Failures != 1 {
 		t.Fatalf("a forged PASSED result counted: cases %v, JUnit %d tests, %d failures\n%s", st.GetCases(), suites.Tests, suites.Failures, junit.String())
 	}
+}
+
+// permsNATS is a nats-server process whose users are deploy/nats/permissions.conf's, with the
+// logins of its two roles.
+type permsNATS struct {
+	url                 string
+	proc                *proc
+	coordinator, worker queue.ConnectConfig
+}
+
+// startPermsNATS starts a nats-server with JetStream on deploy/nats/permissions.conf, and
+// returns once the coordinator's user gets JetStream answers.
+func startPermsNATS(t *testing.T) *permsNATS {
+	t.Helper()
+	dir := t.TempDir()
+	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "permissions.conf", string(perms))
+	addr := testutil.FreeAddr(t)
+	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n", addr, filepath.Join(dir, "js")))
+	const coordPass, workerPass = "coordinator-e2e-password", "worker-e2e-password"
+	ns := &permsNATS{url: "nats://" + addr}
+	ns.coordinator = queue.ConnectConfig{URL: ns.url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"}
+	ns.worker = queue.ConnectConfig{URL: ns.url, User: "skillfleet-worker", Password: workerPass, InboxPrefix: "_INBOX_skillfleet_worker"}
+	ns.proc = start(t, "nats-server", binary(t, "nats-server"), []string{
+		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
+	}, "-c", conf)
+	waitJetStream(t, ns.coordinator, 30*time.Second, ns.proc)
+	return ns
 }

@@ -163,6 +163,8 @@ func StartLocalViewer(cfg LocalViewerConfig, store *history.Store) (*LocalViewer
 	viewer, err := web.New(web.Config{
 		Viewers:  []web.Token{{Name: "local", Secret: cfg.Token}},
 		ReadOnly: true, LinkLogin: true,
+		// One user, whose link this is: its pages may take every heavy slot.
+		MaxHeavyPerPrincipal: -1,
 		// Cookies go to every port of a host: each viewer's is its own.
 		CookieName: "skillfleet_view_" + strconv.Itoa(port),
 		Log:        cfg.Log.Named("web"),

@@ -308,6 +308,13 @@ func sameOrigin(r *http.Request) error {
 	return nil
 }
 
+// embedded reports whether a browser says another site's page loaded r as a resource (an
+// image, a frame, a fetch) rather than navigating its window to it.
+func embedded(r *http.Request) bool {
+	site, dest := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Dest")
+	return (site == "cross-site" || site == "same-site") && dest != "" && dest != "document"
+}
+
 // loginPage is the login form's data.
 type loginPage struct {
 	Next, Error string
@@ -336,6 +343,12 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := localPath(r.PostFormValue("next"))
+	token := r.PostFormValue("token")
+	if token == "" {
+		// No guess, so no cost (the form requires a token; a post without one is no person's).
+		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, Error: "Paste a token to log in.", ReadOnly: srv.cfg.ReadOnly})
+		return
+	}
 	// Refused unread once the address has guessed wrong too often, a right guess included,
 	// or the limit would not slow the guessing.
 	if retry, blocked := srv.cfg.Guesses.Blocked(r); blocked {
@@ -344,7 +357,7 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", retry.Round(time.Second))})
 		return
 	}
-	who, found := srv.match([]byte(r.PostFormValue("token")))
+	who, found := srv.match([]byte(token))
 	if !found {
 		srv.cfg.Guesses.Failed(r)
 		srv.audit(tenant.Principal{}, "login", "viewer", outcomeRefused, "wrong token at the login form from "+r.RemoteAddr)
@@ -399,6 +412,16 @@ func (srv *Server) linkLogin(w http.ResponseWriter, r *http.Request) {
 		next += "?" + q.Encode()
 	}
 	next = localPath(next)
+	if got == "" {
+		srv.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly, Error: "The link has no token."})
+		return
+	}
+	if embedded(r) {
+		// A page of another site loading the link as an image or a frame is no person
+		// following it: refused, and not counted against the address.
+		srv.fail(w, r, nil, http.StatusForbidden, errors.New("a link login must be opened, not embedded in another site's page"))
+		return
+	}
 	if retry, blocked := srv.cfg.Guesses.Blocked(r); blocked {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
 		srv.render(w, r, http.StatusTooManyRequests, "login", "Log in", nil, loginPage{Next: next, ReadOnly: srv.cfg.ReadOnly,

@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +48,32 @@ func TestLoginFloodEndsOnlyItsHoldersSessions(t *testing.T) {
 	s.mu.Unlock()
 	if own > maxSessionsPerHolder || total > 100 {
 		t.Errorf("mallory holds %d sessions, %d in all; want at most %d and the cap of 100", own, total, maxSessionsPerHolder)
+	}
+}
+
+// TestProxyRepeatedIdentityHeaderRefused: behind an authenticating proxy, a page request whose
+// identity headers came twice (a proxy that appends to the client's) gets no session and no
+// page: 401, naming the header.
+func TestProxyRepeatedIdentityHeaderRefused(t *testing.T) {
+	proxy := &tenant.Proxy{Trusted: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")},
+		UserHeader: "X-Webauth-User", TeamHeader: "X-Webauth-Team", RoleHeader: "X-Webauth-Role"}
+	s, err := New(Config{Proxy: proxy, Now: func() time.Time { return t0 }}, Deps{Source: newFake()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := do(s, "GET", "/", nil, nil, "X-Webauth-User", "carol", "X-Webauth-Role", "member"); w.Code != http.StatusOK {
+		t.Fatalf("one of each header: %d, want 200", w.Code)
+	}
+	for _, vals := range [][]string{{"admin", "member"}, {"admin,member"}} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Webauth-User", "carol")
+		for _, v := range vals {
+			r.Header.Add("X-Webauth-Role", v)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) > 0 || !strings.Contains(w.Body.String(), "X-Webauth-Role") {
+			t.Errorf("role %q: %d, cookies %v; want 401 naming the header and no session", vals, w.Code, w.Result().Cookies())
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/skillfleet/skillfleet/internal/authlimit"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 )
 
 //go:embed templates/*.tmpl
@@ -44,8 +45,8 @@ type Server struct {
 	sessions  *sessions
 	anonymous bool
 	mux       *http.ServeMux
-	// heavy holds a token per heavy page being served (Config.MaxHeavy).
-	heavy chan struct{}
+	// heavy holds a slot per heavy page being served (Config.MaxHeavy, MaxHeavyPerPrincipal).
+	heavy *httpserve.Slots
 }
 
 // New makes the viewer. Its tokens must be distinct: a secret that is both an operator's and
@@ -94,6 +95,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.MaxHeavy <= 0 {
 		cfg.MaxHeavy = 4
 	}
+	switch {
+	case cfg.MaxHeavyPerPrincipal == 0:
+		cfg.MaxHeavyPerPrincipal = max(cfg.MaxHeavy/4, 1)
+	case cfg.MaxHeavyPerPrincipal < 0 || cfg.MaxHeavyPerPrincipal > cfg.MaxHeavy:
+		cfg.MaxHeavyPerPrincipal = cfg.MaxHeavy
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
 	if len(cfg.Operators) == 0 && len(cfg.Viewers) > 0 && !cfg.ReadOnly {
 		return nil, errors.New("web: viewer tokens need operator tokens: without them the viewer serves loopback callers without a login, and a viewer token would protect nothing")
 	}
@@ -107,7 +117,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		// Behind an authenticating proxy nobody is anonymous: a request the proxy did not
 		// vouch for needs a token.
 		anonymous: len(cfg.Operators) == 0 && len(cfg.Viewers) == 0 && !cfg.Proxy.Enabled(),
-		heavy:     make(chan struct{}, cfg.MaxHeavy),
+		heavy:     httpserve.NewSlots(cfg.MaxHeavy, cfg.MaxHeavyPerPrincipal),
 	}
 	s.mux = s.routes()
 	return s, nil
@@ -226,18 +236,27 @@ func lookupCode(err error) int {
 	return http.StatusInternalServerError
 }
 
-// bounded serves h only while fewer than MaxHeavy heavy pages are being served; past that it
-// answers 503 at once, asking to come back shortly, rather than queue requests that each read
-// a run's results back.
+// bounded serves h only within a heavy-page slot: a principal holds at most its share of them
+// (MaxHeavyPerPrincipal), and all together at most MaxHeavy. Past either it answers 503 at
+// once, asking to come back shortly, rather than queue requests that each read a run's results
+// back. Every write of h has a deadline (WriteTimeout), so a client that stops reading is cut
+// off and its slot given back.
 func (s *Server) bounded(h func(http.ResponseWriter, *http.Request, *visitor)) func(http.ResponseWriter, *http.Request, *visitor) {
 	return func(w http.ResponseWriter, r *http.Request, v *visitor) {
-		select {
-		case s.heavy <- struct{}{}:
-			defer func() { <-s.heavy }()
-			h(w, r, v)
-		default:
+		release, err := s.heavy.Acquire(v.Share())
+		if err != nil {
+			msg := "the viewer is serving as many heavy pages as it may at once; try again in a moment"
+			if full := (*httpserve.FullError)(nil); errors.As(err, &full) && full.PerKey {
+				msg = "you have as many heavy pages loading as one person may at once; try again when they are done"
+			}
 			w.Header().Set("Retry-After", "2")
-			s.fail(w, r, v, http.StatusServiceUnavailable, errors.New("the viewer is serving as many heavy pages as it may at once; try again in a moment"))
+			s.fail(w, r, v, http.StatusServiceUnavailable, errors.New(msg))
+			return
 		}
+		defer release()
+		rc := http.NewResponseController(w)
+		h(httpserve.WriteDeadlines(w, s.cfg.WriteTimeout), r, v)
+		// What h left buffered goes out after it returns, under a deadline of its own.
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	}
 }

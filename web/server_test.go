@@ -252,6 +252,76 @@ func TestLoginThrottled(t *testing.T) {
 	}
 }
 
+// TestOnlyAPresentedTokenCostsAGuess: another site's page can make a visitor's browser post
+// the login form and load a login link, with a wrong token or none; none of it may spend the
+// visitor's budget. Only a wrong token the visitor's own page sent counts.
+func TestOnlyAPresentedTokenCostsAGuess(t *testing.T) {
+	guesses, err := authlimit.New(authlimit.Config{Burst: 2, Every: time.Hour}, func() time.Time { return t0 }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []bool{false, true} {
+		s, err := New(Config{Operators: []Token{{Name: "ops", Secret: operatorToken}}, Now: func() time.Time { return t0 }, Guesses: guesses, LinkLogin: link}, Deps{Source: newFake()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const from = "198.51.100.20:5000"
+		for _, tc := range []struct {
+			name, method, target, token string
+			hdr                         []string
+			code                        int
+		}{
+			{"a form of another site", "POST", "/login", "guess", []string{"Origin", "https://evil.example"}, http.StatusForbidden},
+			{"a form of another port", "POST", "/login", "guess", []string{"Origin", "http://example.com:8081"}, http.StatusForbidden},
+			{"another site, no Origin", "POST", "/login", "guess", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+			{"an opaque origin", "POST", "/login", "guess", []string{"Origin", "null"}, http.StatusForbidden},
+			{"an empty token", "POST", "/login", "", nil, http.StatusUnauthorized},
+			{"an empty token from another site", "POST", "/login", "", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		} {
+			for range 5 {
+				w := do(s, tc.method, tc.target, url.Values{"token": {tc.token}, "next": {"/"}}, nil, append([]string{"RemoteAddr", from}, tc.hdr...)...)
+				if w.Code != tc.code {
+					t.Fatalf("%s: %d, want %d", tc.name, w.Code, tc.code)
+				}
+			}
+		}
+		if link {
+			for _, tc := range []struct {
+				name, target string
+				hdr          []string
+				code         int
+			}{
+				{"a link loaded as another site's image", "/?token=guess", []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Dest", "image"}, http.StatusForbidden},
+				{"a link loaded in another site's frame", "/?token=guess", []string{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Dest", "iframe"}, http.StatusForbidden},
+				{"a link without its token", "/?token=", nil, http.StatusUnauthorized},
+			} {
+				for range 5 {
+					if w := do(s, "GET", tc.target, nil, nil, append([]string{"RemoteAddr", from}, tc.hdr...)...); w.Code != tc.code {
+						t.Fatalf("%s: %d, want %d", tc.name, w.Code, tc.code)
+					}
+				}
+			}
+		}
+		if w := do(s, "POST", "/login", url.Values{"token": {operatorToken}, "next": {"/"}}, nil, "RemoteAddr", from); w.Code != http.StatusSeeOther {
+			t.Fatalf("link login %v: after forged and empty attempts, the right token: %d, want 303\n%s", link, w.Code, textOf(parseHTML(t, w.Body.Bytes())))
+		}
+	}
+	// A wrong token of the visitor's own page does count: two spend the budget.
+	s, err := New(Config{Operators: []Token{{Name: "ops", Secret: operatorToken}}, Now: func() time.Time { return t0 }, Guesses: guesses}, Deps{Source: newFake()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const guesser = "198.51.100.21:5000"
+	for _, tok := range []string{"guess-1", "guess-2"} {
+		if w := do(s, "POST", "/login", url.Values{"token": {tok}}, nil, "RemoteAddr", guesser, "Origin", "http://example.com"); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %s: %d, want 401", tok, w.Code)
+		}
+	}
+	if w := do(s, "POST", "/login", url.Values{"token": {operatorToken}}, nil, "RemoteAddr", guesser); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("after two wrong tokens: %d, want 429", w.Code)
+	}
+}
+
 func TestLogoutAndExpiry(t *testing.T) {
 	src := newFake()
 	now := t0

@@ -115,6 +115,13 @@ type Config struct {
 	// HTML report or a comparison reads a run's results back, and a burst of them would take
 	// the coordinator's memory and CPU from the runs. Past it a request gets 503 at once.
 	MaxHeavy int
+	// MaxHeavyPerPrincipal is the share of MaxHeavy one principal may hold (0 = a quarter,
+	// at least one; negative: all of it, for a viewer with one user), so that one viewer's
+	// requests cannot make every other team's heavy pages answer 503.
+	MaxHeavyPerPrincipal int
+	// WriteTimeout bounds each write of a heavy page (0 = 30 s): a client that stops reading
+	// one is cut off this long after, and its slot given back.
+	WriteTimeout time.Duration
 	// SecureCookies marks the session cookie Secure even on a plain HTTP request (a proxy in
 	// front terminates TLS); a request that came over TLS gets a Secure cookie anyway.
 	SecureCookies bool

@@ -21,6 +21,7 @@ import (
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
+	"github.com/skillfleet/skillfleet/internal/httpserve"
 	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
@@ -66,8 +67,10 @@ type options struct {
 	metricsTokenFile             string
 	maxConns, maxConnsPerIP      int
 	maxStreams, maxStreamsPerTok int
-	minUploadRate                int64
-	uploadWindow                 time.Duration
+	// maxDocReads is --max-document-reads; maxDocReadsPerTok --max-document-reads-per-token.
+	maxDocReads, maxDocReadsPerTok int
+	minUploadRate                  int64
+	uploadWindow                   time.Duration
 
 	// tokens are resolved from token, tokenFile and $SKILLFLEET_TOKEN before run.
 	tokens []coordinator.Token
@@ -99,16 +102,18 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API (/v1/), /healthz and /readyz (and /metrics, see --metrics), and of the web viewer at every other path")
 	f.StringVar(&o.metricsAddr, "metrics", "", "address of a separate /metrics listener; empty serves /metrics on --http, \"off\" serves none")
 	f.StringVar(&o.metricsTokenFile, "metrics-token-file", "", "file whose first line is the bearer token /metrics asks of scrapers (at least 16 bytes); without it /metrics is open")
-	f.IntVar(&o.maxConns, "max-conns", 1024, "connections the API holds at once; over it the oldest that sent no request is closed")
-	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 128, "connections one remote address may hold (0: no per-address cap)")
+	f.IntVar(&o.maxConns, "max-conns", httpserve.Defaults.MaxConns, "connections the API holds at once; over it one not serving a request is closed, the one sending its headers longest first")
+	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", httpserve.Defaults.MaxConnsPerIP, "connections one remote address may hold, those still sending headers included (0: no per-address cap)")
 	f.IntVar(&o.maxStreams, "max-streams", coordinator.DefaultMaxStreams, "concurrent event streams (/v1/runs/{id}/events); over it: 429")
 	f.IntVar(&o.maxStreamsPerTok, "max-streams-per-token", coordinator.DefaultMaxStreamsPerCaller, "concurrent event streams per token")
+	f.IntVar(&o.maxDocReads, "max-document-reads", coordinator.DefaultMaxDocumentReads, "concurrent reads of documents (/v1/runs/{id}/results, /trajectory), each holding them decoded in memory; over it: 429")
+	f.IntVar(&o.maxDocReadsPerTok, "max-document-reads-per-token", coordinator.DefaultMaxDocumentReadsPerCaller, "concurrent reads of documents per token (or proxy user)")
 	f.Int64Var(&o.minUploadRate, "min-upload-rate", coordinator.DefaultMinUploadRate, "bytes/s an upload must average over --upload-rate-window, else 408 (0: no minimum)")
 	f.DurationVar(&o.uploadWindow, "upload-rate-window", coordinator.DefaultUploadRateWindow, "window of --min-upload-rate")
 	f.StringVar(&o.embeddedNATS, "embedded-nats", "", "run an embedded nats-server with JetStream on this address (host:port) instead of connecting to --nats")
 	f.StringVar(&o.dataDir, "data", "./skillfleet-data", "directory for the embedded server's store and extracted bundles")
 	f.StringVar(&o.token, "token", "", "bearer token required on /v1/ (also $SKILLFLEET_TOKEN); without one the API serves loopback callers only")
-	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN [team=TEAM] [role=admin|member|viewer]\" (default team \"default\", role member) or a bare token; # comments")
+	f.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one per line: \"NAME TOKEN [team=TEAM] [role=admin|member|viewer]\" (default team \"default\", role member) or a bare token; # comments; a line of any other shape (a KEY=VALUE where the token belongs, an unknown or repeated key) stops the start")
 	f.StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file of read-only tokens for the web viewer, in --token-file's format (every one a viewer): their holders log in and read their team's pages, but cancel nothing; the API does not take them (needs --token or --token-file)")
 	f.StringVar(&o.proxyUser, "proxy-user-header", "", "header an authenticating proxy at a --trusted-proxy address names its user in (single sign-on, as Grafana's auth proxy); from other addresses it is ignored")
 	f.StringVar(&o.proxyTeam, "proxy-team-header", "", "header naming the proxy's user's team (absent: team default)")
@@ -258,6 +263,7 @@ func (o options) config() (fleet.CoordinatorConfig, error) {
 			Tokens:     o.tokens,
 			Proxy:      proxy,
 			MaxStreams: o.maxStreams, MaxStreamsPerCaller: o.maxStreamsPerTok,
+			MaxDocumentReads: o.maxDocReads, MaxDocumentReadsPerCaller: o.maxDocReadsPerTok,
 			MinUploadRate: minRate, UploadRateWindow: o.uploadWindow,
 		},
 		MaxConns: o.maxConns, MaxConnsPerIP: perIP, TrustedProxies: proxies,

@@ -19,6 +19,7 @@ func TestEmptyTokenIsAUsageError(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	empty, blank, two := write("empty", ""), write("blank", "\n  \n# no token yet\n"), write("two", "ci c1-secret-0123456789\nops-secret-0123456789\n")
+	typo := write("typo", "ci c1-secret-0123456789 team=platform-engineering\nci-x team=platform-engineering\n")
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -27,10 +28,11 @@ func TestEmptyTokenIsAUsageError(t *testing.T) {
 		secrets []string
 	}{
 		{"empty flag", []string{"--token="}, nil, "--token is empty", nil},
-		{"empty file", []string{"--token-file", empty}, nil, "--token-file " + empty + " holds no token", nil},
+		{"empty file", []string{"--token-file", empty}, nil, "--token-file " + empty + ": error tokens.empty: the file holds no token", nil},
 		{"comments only", []string{"--token-file", blank}, nil, "holds no token", nil},
 		{"empty variable", nil, ptr(""), "$SKILLFLEET_TOKEN is set but empty", nil},
 		{"flag and file", []string{"--token", "x-token-0123456789", "--token-file", two}, nil, "not both", nil},
+		{"a token forgotten", []string{"--token-file", typo}, nil, "--token-file " + typo + ":2: error tokens.token-missing", nil},
 		{"several tokens", []string{"--token-file", two}, nil, "", []string{"c1-secret-0123456789", "ops-secret-0123456789"}},
 		{"variable", nil, ptr("v-token-0123456789"), "", []string{"v-token-0123456789"}},
 		{"none", nil, nil, "", nil},
@@ -81,6 +83,7 @@ func TestViewerTokens(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	viewers, empty := write("viewers", "# read-only\nreader r-secret-0123456789\nauditor a-secret-0123456789\n"), write("empty", "\n")
+	typo := write("typo", "reader r-secret-0123456789\nwendy team=teamA\n")
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -91,6 +94,7 @@ func TestViewerTokens(t *testing.T) {
 		{"two viewers", []string{"--token", "op-token-0123456789", "--viewer-token-file", viewers}, "", []string{"reader", "auditor"}},
 		{"an empty file", []string{"--token", "op-token-0123456789", "--viewer-token-file", empty}, "holds no token", nil},
 		{"a missing file", []string{"--token", "op-token-0123456789", "--viewer-token-file", viewers + ".missing"}, "--viewer-token-file", nil},
+		{"a token forgotten", []string{"--token", "op-token-0123456789", "--viewer-token-file", typo}, "--viewer-token-file " + typo + ":2: error tokens.token-missing", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SKILLFLEET_TOKEN", "")

@@ -1,7 +1,9 @@
 // Package authlimit slows the guessing of tokens. Each client address has a budget of failed
 // authentications that refills at a steady rate; once an address has spent it, its attempts
 // are refused before any token is compared, until the budget refills. Successes cost nothing,
-// so a client with a good token is slowed only while its own address is guessing.
+// so a client with a good token is slowed only while its own address is guessing; and only a
+// token presented and wrong is a failure, never a request without one, which any web page can
+// make a visitor's browser send.
 package authlimit
 
 import (
@@ -72,7 +74,7 @@ func New(cfg Config, now func() time.Time, reg prometheus.Registerer) (*Limiter,
 	l := &Limiter{
 		cfg: cfg, now: now, addrs: make(map[netip.Prefix]*budget),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "skillfleet_coordinator_auth_failures_total", Help: "Wrong or missing tokens presented to the API or the web viewer's login.",
+			Name: "skillfleet_coordinator_auth_failures_total", Help: "Wrong tokens presented to the API or the web viewer's login (a request without one is no attempt).",
 		}),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skillfleet_coordinator_auth_throttled_total", Help: "Authentications refused unread because their address had guessed wrong too often.",

@@ -3,6 +3,7 @@ package httpserve
 import (
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,12 +13,18 @@ import (
 // never queued: a queued connection still holds a descriptor in the kernel's
 // backlog and its client waits without an answer, so under a flood of silent connections
 // netutil.LimitListener would leave real clients queued behind them until each header timeout.
-// Instead, at the total cap the oldest connection that has not started a request is evicted:
+// Instead, at a cap a connection that is not serving a request is evicted (victim says which):
 // a flood then only ever displaces itself, while a client that sends its request at once is
 // active, and kept. The per-IP cap evicts the same way, among that address's connections.
+//
+// It also bounds the header phase of every request, from its first byte: the server alone
+// gives a kept-alive connection its idle timeout until four bytes of the next request are in.
 type capListener struct {
 	net.Listener
 	max, perIP int
+	// headerTimeout bounds a request's header phase (ReadHeaderTimeout); grace is how long a
+	// header phase may last before the connection is taken for a slow sender (slowGrace).
+	headerTimeout, grace time.Duration
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -25,55 +32,152 @@ type capListener struct {
 	seq   uint64
 }
 
-func newCapListener(l net.Listener, max, perIP int) *capListener {
-	return &capListener{Listener: l, max: max, perIP: perIP, conns: map[*conn]struct{}{}, byIP: map[string]int{}}
+// slowGrace is how long a request's headers may take to arrive before its connection counts
+// as a slow sender, first in line for eviction whatever it sent last: a client that has its
+// request ready sends it in one go, well within this even across a continent.
+const slowGrace = time.Second
+
+// maxPendingChecks bounds the looks at sockets one eviction makes (requestPending), so that a
+// burst of connections whose requests the server has not read yet costs a bounded time under
+// the listener's lock.
+const maxPendingChecks = 16
+
+func newCapListener(l net.Listener, max, perIP int, headerTimeout time.Duration) *capListener {
+	return &capListener{
+		Listener: l, max: max, perIP: perIP, headerTimeout: headerTimeout, grace: min(slowGrace, headerTimeout/2),
+		conns: map[*conn]struct{}{}, byIP: map[string]int{},
+	}
 }
 
 // conn is one tracked connection.
 type conn struct {
 	net.Conn
-	l    *capListener
-	ip   string
-	seq  uint64 // accept order: the lowest evictable one goes first
-	busy bool   // a request is being read or served (or the conn was hijacked)
-	// served: a request came and was answered. A keep-alive connection that served one has
-	// shown it is a client; it goes only after every connection that never sent a request.
+	l   *capListener
+	ip  string
+	seq uint64 // accept order, or idle order once it served: the lower goes first in its rank
+	// busy: a request is being read past its headers or served (or the conn was hijacked).
+	// Written under the listener's mu; Read loads it without.
+	busy atomic.Bool
+	// served: a request came and was answered. A kept-alive connection that served one has
+	// shown it is a client; while idle it goes only after the silent new ones. Under mu.
 	served bool
-	// lastRead is when a Read last returned bytes (unix nanoseconds; 0: never). The server
-	// marks a connection active only once a request's headers are all read, so between its
-	// first read and then the connection looks as idle as a silent one, and the socket no
-	// longer holds the bytes requestPending looks for.
-	lastRead atomic.Int64
-	// idleAt is when the connection last went idle after a request (unix nanoseconds; 0:
-	// never): bytes read before it belong to the request already answered.
-	idleAt int64
-	once   sync.Once
+	// headerAt is when the header phase of the request now arriving began (unix nanoseconds; 0:
+	// none, an idle kept-alive connection): the accept for a new connection, the first byte of
+	// the next request for a kept-alive one.
+	headerAt atomic.Int64
+	// sent: a Read returned bytes. A new connection with none is silent.
+	sent atomic.Bool
+	// readDeadline is the read deadline the server last set (unix nanoseconds; 0: none), which
+	// Read tightens to the end of the header phase while it lasts.
+	readDeadline atomic.Int64
+	once         sync.Once
 }
 
-// readGrace is how long after bytes arrive a connection that has not become active is still
-// taken for a client whose request the server is reading. A sender slower than this is
-// evictable again; ReadHeaderTimeout ends it in any case.
-const readGrace = time.Second
-
+// Read reads, within the end of the header phase while the connection is in it.
 func (c *conn) Read(p []byte) (int, error) {
+	end, clamped := c.headerEnd()
+	if clamped {
+		if !time.Now().Before(end) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		if rd := c.readDeadline.Load(); rd == 0 || end.UnixNano() < rd {
+			_ = c.Conn.SetReadDeadline(end)
+			defer func() { _ = c.Conn.SetReadDeadline(unixOrZero(c.readDeadline.Load())) }()
+		}
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.lastRead.Store(time.Now().UnixNano())
+		c.sent.Store(true)
+		if !c.busy.Load() {
+			// The first byte of a kept-alive connection's next request starts its header phase.
+			c.headerAt.CompareAndSwap(0, time.Now().UnixNano())
+		}
 	}
 	return n, err
 }
 
-// reading reports whether bytes of a request not yet answered came in within readGrace of
-// now. The caller holds the listener's mu (idleAt).
-func (c *conn) reading(now time.Time) bool {
-	at := c.lastRead.Load()
-	return at != 0 && at > c.idleAt && now.Sub(time.Unix(0, at)) < readGrace
+// headerEnd is when the header phase of the request now arriving must be over, and whether
+// the connection is in one.
+func (c *conn) headerEnd() (time.Time, bool) {
+	if c.l.headerTimeout <= 0 || c.busy.Load() {
+		return time.Time{}, false
+	}
+	at := c.headerAt.Load()
+	if at == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, at).Add(c.l.headerTimeout), true
+}
+
+// SetReadDeadline records the server's deadline, which Read restores after tightening it.
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.readDeadline.Store(unixNano(t))
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline is SetReadDeadline and SetWriteDeadline.
+func (c *conn) SetDeadline(t time.Time) error {
+	c.readDeadline.Store(unixNano(t))
+	return c.Conn.SetDeadline(t)
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func unixOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.forget(c) })
 	return err
+}
+
+// The ranks of eviction, first evicted first.
+const (
+	// rankSlow: headers arriving for longer than the grace, longest first: a trickle or a
+	// silent connection, whatever it sent last.
+	rankSlow = iota
+	// rankSilent: a new connection that has sent nothing yet, oldest first.
+	rankSilent
+	// rankIdle: a kept-alive connection between requests, idle longest first.
+	rankIdle
+	// rankArriving: a request arriving now (bytes read, or waiting in the socket), longest
+	// first; the newest client goes last of all.
+	rankArriving
+)
+
+// evictKey orders the connections that may be evicted.
+type evictKey struct {
+	rank int
+	at   int64 // within a rank, the lower goes first
+}
+
+func (k evictKey) before(o evictKey) bool {
+	return k.rank < o.rank || (k.rank == o.rank && k.at < o.at)
+}
+
+// evictKey is c's place in the order of eviction at now (unix nanoseconds); pending says its
+// socket was seen to hold its request. The caller holds mu (served, seq).
+func (c *conn) evictKey(now int64, grace time.Duration, pending bool) evictKey {
+	at := c.headerAt.Load()
+	switch {
+	case at != 0 && now-at >= int64(grace):
+		return evictKey{rankSlow, at}
+	case !c.served && !c.sent.Load() && !pending:
+		return evictKey{rankSilent, int64(c.seq)}
+	case at == 0:
+		return evictKey{rankIdle, int64(c.seq)}
+	}
+	return evictKey{rankArriving, at}
 }
 
 // Accept returns the next connection within the caps; the ones over a cap are closed here.
@@ -105,11 +209,11 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 	var evict *conn
 	switch {
 	case full:
-		// The address's own oldest idle connection makes room: a flood from one host displaces
-		// only itself, and a client sharing its address (a NAT, loopback) is still served.
-		evict = l.oldestIdle(ip, true)
+		// The address's own connections make room: a flood from one host displaces only
+		// itself, and a client sharing its address (a NAT, loopback) is still served.
+		evict = l.victim(ip, true)
 	case len(l.conns) >= l.max:
-		full, evict = true, l.oldestIdle("", false)
+		full, evict = true, l.victim("", false)
 	}
 	if full {
 		if evict == nil {
@@ -119,49 +223,40 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 	}
 	l.seq++
 	c := &conn{Conn: nc, l: l, ip: ip, seq: l.seq}
+	c.headerAt.Store(time.Now().UnixNano())
 	l.conns[c] = struct{}{}
 	l.byIP[ip]++
 	return c, evict
 }
 
-// oldestIdle is the connection to evict, of ip only when sameIP: the longest-waiting one that
-// never sent a request, else the longest-idle keep-alive one; nil when every connection is
-// serving a request. A flood of silent connections then only ever displaces itself, even
-// when it churns faster than a client's next request on a kept-alive connection. The caller
-// holds mu.
-func (l *capListener) oldestIdle(ip string, sameIP bool) *conn {
-	// Spared for this eviction only: marking them busy would keep them for good, since the
-	// server tells nothing more of a connection that stays idle (an answered keep-alive
-	// connection whose last read was moments ago would then hold its slot until IdleTimeout,
-	// and a burst of them would lock every new client out).
-	var spared map[*conn]bool
-	for {
-		old := l.oldestCandidate(ip, sameIP, spared)
-		// A connection whose request is in its socket, or being read from it, is a client the
-		// server has not got to the end of yet (a starved CPU, a burst of accepts): it is not
-		// evicted. Silent ones have neither, so this costs one look per eviction in a flood.
-		if old == nil || (!old.reading(time.Now()) && (old.served || !requestPending(old.Conn))) {
-			return old
+// victim is the connection to evict, of ip only when sameIP: the first in the order of
+// evictKey; nil when every connection is serving a request. No connection is spared for
+// having sent a byte lately: a trickle of one byte a second would then hold its slot for good.
+// Only a new connection is looked at more closely: one whose request waits in its socket is a
+// client the server has not got to yet (a starved CPU, a burst of accepts), not a silent one.
+// The caller holds mu.
+func (l *capListener) victim(ip string, sameIP bool) *conn {
+	now := time.Now().UnixNano()
+	var pending map[*conn]bool
+	for checks := 0; ; checks++ {
+		var best *conn
+		var bestKey evictKey
+		for c := range l.conns {
+			if c.busy.Load() || (sameIP && c.ip != ip) {
+				continue
+			}
+			if k := c.evictKey(now, l.grace, pending[c]); best == nil || k.before(bestKey) {
+				best, bestKey = c, k
+			}
 		}
-		if spared == nil {
-			spared = map[*conn]bool{}
+		if best == nil || bestKey.rank != rankSilent || checks >= maxPendingChecks || !requestPending(best.Conn) {
+			return best
 		}
-		spared[old] = true
+		if pending == nil {
+			pending = map[*conn]bool{}
+		}
+		pending[best] = true
 	}
-}
-
-// oldestCandidate is oldestIdle without the look at the socket; the caller holds mu.
-func (l *capListener) oldestCandidate(ip string, sameIP bool, spared map[*conn]bool) *conn {
-	var old *conn
-	for c := range l.conns {
-		if c.busy || spared[c] || (sameIP && c.ip != ip) {
-			continue
-		}
-		if old == nil || (old.served && !c.served) || (old.served == c.served && c.seq < old.seq) {
-			old = c
-		}
-	}
-	return old
 }
 
 func (l *capListener) forget(c *conn) {
@@ -191,16 +286,15 @@ func (l *capListener) setState(nc net.Conn, st http.ConnState) {
 	defer l.mu.Unlock()
 	switch st {
 	case http.StateActive, http.StateHijacked:
-		c.busy = true
-	case http.StateNew, http.StateIdle:
-		c.busy = false
-		// An idle connection counts as new from when it went idle: older idle ones go first.
-		if st == http.StateIdle {
-			l.seq++
-			c.seq = l.seq
-			c.served = true
-			c.idleAt = time.Now().UnixNano()
-		}
+		c.busy.Store(true)
+	case http.StateIdle:
+		c.busy.Store(false)
+		// An idle connection counts as new from when it went idle: older idle ones go first;
+		// its next request's header phase starts with that request's first byte.
+		l.seq++
+		c.seq = l.seq
+		c.served = true
+		c.headerAt.Store(0)
 	case http.StateClosed:
 		l.untrack(c)
 	}

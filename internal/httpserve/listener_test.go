@@ -38,7 +38,7 @@ func TestEvictionSparesARequestBeingRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := pipeListener{conns: make(chan net.Conn, 3)}
-			l := newCapListener(src, 2, -1)
+			l := newCapListener(src, 2, -1, Defaults.ReadHeaderTimeout)
 			var clients []net.Conn
 			for i := range 3 {
 				client, server := net.Pipe()
@@ -135,5 +135,39 @@ func TestRemoteIPCountsIPv6ByPrefix(t *testing.T) {
 	}
 	if got := key("::ffff:192.0.2.7"); got != "192.0.2.7" {
 		t.Errorf("IPv4-mapped key %q", got)
+	}
+}
+
+// TestEvictionOrder: at the cap, the connection evicted is the one that has spent longest
+// sending its headers, whether it is new or kept alive, and whatever it sent last; a silent
+// new connection comes next, then an idle kept-alive one; a connection whose request is
+// arriving now goes last.
+func TestEvictionOrder(t *testing.T) {
+	now := time.Now().UnixNano()
+	sec := int64(time.Second)
+	mk := func(seq uint64, served bool, headerAt int64, sent bool) *conn {
+		c := &conn{seq: seq, served: served}
+		c.headerAt.Store(headerAt)
+		c.sent.Store(sent)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		a, b *conn // a must go before b
+	}{
+		{"a trickle of 3 s before one of 2 s, though it sent a byte just now", mk(2, false, now-3*sec, true), mk(1, false, now-2*sec, true)},
+		{"a trickling kept-alive connection before a silent new one", mk(2, true, now-2*sec, true), mk(3, false, now-100, false)},
+		{"a silent new connection before an idle kept-alive one", mk(5, false, now-100, false), mk(1, true, 0, true)},
+		{"an idle kept-alive connection before a request arriving now", mk(5, true, 0, true), mk(1, false, now-100, true)},
+		{"two silent new ones: the older first", mk(1, false, now-100, false), mk(2, false, now-50, false)},
+		{"two idle ones: the one idle longest first", mk(1, true, 0, true), mk(2, true, 0, true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			grace := time.Second
+			ka, kb := tc.a.evictKey(now, grace, false), tc.b.evictKey(now, grace, false)
+			if !ka.before(kb) || kb.before(ka) {
+				t.Fatalf("keys %+v and %+v: want the first evicted first", ka, kb)
+			}
+		})
 	}
 }

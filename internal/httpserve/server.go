@@ -15,8 +15,10 @@ import (
 
 // Config is one server's limits; zero fields get the defaults of Defaults.
 type Config struct {
-	// ReadHeaderTimeout bounds the wait for a request's headers, including a new connection's
-	// first request: it is what closes silent connections.
+	// ReadHeaderTimeout bounds a request's header phase: a new connection's first request must
+	// be in whole this long after the accept, and a kept-alive connection's next one this long
+	// after its first byte. It is what closes silent and trickling connections; the connection
+	// caps evict the ones in it longest first.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request. Handlers that take long bodies extend their
 	// own deadline with http.ResponseController.
@@ -28,10 +30,12 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes caps a request's headers.
 	MaxHeaderBytes int
-	// MaxConns caps the connections open at once. Over it, the oldest connection that has not
-	// started a request (new or idle) is closed to make room; when every connection is busy
-	// the new one is closed at once. It never queues: a queued connection holds a descriptor
-	// and the client waits without an answer.
+	// MaxConns caps the connections open at once. Over it, a connection that is not serving a
+	// request is closed to make room: first the one that has been sending its headers longest
+	// (over a second: a trickle, or silence), then a new one that has sent nothing, then the
+	// longest-idle kept-alive one, and last a request arriving now. When every connection is
+	// serving, the new one is closed at once. It never queues: a queued connection holds a
+	// descriptor and the client waits without an answer.
 	MaxConns int
 	// MaxConnsPerIP caps one remote address's connections, evicting the same way among that
 	// address's connections, so one host's flood cannot take the whole MaxConns. Negative
@@ -41,10 +45,11 @@ type Config struct {
 	ErrorLog *log.Logger
 }
 
-// Defaults are the limits of an API server: a client gets 10 s to send its headers, 1 min
-// for a request and for a response, and 2 min of idle keep-alive.
+// Defaults are the limits of an API server: a client gets 5 s to send its headers, 1 min
+// for a request and for a response, and 2 min of idle keep-alive. The connection caps are the
+// coordinator's defaults (--max-conns, --max-conns-per-ip).
 var Defaults = Config{
-	ReadHeaderTimeout: 10 * time.Second,
+	ReadHeaderTimeout: 5 * time.Second,
 	ReadTimeout:       time.Minute,
 	WriteTimeout:      time.Minute,
 	IdleTimeout:       2 * time.Minute,
@@ -99,7 +104,7 @@ func Listen(network, addr string, h http.Handler, cfg Config) (*Server, error) {
 // New builds a hardened server for h on l; it takes l over.
 func New(l net.Listener, h http.Handler, cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	cl := newCapListener(l, cfg.MaxConns, cfg.MaxConnsPerIP)
+	cl := newCapListener(l, cfg.MaxConns, cfg.MaxConnsPerIP, cfg.ReadHeaderTimeout)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

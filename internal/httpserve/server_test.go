@@ -14,10 +14,17 @@ import (
 // serve starts a hardened server on loopback for h and stops it when the test ends.
 func serve(t *testing.T, h http.Handler, cfg Config) *Server {
 	t.Helper()
-	s, err := Listen("tcp", "127.0.0.1:0", h, cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, l, h, cfg)
+}
+
+// serveOn is serve on the listener l.
+func serveOn(t *testing.T, l net.Listener, h http.Handler, cfg Config) *Server {
+	t.Helper()
+	s := New(l, h, cfg)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve() }()
 	t.Cleanup(func() {

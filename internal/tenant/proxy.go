@@ -36,10 +36,13 @@ const maxHeaderName = 200
 // FromRequest returns the principal r's proxy headers name. ok is false when they name none:
 // the proxy is off, the request did not come from a trusted proxy, or the user header is
 // absent (then a bearer token may still authenticate it). A trusted request whose headers
-// are malformed is an error: it must be refused, not taken as someone else.
+// are malformed, or repeated, is an error: it must be refused, not taken as someone else.
 func (p *Proxy) FromRequest(r *http.Request) (pr Principal, ok bool, err error) {
 	if !p.Enabled() || !p.trusted(r.RemoteAddr) {
 		return Principal{}, false, nil
+	}
+	if err := p.once(r.Header); err != nil {
+		return Principal{}, false, err
 	}
 	user := strings.TrimSpace(r.Header.Get(p.UserHeader))
 	if user == "" {
@@ -70,6 +73,25 @@ func (p *Proxy) FromRequest(r *http.Request) (pr Principal, ok bool, err error) 
 		}
 	}
 	return pr, true, nil
+}
+
+// once refuses identity headers that are present more than once, as several lines or as one
+// comma-joined value: a proxy that appends its headers to the client's instead of replacing
+// them passes the client's own on, and whichever value were believed, the client might have
+// chosen it. The refusal names the header, never what it held.
+func (p *Proxy) once(h http.Header) error {
+	for _, name := range []string{p.UserHeader, p.TeamHeader, p.RoleHeader} {
+		if name == "" {
+			continue
+		}
+		switch vs := h.Values(name); {
+		case len(vs) > 1:
+			return fmt.Errorf("the proxy's %s header is present %d times: the proxy must replace a client's identity headers, not add to them", name, len(vs))
+		case len(vs) == 1 && strings.Contains(vs[0], ","):
+			return fmt.Errorf("the proxy's %s header holds a comma-joined list where one value belongs: the proxy must replace a client's identity headers, not add to them", name)
+		}
+	}
+	return nil
 }
 
 func (p *Proxy) trusted(remote string) bool {

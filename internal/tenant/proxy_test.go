@@ -76,3 +76,58 @@ func TestProxyCheck(t *testing.T) {
 		t.Error("a nil proxy is not off")
 	}
 }
+
+// TestProxyRefusesRepeatedIdentityHeaders: a proxy that appends its identity headers to the
+// client's instead of replacing them passes the client's own values on, and the first one
+// used to win, so a client could name itself an admin. Any identity header present twice, as
+// two lines or as one comma-joined value, is refused; the refusal names the header, not what
+// it held.
+func TestProxyRefusesRepeatedIdentityHeaders(t *testing.T) {
+	p := &Proxy{
+		Trusted:    []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		UserHeader: "X-Webauth-User", TeamHeader: "X-Webauth-Team", RoleHeader: "X-Webauth-Role",
+	}
+	for _, c := range []struct {
+		name    string
+		headers [][2]string // in order; a name given twice is two lines
+		ok      bool
+		wantErr string // the header the refusal names; "" for none
+	}{
+		{"one of each", [][2]string{{"X-Webauth-User", "alice"}, {"X-Webauth-Team", "teamA"}, {"X-Webauth-Role", "member"}}, true, ""},
+		{"the role twice: the client's admin first", [][2]string{{"X-Webauth-User", "alice"}, {"X-Webauth-Role", "admin"}, {"X-Webauth-Role", "viewer"}}, false, "X-Webauth-Role"},
+		{"the role twice, the same", [][2]string{{"X-Webauth-User", "alice"}, {"x-webauth-role", "viewer"}, {"X-Webauth-Role", "viewer"}}, false, "X-Webauth-Role"},
+		{"the role comma-joined", [][2]string{{"X-Webauth-User", "alice"}, {"X-Webauth-Role", "admin, viewer"}}, false, "X-Webauth-Role"},
+		{"the user twice", [][2]string{{"X-Webauth-User", "root"}, {"X-Webauth-User", "alice"}}, false, "X-Webauth-User"},
+		{"the user comma-joined", [][2]string{{"X-Webauth-User", "root,alice"}}, false, "X-Webauth-User"},
+		{"the user twice, one empty", [][2]string{{"X-Webauth-User", ""}, {"X-Webauth-User", "alice"}}, false, "X-Webauth-User"},
+		{"the team twice", [][2]string{{"X-Webauth-User", "alice"}, {"X-Webauth-Team", "ops"}, {"X-Webauth-Team", "teamA"}}, false, "X-Webauth-Team"},
+		{"the team comma-joined", [][2]string{{"X-Webauth-User", "alice"}, {"X-Webauth-Team", "ops,teamA"}}, false, "X-Webauth-Team"},
+		{"the team twice without a user", [][2]string{{"X-Webauth-Team", "ops"}, {"X-Webauth-Team", "teamA"}}, false, "X-Webauth-Team"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = "10.1.2.3:5000"
+			for _, h := range c.headers {
+				r.Header.Add(h[0], h[1])
+			}
+			got, ok, err := p.FromRequest(r)
+			if c.wantErr == "" {
+				if err != nil || ok != c.ok {
+					t.Fatalf("got %+v, %v, %v; want ok %v", got, ok, err, c.ok)
+				}
+				return
+			}
+			if err == nil || ok {
+				t.Fatalf("got %+v, %v, %v; want a refusal naming %s", got, ok, err, c.wantErr)
+			}
+			if !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("refusal %q does not name %s", err, c.wantErr)
+			}
+			for _, h := range c.headers {
+				if h[1] != "" && strings.Contains(err.Error(), h[1]) {
+					t.Errorf("refusal %q repeats a value the request held (%q)", err, h[1])
+				}
+			}
+		})
+	}
+}

@@ -106,6 +106,10 @@ func (p Principal) Who() string {
 	return fmt.Sprintf("%s (team %s, %s)", p.Name, Team(p.Team), p.Role)
 }
 
+// Share is whose share of a per-caller cap p's requests take (its team and name): names are
+// unique among tokens, not between a token and a proxy's user of another team.
+func (p Principal) Share() string { return Team(p.Team) + "/" + p.Name }
+
 type principalKey struct{}
 
 // With returns ctx carrying p.
