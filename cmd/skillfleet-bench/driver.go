@@ -32,8 +32,11 @@ type driveConfig struct {
 	MetricsURL, MetricsToken string
 	// NATSMonitor is the NATS server's monitoring URL (http://host:8222); empty: not measured.
 	NATSMonitor string
-	// Skills × Cases command cases of Runs epochs each: Skills × Cases × Runs jobs.
+	// Skills × Cases cases of Runs epochs each: Skills × Cases × Runs jobs. Kind is
+	// "command" (a file per case) or "prompt" (every case of a skill in one file, so that a
+	// suite of 100,000 cases stays under a bundle's file limit).
 	Skills, Cases, Runs int
+	Kind                string
 	Name                string
 	Deadline            time.Duration
 	// Poll is how often the run's status is read; Sample how often memory is.
@@ -90,7 +93,11 @@ type resultTally struct {
 // and reads its results back; sim is the in-process simulator's executor, or nil.
 func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim *simExecutor) (*measurement, error) {
 	root := filepath.Join(cfg.Work, "suite")
-	if err := suitetest.GenerateCommandEpochs(root, cfg.Skills, cfg.Cases, cfg.Runs, "true"); err != nil {
+	generate := func() error { return suitetest.GenerateCommandEpochs(root, cfg.Skills, cfg.Cases, cfg.Runs, "true") }
+	if cfg.Kind == "prompt" {
+		generate = func() error { return suitetest.GenerateRuns(root, cfg.Skills, cfg.Cases, cfg.Runs) }
+	}
+	if err := generate(); err != nil {
 		return nil, err
 	}
 	tar, err := bundleOf(root)

@@ -93,6 +93,16 @@ func TestFleetSimulatorRun(t *testing.T) {
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	natsURL, monitor := permissionedNATS(t, log)
 	api := startCoordinator(t, natsURL, log)
+	// A file per command case, and a skill's prompt cases in one file (the suites of 100,000
+	// cases), each answered by the simulated executor its own way.
+	for _, kind := range []string{"command", "prompt"} {
+		t.Run(kind, func(t *testing.T) { checkFleetRun(t, natsURL, monitor, api, kind, log) })
+	}
+}
+
+// checkFleetRun drives a 300-job suite of kind through the fleet simulator and checks it.
+func checkFleetRun(t *testing.T, natsURL, monitor, api, kind string, log *zap.Logger) {
+	t.Helper()
 	dir := t.TempDir()
 	tokenFile := testutil.WriteFile(t, dir, "metrics-token", testMetricsToken+"\n")
 	out := filepath.Join(dir, "BENCHMARKS.md")
@@ -101,7 +111,7 @@ func TestFleetSimulatorRun(t *testing.T) {
 		nats:    cmdutil.NATSFlags{URL: natsURL, User: "skillfleet-worker", Password: testWorkerPassword, InboxPrefix: "_INBOX_skillfleet_worker"},
 		workers: 3, slots: 4, idPrefix: "sim-", outputBytes: 512, failRate: 0.2, seed: 7, drainGrace: 10 * time.Second,
 		submit: true, coordinator: api, token: testAPIToken, coordMetricsTokenFile: tokenFile, natsMonitor: monitor,
-		skills: 10, cases: 10, runs: 3, name: "fleetsim-test", poll: 50 * time.Millisecond, sampleEach: 100 * time.Millisecond,
+		skills: 10, cases: 10, runs: 3, kind: kind, name: "fleetsim-test-" + kind, poll: 50 * time.Millisecond, sampleEach: 100 * time.Millisecond,
 		out: out,
 	}
 	if err := o.check(); err != nil {

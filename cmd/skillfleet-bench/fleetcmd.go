@@ -43,6 +43,7 @@ type fleetOptions struct {
 	coordMetricsTokenFile      string
 	natsMonitor                string
 	skills, cases, runs        int
+	kind                       string
 	name                       string
 	deadline, poll, sampleEach time.Duration
 	out                        string
@@ -145,7 +146,8 @@ and mind its --results-max-bytes (4 GiB by default): each result keeps up to 64 
 	f.StringVar(&o.coordMetricsTokenFile, "coordinator-metrics-token-file", "", "file whose first line is the bearer token of the coordinator's /metrics")
 	f.StringVar(&o.natsMonitor, "nats-monitor", "", "the NATS server's monitoring URL (http://HOST:8222): its memory (/varz) and the results stream's last stored time (/jsz) are measured")
 	f.IntVar(&o.skills, "skills", 100, "skills of the generated suite")
-	f.IntVar(&o.cases, "cases", 20, "command cases per skill")
+	f.IntVar(&o.cases, "cases", 20, "cases per skill")
+	f.StringVar(&o.kind, "kind", "command", "kind of the generated cases: command (a file per case) or prompt (a skill's cases in one file, for suites beyond a bundle's 20,000 files)")
 	f.IntVar(&o.runs, "runs", 10, fmt.Sprintf("epochs (runs:) of each case, 1 to %d", suite.MaxRuns))
 	f.StringVar(&o.name, "name", "fleet-simulator", "suite name of the run")
 	f.DurationVar(&o.deadline, "deadline", 0, "the run's deadline (0: the coordinator's default)")
@@ -173,6 +175,9 @@ func (o fleetOptions) check() error {
 	if o.submit {
 		if o.skills < 1 || o.cases < 1 || o.runs < 1 || o.runs > suite.MaxRuns {
 			errs = append(errs, fmt.Sprintf("--skills and --cases must be at least 1, --runs between 1 and %d", suite.MaxRuns))
+		}
+		if o.kind != "command" && o.kind != "prompt" {
+			errs = append(errs, fmt.Sprintf("--kind must be command or prompt, got %q", o.kind))
 		}
 		if o.poll <= 0 || o.sampleEach <= 0 {
 			errs = append(errs, "--poll and --sample must be positive")
@@ -279,7 +284,7 @@ func (o fleetOptions) drive(ctx context.Context, work string, progress io.Writer
 	}
 	cfg := driveConfig{
 		Coordinator: o.coordinator, MetricsURL: metrics, MetricsToken: metricsToken, NATSMonitor: o.natsMonitor,
-		Skills: o.skills, Cases: o.cases, Runs: o.runs, Name: o.name, Deadline: o.deadline,
+		Skills: o.skills, Cases: o.cases, Runs: o.runs, Kind: o.kind, Name: o.name, Deadline: o.deadline,
 		Poll: o.poll, Sample: o.sampleEach, Work: work, Progress: progress,
 	}
 	m, err := drive(ctx, cfg, coordinator.NewClient(o.coordinator, token, nil), exec)

@@ -83,6 +83,15 @@ func filler(n int) string {
 	return strings.Repeat(line, n/len(line)+1)[:n]
 }
 
+// promptAnswer is what a simulated agent answers: READY, which the generated prompt cases ask
+// for (suitetest.GenerateRuns), or for a job made to fail, something else.
+func promptAnswer(fail bool) string {
+	if fail {
+		return "made to fail by the fleet simulator"
+	}
+	return "READY (the fleet simulator's answer)"
+}
+
 // Execute runs one simulated job. Only the end of ctx (a drain's grace over, a cancelled run)
 // is an error, as a sandbox killed mid-job is.
 func (e *simExecutor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Result, error) {
@@ -106,7 +115,7 @@ func (e *simExecutor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.R
 	}
 	out.Stdout, out.ExitCode = e.output, int32(exit)
 	if job.GetKind() == pb.CaseKind_CASE_KIND_PROMPT {
-		out.Output = e.output
+		out.Output = promptAnswer(fail)
 	}
 	worker.Decide(ctx, out, assertions, assert.Observation{Output: out.Output, Stdout: out.Stdout, ExitCode: exit})
 	e.record(job, fail, out.Verdict)
