@@ -16,9 +16,8 @@ type dispatcher struct {
 	// of the job currently in flight (len(gated[s]) when the skill is finished).
 	gated    map[string][]int
 	gatedPos map[string]int
-	order    []string // gated skills in plan order, for deterministic output
-	skillOf  []string // job index → skill name, for gated jobs
-	isGated  []bool
+	order    []string       // gated skills in plan order, for deterministic output
+	skillOf  map[int]string // gated job index → skill name
 }
 
 // dispatchJob is what the dispatcher needs to know of a planned job.
@@ -31,8 +30,7 @@ func newDispatcher(jobs []dispatchJob) *dispatcher {
 	d := &dispatcher{
 		gated:    make(map[string][]int),
 		gatedPos: make(map[string]int),
-		skillOf:  make([]string, len(jobs)),
-		isGated:  make([]bool, len(jobs)),
+		skillOf:  make(map[int]string),
 	}
 	for i, j := range jobs {
 		if j.parallel {
@@ -44,7 +42,6 @@ func newDispatcher(jobs []dispatchJob) *dispatcher {
 		}
 		d.gated[j.skill] = append(d.gated[j.skill], i)
 		d.skillOf[i] = j.skill
-		d.isGated[i] = true
 	}
 	return d
 }
@@ -78,10 +75,10 @@ func (d *dispatcher) publishedCount() int { return d.cursor }
 // Results may arrive for jobs that are not the one in flight (a duplicate delivery): only the
 // in-flight job advances its skill.
 func (d *dispatcher) finished(job int, done func(int) bool) (next int, ok bool) {
-	if job < 0 || job >= len(d.isGated) || !d.isGated[job] {
+	s, gated := d.skillOf[job]
+	if !gated {
 		return 0, false
 	}
-	s := d.skillOf[job]
 	jobs := d.gated[s]
 	pos := d.gatedPos[s]
 	if pos >= len(jobs) || jobs[pos] != job {

@@ -190,7 +190,7 @@ func (rr *runReads) identify(ctx context.Context, res *pb.Result) bool {
 		return true
 	}
 	if rr.active != nil {
-		idx, ok := rr.active.jobIndex[res.GetJobId()]
+		idx, ok := rr.active.jobOf(res.GetJobId(), res.GetSkill(), res.GetCaseName())
 		if ok {
 			planned(rr.active.plan.Jobs[idx], res)
 		}

@@ -41,12 +41,17 @@ type run struct {
 	lane     queue.Lane
 	plan     *suite.Plan
 	catalog  *jobCatalog
-	jobIndex map[string]int
-	done     []bool
-	builder  *report.Builder
-	disp     *dispatcher
-	events   *broadcaster
-	cancel   chan string
+	// spans locates each case's jobs in the plan (they are adjacent, case by case), so that
+	// a result's job is found from the case it names: a map of the run's cases, not of its
+	// jobs. allJobs, the map of every job id, is built only if a result names another case
+	// than its job's.
+	spans   map[string]caseSpan
+	allJobs map[string]int
+	done    []bool
+	builder *report.Builder
+	disp    *dispatcher
+	events  *broadcaster
+	cancel  chan string
 	// done closes when the loop has finished the run (not when it merely stopped for a
 	// coordinator shutdown).
 	finished chan struct{}
@@ -84,7 +89,7 @@ func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
 	r := &run{
 		id: spec.GetId(), spec: spec, plan: plan, catalog: cat,
 		lane:     queue.LaneOnDemand,
-		jobIndex: make(map[string]int, len(plan.Jobs)),
+		spans:    make(map[string]caseSpan, len(plan.Cases)),
 		done:     make([]bool, len(plan.Jobs)),
 		builder:  report.NewBuilder(spec.GetId(), plannedCases(plan)),
 		events:   newBroadcaster(),
@@ -103,11 +108,44 @@ func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
 	}
 	dj := make([]dispatchJob, len(plan.Jobs))
 	for i, j := range plan.Jobs {
-		r.jobIndex[j.ID] = i
+		k := spanKey(j.Case.Skill.Name, j.Case.Name)
+		sp, ok := r.spans[k]
+		if !ok {
+			sp.first = int32(i)
+		}
+		sp.n++
+		r.spans[k] = sp
 		dj[i] = dispatchJob{skill: j.Case.Skill.Name, parallel: j.Case.Parallel}
 	}
 	r.disp = newDispatcher(dj)
 	return r
+}
+
+// caseSpan is where a case's jobs are in the plan.
+type caseSpan struct{ first, n int32 }
+
+func spanKey(skill, caseName string) string { return skill + "\x00" + caseName }
+
+// jobOf returns the index of job id in the plan: among the jobs of the case the result names
+// (a handful), or when the result names another case than its job's, in the map of every job.
+func (r *run) jobOf(id, skill, caseName string) (int, bool) {
+	if sp, ok := r.spans[spanKey(skill, caseName)]; ok {
+		for i := sp.first; i < sp.first+sp.n; i++ {
+			if r.plan.Jobs[i].ID == id {
+				return int(i), true
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.allJobs == nil {
+		r.allJobs = make(map[string]int, len(r.plan.Jobs))
+		for i, j := range r.plan.Jobs {
+			r.allJobs[j.ID] = i
+		}
+	}
+	i, ok := r.allJobs[id]
+	return i, ok
 }
 
 // maxMisfiled bounds the misfiled results a run keeps in its status; past it, case reads of
@@ -343,7 +381,7 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 		c.log.Error("unreadable result ignored", zap.String("run", r.id), zap.Error(err))
 		return 0, false
 	}
-	idx, known := r.jobIndex[res.GetJobId()]
+	idx, known := r.jobOf(res.GetJobId(), res.GetSkill(), res.GetCaseName())
 	if !known || res.GetRunId() != r.id {
 		outcome("unknown")
 		c.log.Warn("result for a job not in the plan ignored", zap.String("run", r.id), zap.String("job", res.GetJobId()))

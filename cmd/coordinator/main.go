@@ -45,9 +45,11 @@ type options struct {
 	teamsFile                                      string
 	teamMaxRunning                                 int
 	teamResultBytes, teamArtifactBytes, teamBundle string
-	nats                                           cmdutil.NATSFlags
-	queue                                          cmdutil.QueueFlags
-	logLevel                                       string
+	// memoryLimit is --memory-limit.
+	memoryLimit string
+	nats        cmdutil.NATSFlags
+	queue       cmdutil.QueueFlags
+	logLevel    string
 
 	// viewerTokenFile is --viewer-token-file; secureCookies --secure-cookies.
 	viewerTokenFile string
@@ -139,6 +141,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.historyPasswordFile, "history-password-file", "", "file whose first line is the PostgreSQL password of --history")
 	f.StringVar(&o.quarantine, "quarantine", "", "quarantine policy of every run's report: flaky (cases the history labels flaky do not fail a run), or empty for none")
 	f.StringVar(&o.quarantineFile, "quarantine-file", "", "file listing quarantined cases, one skill/case or skill/case@agent per line (# comments)")
+	f.StringVar(&o.memoryLimit, "memory-limit", "768MiB", "soft memory limit of the coordinator (Go's GOMEMLIMIT, which overrides it), about three quarters of the memory it is given; 0: none. It holds the plans and aggregates of unfinished runs: about 110 bytes per job and 1.1 KiB per case (coordinator BenchmarkRunMemory)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
 	o.queue.Register(f)
@@ -165,6 +168,13 @@ func run(ctx context.Context, o options) error {
 	cfg, err := o.config()
 	if err != nil {
 		return err
+	}
+	if o.memoryLimit != "0" {
+		limit, err := coordinator.ParseSize(o.memoryLimit)
+		if err != nil {
+			return cmdutil.Usage(fmt.Errorf("--memory-limit %q: %w", o.memoryLimit, err))
+		}
+		cmdutil.LimitDaemonMemory(limit)
 	}
 	d, err := fleet.NewCoordinatorDaemon(cfg, log)
 	if err != nil {

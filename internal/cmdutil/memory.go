@@ -30,3 +30,12 @@ func LimitMemoryForComparison() {
 		debug.SetMemoryLimit(compareMemoryLimit)
 	}
 }
+
+// LimitDaemonMemory sets a daemon's soft memory limit to limit bytes (0: none), unless
+// GOMEMLIMIT sets one: the collector then works harder as the heap nears it, instead of
+// letting garbage double a large live heap.
+func LimitDaemonMemory(limit int64) {
+	if os.Getenv("GOMEMLIMIT") == "" && limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+}
