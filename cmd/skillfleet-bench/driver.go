@@ -73,6 +73,8 @@ type measurement struct {
 	// NATSMonitor only); StoredErr why not.
 	Stored    resultsStored
 	StoredErr error
+	// Pages are the times of a case's and the run's pages once it was final.
+	Pages []pageTiming
 }
 
 // resultTally is a run's counted results as the API serves them.
@@ -139,6 +141,12 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 	if cfg.NATSMonitor != "" {
 		m.Stored, m.StoredErr = storedResults(ctx, hc, cfg.NATSMonitor)
 	}
+	// A case in the middle of the suite, as the generators name them.
+	skill, caseName := fmt.Sprintf("cmd-%05d", cfg.Skills/2), fmt.Sprintf("case-%05d", cfg.Cases/2)
+	if cfg.Kind == "prompt" {
+		skill, caseName = fmt.Sprintf("runs-%05d", cfg.Skills/2), fmt.Sprintf("case_%05d", cfg.Cases/2)
+	}
+	m.Pages = timePages(ctx, cfg.Coordinator, cfg.Token, m.Status.GetId(), skill, caseName)
 	if m.Results, err = tallyResults(ctx, client, m.Status.GetId(), sim); err != nil {
 		return nil, fmt.Errorf("reading the run's results back: %w", err)
 	}
@@ -335,6 +343,9 @@ func (m *measurement) rows() [][2]string {
 		lo, hi, m.cfg.Poll, lo, hi, ms(st.GetFinishedAt().AsTime().Sub(stored)), how)})
 	if m.StoredErr != nil {
 		rows = append(rows, [2]string{"results stream", "not read: " + m.StoredErr.Error()})
+	}
+	for _, p := range m.Pages {
+		rows = append(rows, [2]string{p.Name, p.describe()})
 	}
 	return rows
 }

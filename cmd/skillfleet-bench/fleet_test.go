@@ -189,6 +189,16 @@ func checkFleetRun(t *testing.T, natsURL, monitor, api, kind string, log *zap.Lo
 	if m.StoredErr != nil || m.Stored.Msgs < 300 || m.Stored.Last.IsZero() {
 		t.Errorf("results stream read from /jsz: %+v, %v", m.Stored, m.StoredErr)
 	}
+	// The case's and the run's pages were read once the run was final; a command case has no
+	// trajectory to read.
+	if len(m.Pages) != 5 {
+		t.Errorf("%d pages timed, want 5", len(m.Pages))
+	}
+	for _, p := range m.Pages {
+		if p.Err != nil && !(kind == "command" && strings.Contains(p.Name, "trajectory")) {
+			t.Errorf("%s: %v", p.Name, p.Err)
+		}
+	}
 	md, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

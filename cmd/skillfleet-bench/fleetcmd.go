@@ -283,7 +283,7 @@ func (o fleetOptions) drive(ctx context.Context, work string, progress io.Writer
 		metrics = strings.TrimRight(o.coordinator, "/") + "/metrics"
 	}
 	cfg := driveConfig{
-		Coordinator: o.coordinator, MetricsURL: metrics, MetricsToken: metricsToken, NATSMonitor: o.natsMonitor,
+		Coordinator: o.coordinator, Token: token, MetricsURL: metrics, MetricsToken: metricsToken, NATSMonitor: o.natsMonitor,
 		Skills: o.skills, Cases: o.cases, Runs: o.runs, Kind: o.kind, Name: o.name, Deadline: o.deadline,
 		Poll: o.poll, Sample: o.sampleEach, Work: work, Progress: progress,
 	}

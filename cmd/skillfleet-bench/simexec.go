@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/assert/assertpb"
+	"github.com/skillfleet/skillfleet/atif"
 	"github.com/skillfleet/skillfleet/internal/clock"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
@@ -37,9 +38,10 @@ type simExecConfig struct {
 // compiled assertions decide it (worker.Decide), so a pass is one its assertion results back
 // and the coordinator counts it as a pass, as it would a real one.
 type simExecutor struct {
-	cfg    simExecConfig
-	clock  clock.Clock
-	output string
+	cfg          simExecConfig
+	clock        clock.Clock
+	output       string
+	trajectories worker.TrajectoryEncoder
 
 	busy prometheus.Gauge
 	jobs *prometheus.CounterVec
@@ -116,6 +118,12 @@ func (e *simExecutor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.R
 	out.Stdout, out.ExitCode = e.output, int32(exit)
 	if job.GetKind() == pb.CaseKind_CASE_KIND_PROMPT {
 		out.Output = promptAnswer(fail)
+		// What a trajectory route and a case page read back, as the worker encodes it.
+		tr := &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Agent: atif.Agent{Name: "fleet-simulator", Version: "1"}}
+		tr.Add(atif.SourceUser, job.GetInput())
+		tr.Add(atif.SourceAgent, out.Output)
+		tr.Finish()
+		out.Trajectory = e.trajectories.Encode(tr, job)
 	}
 	worker.Decide(ctx, out, assertions, assert.Observation{Output: out.Output, Stdout: out.Stdout, ExitCode: exit})
 	e.record(job, fail, out.Verdict)
