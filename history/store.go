@@ -171,11 +171,13 @@ type dialect struct {
 	// lock, when set, is run first in the migration transaction so that two coordinators
 	// starting together do not both migrate.
 	lock string
+	// copy: results are written by COPY into a staging table (copy.go), not by INSERT.
+	copy bool
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite"}
-	postgresDialect = dialect{name: "postgres", dollar: true, lock: "SELECT pg_advisory_xact_lock(7431902177)"}
+	postgresDialect = dialect{name: "postgres", dollar: true, lock: "SELECT pg_advisory_xact_lock(7431902177)", copy: true}
 )
 
 // ph returns the i-th (1-based) placeholder.

@@ -37,6 +37,9 @@ func (s *Store) WriteResults(ctx context.Context, rs []Result) error {
 	if len(rs) == 0 {
 		return nil
 	}
+	if s.d.copy {
+		return s.copyWrite(ctx, nil, rs)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
@@ -121,7 +124,7 @@ func runArgs(r *Run) []any {
 		r.Cases.Total, r.Cases.Passed, r.Cases.Failed, r.Cases.Errored, r.Cases.TimedOut, r.Cases.Skipped, r.Cases.Reused}
 }
 
-// execer is a *sql.DB or a *sql.Tx.
+// execer is a *sql.DB, a *sql.Tx or a pgxExecer.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -153,6 +156,9 @@ func (s *Store) WriteRun(ctx context.Context, r Run) error {
 
 // write stores a batch: runs first, so that every result's run has a row, then results.
 func (s *Store) write(ctx context.Context, runs []Run, rs []Result) error {
+	if s.d.copy {
+		return s.copyWrite(ctx, runs, rs)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
