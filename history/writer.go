@@ -202,7 +202,11 @@ func (w *Writer) send(p *partition, it item) {
 	for {
 		h := p.health.Load()
 		if h.failing {
-			w.drop(it, "the queue is full and the database refuses writes")
+			select {
+			case p.in <- it:
+			default:
+				w.drop(it, "the queue is full and the database refuses writes")
+			}
 			return
 		}
 		select {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -72,5 +74,37 @@ func TestWriterWaitsForASlowDatabase(t *testing.T) {
 	}, "every result written once the database keeps up")
 	if d := w.Dropped(); d != 0 {
 		t.Errorf("%d results dropped", d)
+	}
+}
+
+// TestWriterNamesEveryRunThatLostARow: while the database refuses writes a full queue drops
+// results, and the log names every run that lost one (its first loss), so that the runs to
+// backfill are known; a count alone, or a run named only at some of the drops, would not say.
+func TestWriterNamesEveryRunThatLostARow(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "h.db"))
+	s.Close() // every write fails
+	core, logs := observer.New(zap.WarnLevel)
+	w := NewWriter(s, WriterConfig{BatchRows: 2, QueueRows: 4, MinBackoff: time.Hour}, zap.New(core))
+	// r1 fills the failing batch and the queue and loses the rest; r2's one result is the
+	// fifteenth lost.
+	for _, run := range []struct {
+		id string
+		n  int
+	}{{"r1", 20}, {"r2", 1}} {
+		st := status(run.id, "alpha", 0, pb.RunState_RUN_STATE_RUNNING, t0)
+		for i := range run.n {
+			w.Record(result(run.id, fmt.Sprint("j", i), "sk", "c", 0, pb.Verdict_VERDICT_PASSED, "", t0), st)
+		}
+	}
+	c, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	w.Close(c)
+	if w.Dropped() < 15 {
+		t.Fatalf("%d dropped, want at least 15", w.Dropped())
+	}
+	for _, run := range []string{"r1", "r2"} {
+		if logs.FilterField(zap.String("run", run)).Len() == 0 {
+			t.Errorf("no log line names run %s, which lost results", run)
+		}
 	}
 }
