@@ -18,10 +18,11 @@ import (
 )
 
 // PostgreSQL's bulk path: a batch of results is streamed with COPY (binary format, encoded
-// here rather than by pgx's reflection, as the rows are read) into a temporary staging table,
-// then moved into results by one INSERT … SELECT … ON CONFLICT, which keeps the rule of
-// every other write: a (run, job) already stored is replaced by the row written last. Per row
-// this costs the server a fraction of a 26-parameter VALUES tuple, and the client no boxing.
+// here as COPY reads it, without pgx's per-value reflection) straight into results when none
+// of its rows is stored yet, the usual case; a batch holding a stored row (a result replayed
+// after a coordinator restart) goes into a temporary staging table instead, then into results
+// by one INSERT … SELECT … ON CONFLICT, which keeps the rule of every other write: a (run, job)
+// already stored is replaced by the row written last.
 
 // pgType is how a results column is sent in COPY's binary format.
 type pgType byte
@@ -68,18 +69,6 @@ var (
 	copyUpsert    = "INSERT INTO results (" + strings.Join(resultColumns, ", ") + ") SELECT " + strings.Join(resultColumns, ", ") +
 		" FROM results_staging ON CONFLICT (run_id, job_id) DO UPDATE SET " + upsertSet()
 )
-
-// upsertSet is the SET clause that replaces a stored row's every column but its key.
-func upsertSet() string {
-	var b strings.Builder
-	for i, c := range resultColumns[2:] {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
-	}
-	return b.String()
-}
 
 // pgxExecer runs writeRun's statements on a pgx transaction (their result is not read).
 type pgxExecer struct{ tx pgx.Tx }

@@ -175,7 +175,7 @@ type dialect struct {
 	// lock, when set, is run first in the migration transaction so that two coordinators
 	// starting together do not both migrate.
 	lock string
-	// copy: results are written by COPY into a staging table (copy.go), not by INSERT.
+	// copy: results are written by COPY (copy.go), not by INSERT.
 	copy bool
 }
 

@@ -27,6 +27,18 @@ func resultArgs(r *Result) []any {
 	}
 }
 
+// upsertSet is the SET clause that replaces a stored row's every column but its key.
+func upsertSet() string {
+	var b strings.Builder
+	for i, c := range resultColumns[2:] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
+	}
+	return b.String()
+}
+
 // rowsPerInsert bounds one INSERT's rows so that its parameters stay under both backends'
 // limits (SQLite 32766, PostgreSQL 65535).
 const rowsPerInsert = 500
@@ -55,13 +67,7 @@ func (s *Store) WriteResults(ctx context.Context, rs []Result) error {
 }
 
 func (s *Store) insertResults(ctx context.Context, tx *sql.Tx, rs []Result) error {
-	var update strings.Builder
-	for i, c := range resultColumns[2:] {
-		if i > 0 {
-			update.WriteString(", ")
-		}
-		fmt.Fprintf(&update, "%s = excluded.%s", c, c)
-	}
+	update := upsertSet()
 	rs = lastPerJob(rs)
 	for len(rs) > 0 {
 		n := min(len(rs), rowsPerInsert)
@@ -82,7 +88,7 @@ func (s *Store) insertResults(ctx context.Context, tx *sql.Tx, rs []Result) erro
 			q.WriteByte(')')
 			args = append(args, resultArgs(&rs[i])...)
 		}
-		q.WriteString(" ON CONFLICT (run_id, job_id) DO UPDATE SET " + update.String())
+		q.WriteString(" ON CONFLICT (run_id, job_id) DO UPDATE SET " + update)
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("history: writing %d results: %w", n, err)
 		}
