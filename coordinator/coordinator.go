@@ -266,8 +266,9 @@ type Flaky interface {
 }
 
 // History keeps results for months. Its methods are called on the run loop, so they must not
-// wait for a database: queue the work and return. They must not keep res or st, which the
-// coordinator goes on using.
+// wait for a database: queue the work and return, waiting only while the queue is full (a
+// database slower than the results arrive slows the run loop rather than losing a result).
+// They must not keep res or st, which the coordinator goes on using.
 type History interface {
 	// Record is called once per accepted result, including results replayed after a restart,
 	// so the store must treat a (run, job) it already holds as the same row.

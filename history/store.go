@@ -92,9 +92,13 @@ func openSQLite(path string) (*Store, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	// WAL lets readers run beside the writer; the busy timeout rides out another process
-	// holding the file (a second `skillfleet test` sharing the default file).
+	// holding the file (a second `skillfleet test` sharing the default file). A page cache of
+	// up to 64 MiB (the default is 2 MiB) holds the index pages one of the Writer's batches
+	// touches, so that a transaction does not spill them (and journal them for its statement)
+	// half way, to write them again at commit.
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)" +
+		"&_pragma=cache_size(-65536)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("history: %s: %w", path, err)
@@ -171,11 +175,13 @@ type dialect struct {
 	// lock, when set, is run first in the migration transaction so that two coordinators
 	// starting together do not both migrate.
 	lock string
+	// copy: results are written by COPY (copy.go), not by INSERT.
+	copy bool
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite"}
-	postgresDialect = dialect{name: "postgres", dollar: true, lock: "SELECT pg_advisory_xact_lock(7431902177)"}
+	postgresDialect = dialect{name: "postgres", dollar: true, lock: "SELECT pg_advisory_xact_lock(7431902177)", copy: true}
 )
 
 // ph returns the i-th (1-based) placeholder.

@@ -27,6 +27,18 @@ func resultArgs(r *Result) []any {
 	}
 }
 
+// upsertSet is the SET clause that replaces a stored row's every column but its key.
+func upsertSet() string {
+	var b strings.Builder
+	for i, c := range resultColumns[2:] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
+	}
+	return b.String()
+}
+
 // rowsPerInsert bounds one INSERT's rows so that its parameters stay under both backends'
 // limits (SQLite 32766, PostgreSQL 65535).
 const rowsPerInsert = 500
@@ -36,6 +48,9 @@ const rowsPerInsert = 500
 func (s *Store) WriteResults(ctx context.Context, rs []Result) error {
 	if len(rs) == 0 {
 		return nil
+	}
+	if s.d.copy {
+		return s.copyWrite(ctx, nil, rs)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -52,13 +67,7 @@ func (s *Store) WriteResults(ctx context.Context, rs []Result) error {
 }
 
 func (s *Store) insertResults(ctx context.Context, tx *sql.Tx, rs []Result) error {
-	var update strings.Builder
-	for i, c := range resultColumns[2:] {
-		if i > 0 {
-			update.WriteString(", ")
-		}
-		fmt.Fprintf(&update, "%s = excluded.%s", c, c)
-	}
+	update := upsertSet()
 	rs = lastPerJob(rs)
 	for len(rs) > 0 {
 		n := min(len(rs), rowsPerInsert)
@@ -79,7 +88,7 @@ func (s *Store) insertResults(ctx context.Context, tx *sql.Tx, rs []Result) erro
 			q.WriteByte(')')
 			args = append(args, resultArgs(&rs[i])...)
 		}
-		q.WriteString(" ON CONFLICT (run_id, job_id) DO UPDATE SET " + update.String())
+		q.WriteString(" ON CONFLICT (run_id, job_id) DO UPDATE SET " + update)
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("history: writing %d results: %w", n, err)
 		}
@@ -121,7 +130,7 @@ func runArgs(r *Run) []any {
 		r.Cases.Total, r.Cases.Passed, r.Cases.Failed, r.Cases.Errored, r.Cases.TimedOut, r.Cases.Skipped, r.Cases.Reused}
 }
 
-// execer is a *sql.DB or a *sql.Tx.
+// execer is a *sql.DB, a *sql.Tx or a pgxExecer.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -153,6 +162,9 @@ func (s *Store) WriteRun(ctx context.Context, r Run) error {
 
 // write stores a batch: runs first, so that every result's run has a row, then results.
 func (s *Store) write(ctx context.Context, runs []Run, rs []Result) error {
+	if s.d.copy {
+		return s.copyWrite(ctx, runs, rs)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
