@@ -137,7 +137,13 @@ func invalid(format string, args ...any) error {
 // exit codes outside 0..255, a missing (null) or non-JSON expected document, and counts that
 // are negative or cannot be met. Errors wrap ErrInvalid and do not name the type, file or line:
 // the caller adds them.
-func Compile(a *Assertion) error {
+func Compile(a *Assertion) error { return compile(a, compilePattern) }
+
+// patternCompiler compiles an RE2 pattern within the caps (compilePattern), or answers what it
+// compiled to before (Checker).
+type patternCompiler func(pattern string) (*regexp.Regexp, int, error)
+
+func compile(a *Assertion, compilePattern patternCompiler) error {
 	switch a.Type {
 	case OutputContains, OutputNotContains, StdoutContains, StderrContains, NotContains:
 		if a.Value == "" {
@@ -158,13 +164,13 @@ func Compile(a *Assertion) error {
 	case SkillActivated, SkillNotActivated, ToolNotCalled:
 		return checkName(a.Value)
 	case ToolCalled:
-		return compileToolCalled(a)
+		return compileToolCalled(a, compilePattern)
 	case ToolOrder:
 		return checkOrder(a.Names)
 	case MaxTurns, MaxToolCalls, MaxTokens:
 		return checkLimit(a.Type, a.Max)
 	case FileExists, FileNotExists, FileContains, FileMatches, FileJSON:
-		return compileFile(a)
+		return compileFile(a, compilePattern)
 	case SemanticMatch:
 		if strings.TrimSpace(a.Value) == "" {
 			return invalid("the criterion is empty")

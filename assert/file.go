@@ -95,7 +95,7 @@ func checkPath(p *string) error {
 }
 
 // compileFile checks a file assertion and compiles what it compares with.
-func compileFile(a *Assertion) error {
+func compileFile(a *Assertion, compilePattern patternCompiler) error {
 	if err := checkPath(&a.Path); err != nil {
 		return err
 	}

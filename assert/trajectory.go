@@ -77,7 +77,7 @@ func checkName(name string) error {
 	return nil
 }
 
-func compileToolCalled(a *Assertion) error {
+func compileToolCalled(a *Assertion, compilePattern patternCompiler) error {
 	if err := checkName(a.Value); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
 )
@@ -52,8 +53,9 @@ func Load(roots []string, opts skill.Options) *Suite {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			chk := assert.NewChecker()
 			for i := range work {
-				perSkill[i], perDiags[i] = LoadCases(skills[i])
+				perSkill[i], perDiags[i] = loadCases(skills[i], chk)
 			}
 		}()
 	}
@@ -78,12 +80,18 @@ func Load(roots []string, opts skill.Options) *Suite {
 // LoadCases reads every case format of one skill and rejects duplicate case names, within a
 // file or across them, which would make two report rows indistinguishable.
 func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
-	prompt, diags := loadPromptCases(sk)
-	evals, ed := loadEvalCases(sk)
+	return loadCases(sk, assert.NewChecker())
+}
+
+// loadCases is LoadCases checking assertions with chk, which a loader reuses across skills so
+// that a pattern written on many cases is compiled once.
+func loadCases(sk *skill.Skill, chk *assert.Checker) ([]*Case, diag.Diagnostics) {
+	prompt, diags := loadPromptCases(sk, chk)
+	evals, ed := loadEvalCases(sk, chk)
 	diags = append(diags, ed...)
-	pluginEvals, pd := loadPluginEvalCases(sk)
+	pluginEvals, pd := loadPluginEvalCases(sk, chk)
 	diags = append(diags, pd...)
-	command, cd := loadCommandCases(sk)
+	command, cd := loadCommandCases(sk, chk)
 	diags = append(diags, cd...)
 	all := append(append(append(prompt, evals...), pluginEvals...), command...)
 	seen := make(map[string]*Case, len(all))

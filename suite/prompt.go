@@ -39,7 +39,7 @@ func keySet[S ~string](keys []S) map[string]bool {
 var semanticKeys = map[string]bool{"criterion": true, "votes": true}
 
 // loadPromptCases reads the RFC cases file a skill's `test` field names.
-func loadPromptCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
+func loadPromptCases(s *skill.Skill, chk *assert.Checker) ([]*Case, diag.Diagnostics) {
 	if s.Test == nil {
 		return nil, nil
 	}
@@ -57,7 +57,7 @@ func loadPromptCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
 		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file " + s.Test.Cases + ": " + err.Error(), File: s.File, Line: line}}
 	}
-	r := &reader{file: path}
+	r := &reader{file: path, check: chk}
 	cases := r.promptCases(s, data)
 	return cases, r.diags
 }
@@ -326,7 +326,10 @@ func (r *reader) semantic(c *Case, p pair) {
 
 // add compiles an assertion and keeps it, or reports why it cannot be used.
 func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
-	if err := assert.Compile(&a); err != nil {
+	if r.check == nil {
+		r.check = assert.NewChecker()
+	}
+	if err := r.check.Check(&a); err != nil {
 		rule := "assertion.invalid"
 		var se *syntax.Error
 		switch {
@@ -342,9 +345,9 @@ func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 		r.errorf(line, rule, "%s: %v", a.Type, err)
 		return false
 	}
-	// Compiling proved the pattern; the plan ships its source and workers compile it again.
-	// Keeping a compiled RE2 program per case would cost kilobytes each across 100,000 cases.
-	a.Regexp = nil
+	// Check proved the pattern and kept no program: the plan ships its source and workers
+	// compile it again. A compiled RE2 program per case would cost kilobytes each across
+	// 100,000 cases.
 	c.Assertions = append(c.Assertions, Assertion{Assertion: a, Line: line})
 	return true
 }

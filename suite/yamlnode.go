@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/textdist"
 )
@@ -38,6 +39,9 @@ const (
 type reader struct {
 	file  string
 	diags diag.Diagnostics
+	// check validates assertions, remembering patterns across the files of one loader; nil
+	// until the first assertion when the reader was made without one.
+	check *assert.Checker
 	// nodes counts the nodes value has converted for the current stdout-json document.
 	nodes int
 }
