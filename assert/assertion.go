@@ -86,6 +86,10 @@ type Assertion struct {
 	// max_tool_calls and max_tokens (which need no MaxSet).
 	Max    int64
 	MaxSet bool
+	// insts is the size of Regexp's program, set by Compile; 0 means unknown. It sits beside
+	// MaxSet, in the word the bool pads to: a plan holds one Assertion per assertion of each
+	// of its cases.
+	insts int32
 	// Names are tool_order's tool names, in the order their first calls must come.
 	Names []string
 	// ExitCode is the expected exit status, 0 to 255.
@@ -95,8 +99,6 @@ type Assertion struct {
 	// yields (Go integers and floats, map[any]any with string keys) and rewrites it in place into
 	// the canonical form, with json.Number for every number.
 	JSON any
-	// insts is the size of Regexp's program, set by Compile; 0 means unknown.
-	insts int
 }
 
 // ErrInvalid is wrapped by every error Compile returns and by Evaluate for an assertion that
@@ -160,7 +162,7 @@ func compile(a *Assertion, compilePattern patternCompiler) error {
 		if err != nil {
 			return err
 		}
-		a.Regexp, a.insts = re, n
+		a.Regexp, a.insts = re, int32(n)
 	case SkillActivated, SkillNotActivated, ToolNotCalled:
 		return checkName(a.Value)
 	case ToolCalled:

@@ -118,7 +118,7 @@ func compileFile(a *Assertion, compilePattern patternCompiler) error {
 		if err != nil {
 			return err
 		}
-		a.Regexp, a.insts = re, n
+		a.Regexp, a.insts = re, int32(n)
 	case FileJSON:
 		doc, err := canonicalJSON(a.JSON)
 		if err != nil {

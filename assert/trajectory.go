@@ -102,7 +102,7 @@ func compileToolCalled(a *Assertion, compilePattern patternCompiler) error {
 	if err != nil {
 		return err
 	}
-	a.Regexp, a.insts = re, n
+	a.Regexp, a.insts = re, int32(n)
 	return nil
 }
 
