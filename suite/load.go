@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -53,9 +54,9 @@ func Load(roots []string, opts skill.Options) *Suite {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			chk := assert.NewChecker()
+			sc := newScratch()
 			for i := range work {
-				perSkill[i], perDiags[i] = loadCases(skills[i], chk)
+				perSkill[i], perDiags[i] = loadCases(skills[i], sc)
 			}
 		}()
 	}
@@ -80,23 +81,35 @@ func Load(roots []string, opts skill.Options) *Suite {
 // LoadCases reads every case format of one skill and rejects duplicate case names, within a
 // file or across them, which would make two report rows indistinguishable.
 func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
-	return loadCases(sk, assert.NewChecker())
+	return loadCases(sk, newScratch())
 }
 
-// loadCases is LoadCases checking assertions with chk, which a loader reuses across skills so
-// that a pattern written on many cases is compiled once.
-func loadCases(sk *skill.Skill, chk *assert.Checker) ([]*Case, diag.Diagnostics) {
-	prompt, diags := loadPromptCases(sk, chk)
-	evals, ed := loadEvalCases(sk, chk)
+// scratch is what one loading goroutine reuses from skill to skill: the checker that
+// remembers patterns (one written on many cases is compiled once), and the memory of the
+// last cases file's tree.
+type scratch struct {
+	check *assert.Checker
+	trees *yamlstrict.Reader
+}
+
+func newScratch() *scratch {
+	return &scratch{check: assert.NewChecker(), trees: yamlstrict.NewReader()}
+}
+
+// loadCases is LoadCases with sc.
+func loadCases(sk *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
+	prompt, diags := loadPromptCases(sk, sc)
+	evals, ed := loadEvalCases(sk, sc)
 	diags = append(diags, ed...)
-	pluginEvals, pd := loadPluginEvalCases(sk, chk)
+	pluginEvals, pd := loadPluginEvalCases(sk, sc)
 	diags = append(diags, pd...)
-	command, cd := loadCommandCases(sk, chk)
+	command, cd := loadCommandCases(sk, sc)
 	diags = append(diags, cd...)
 	all := append(append(append(prompt, evals...), pluginEvals...), command...)
 	seen := make(map[string]*Case, len(all))
 	out := all[:0]
 	for _, c := range all {
+		c.Assertions = exactAssertions(c.Assertions)
 		if first, dup := seen[c.Name]; dup {
 			diags = append(diags, diag.Diagnostic{
 				Rule: "case.duplicateName", Severity: diag.SeverityError, File: c.File, Line: c.Line,

@@ -39,7 +39,7 @@ func keySet[S ~string](keys []S) map[string]bool {
 var semanticKeys = map[string]bool{"criterion": true, "votes": true}
 
 // loadPromptCases reads the RFC cases file a skill's `test` field names.
-func loadPromptCases(s *skill.Skill, chk *assert.Checker) ([]*Case, diag.Diagnostics) {
+func loadPromptCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 	if s.Test == nil {
 		return nil, nil
 	}
@@ -57,7 +57,9 @@ func loadPromptCases(s *skill.Skill, chk *assert.Checker) ([]*Case, diag.Diagnos
 		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file " + s.Test.Cases + ": " + err.Error(), File: s.File, Line: line}}
 	}
-	r := &reader{file: path, check: chk}
+	// The cases are read out of the tree before the next file is parsed, so its memory is
+	// reused.
+	r := &reader{file: path, check: sc.check, trees: sc.trees}
 	cases := r.promptCases(s, data)
 	return cases, r.diags
 }
@@ -115,15 +117,16 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		Timeout: timeout, Parallel: s.Test.Parallel, File: r.file, Line: n.Line,
 	}
 	var assertions *yaml.Node
-	has := map[string]bool{}
+	hasName, hasInput := false, false
 	for _, p := range pairs {
-		has[p.key] = true
 		switch p.key {
 		case "name":
+			hasName = true
 			c.Name, _ = r.str(p.val, "case name", "case.name")
 		case "description":
 			c.Description, _ = r.str(p.val, "description", "case.type")
 		case "input":
+			hasInput = true
 			v, ok := r.str(p.val, "input", "case.noInput")
 			if ok && strings.TrimSpace(v) == "" {
 				r.errorf(p.line, "case.noInput", "case %q has an empty input", c.Name)
@@ -136,16 +139,21 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		}
 	}
 	// A key that is present but of the wrong type was reported already.
-	if c.Name == "" && !has["name"] {
+	if c.Name == "" && !hasName {
 		r.errorf(n.Line, "case.name", "case has no name")
 	}
-	if !has["input"] {
+	if !hasInput {
 		r.errorf(n.Line, "case.noInput", "case %q has no input", c.Name)
 	}
 	if assertions == nil {
 		r.errorf(n.Line, "case.noAssertion", "case %q has no assertions", c.Name)
 	} else {
+		// Read into the reader's buffer, kept in a slice of the case's own below: growing
+		// each case's slice from nothing made three times its size in garbage.
+		c.Assertions = r.assertions[:0]
 		r.promptAssertions(c, assertions)
+		r.assertions = c.Assertions[:0]
+		c.Assertions = exactAssertions(c.Assertions)
 	}
 	if len(r.diags) > before {
 		return nil

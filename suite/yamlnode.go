@@ -10,6 +10,7 @@ import (
 	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/textdist"
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 )
 
 // maxDepth bounds nesting below a file's top-level value, so a deeply nested document is
@@ -42,6 +43,12 @@ type reader struct {
 	// check validates assertions, remembering patterns across the files of one loader; nil
 	// until the first assertion when the reader was made without one.
 	check *assert.Checker
+	// assertions is the buffer a prompt case's assertions are read into.
+	assertions []Assertion
+	// trees, when set, parses the reader's YAML into memory it reuses: only for a reader that
+	// is done with one tree before it parses another (a graders' list holds nodes of its
+	// case.yaml while it reads their frontmatter). nil parses afresh.
+	trees *yamlstrict.Reader
 	// nodes counts the nodes value has converted for the current stdout-json document.
 	nodes int
 }
@@ -82,7 +89,12 @@ func (r *reader) mapping(n *yaml.Node, what, rulePrefix string, allowed map[stri
 		r.errorf(n.Line, rulePrefix+".type", "%s must be a mapping, got %s", what, kindName(n))
 		return nil, false
 	}
-	seen := make(map[string]int, len(n.Content)/2)
+	// A key's first occurrence is the first earlier string key of the same value: found by a
+	// scan in the few keys of most mappings, in a map past a few dozen.
+	var seen map[string]int
+	if len(n.Content) > 64 {
+		seen = make(map[string]int, len(n.Content)/2)
+	}
 	out := make([]pair, 0, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := r.deref(n.Content[i])
@@ -93,11 +105,23 @@ func (r *reader) mapping(n *yaml.Node, what, rulePrefix string, allowed map[stri
 			r.errorf(k.Line, rulePrefix+".type", "%s keys must be strings", what)
 			continue
 		}
-		if first, dup := seen[k.Value]; dup {
+		first, dup := 0, false
+		if seen != nil {
+			first, dup = seen[k.Value]
+		} else {
+			for j := 0; j < i && !dup; j += 2 {
+				if p := n.Content[j]; p.Kind == yaml.ScalarNode && p.Value == k.Value {
+					first, dup = p.Line, true
+				}
+			}
+		}
+		if dup {
 			r.errorf(k.Line, rulePrefix+".duplicateKey", "%s has key %q twice (first on line %d)", what, k.Value, first)
 			continue
 		}
-		seen[k.Value] = k.Line
+		if seen != nil {
+			seen[k.Value] = k.Line
+		}
 		if allowed != nil && !allowed[k.Value] {
 			r.errorf(k.Line, rulePrefix+".unknownKey", "%s has unknown key %q%s", what, k.Value, suggest(k.Value, allowed))
 			continue
