@@ -102,6 +102,7 @@ func WriteBundle(w io.Writer, dirs []Dir) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Digest: DigestPrefix + hex.EncodeToString(h.Sum(nil)), Bytes: cw.n}
+	var line []byte // "<dep>\x00<digest>\n", the closure digest's input for each dependency
 	for _, name := range names {
 		closure := byName[name].Closure
 		if len(closure) == 0 {
@@ -113,7 +114,8 @@ func WriteBundle(w io.Writer, dirs []Dir) (*Bundle, error) {
 			if !ok {
 				return nil, fmt.Errorf("bundle skill %s: its dependency %s is not bundled", name, dep)
 			}
-			fmt.Fprintf(ch, "%s\x00%s\n", dep, d)
+			line = append(append(append(append(line[:0], dep...), 0), d...), '\n')
+			ch.Write(line)
 		}
 		b.Skills = append(b.Skills, SkillDigest{
 			Name: name, Path: name, Digest: digests[name],
