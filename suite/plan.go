@@ -256,17 +256,32 @@ func JobID(skillName, caseName string, kind Kind, epoch int, agent string) strin
 // ArmJobID is JobID for a job of an arm. The arm enters the hash only when it is not
 // with_skill, so the jobs of a run without a baseline keep the ids they always had.
 func ArmJobID(skillName, caseName string, kind Kind, epoch int, agent string, arm Arm) string {
-	parts := []string{skillName, caseName, string(kind), strconv.Itoa(epoch), agent}
+	// The hash input is the parts, each ended by a NUL byte, built on the stack: a plan derives
+	// an id per job, 100,000s of them.
+	var scratch [128]byte
+	b := append(scratch[:0], skillName...)
+	b = append(b, 0)
+	b = append(b, caseName...)
+	b = append(b, 0)
+	b = append(b, kind...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(epoch), 10)
+	b = append(b, 0)
+	b = append(b, agent...)
+	b = append(b, 0)
 	if arm != ArmWithSkill && arm != "" {
-		parts = append(parts, string(arm))
+		b = append(b, arm...)
+		b = append(b, 0)
 	}
-	h := sha256.New()
-	for _, part := range parts {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	return "j" + hex.EncodeToString(h.Sum(nil))[:20]
+	sum := sha256.Sum256(b)
+	var id [1 + jobIDHexDigits]byte
+	id[0] = 'j'
+	hex.Encode(id[1:], sum[:jobIDHexDigits/2])
+	return string(id[:])
 }
+
+// jobIDHexDigits is how much of the hash a job id keeps, in hexadecimal digits.
+const jobIDHexDigits = 20
 
 // OldClosureDigest is the closure digest of the old version of a skill the bundle holds for
 // the old_skill arm, or "" when it holds none.
