@@ -84,6 +84,11 @@ func (sp *skillPaths) resolve(p string) (string, error) {
 
 // readCapped reads a regular file of at most limit bytes.
 func readCapped(path string, limit int64) ([]byte, error) {
+	return readCappedInto(nil, path, limit)
+}
+
+// readCappedInto is readCapped into buf's memory when it has room.
+func readCappedInto(buf []byte, path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -101,11 +106,14 @@ func readCapped(path string, limit int64) ([]byte, error) {
 	}
 	// Sized by the stat, as os.ReadFile sizes its buffer: io.ReadAll grows from 512 bytes and
 	// left twice a cases file's size in garbage. A file that grew since is read to the limit.
-	buf := bytes.NewBuffer(make([]byte, 0, st.Size()+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+	if room := st.Size() + bytes.MinRead; int64(cap(buf)) < room {
+		buf = make([]byte, 0, room)
+	}
+	b := bytes.NewBuffer(buf[:0])
+	if _, err := b.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, err
 	}
-	data := buf.Bytes()
+	data := b.Bytes()
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("file is larger than the %d-byte limit", limit)
 	}

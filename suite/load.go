@@ -86,10 +86,11 @@ func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
 
 // scratch is what one loading goroutine reuses from skill to skill: the checker that
 // remembers patterns (one written on many cases is compiled once), and the memory of the
-// last cases file's tree.
+// last cases file and of its tree.
 type scratch struct {
 	check *assert.Checker
 	trees *yamlstrict.Reader
+	file  []byte
 }
 
 func newScratch() *scratch {

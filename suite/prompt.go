@@ -52,15 +52,16 @@ func loadPromptCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file: " + err.Error(), File: s.File, Line: line}}
 	}
-	data, err := readCapped(path, maxCaseFileBytes)
+	// The cases are read out of the file and its tree (into strings of their own) before the
+	// next file is read, so the memory of both is reused.
+	data, err := readCappedInto(sc.file[:0], path, maxCaseFileBytes)
 	if err != nil {
 		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file " + s.Test.Cases + ": " + err.Error(), File: s.File, Line: line}}
 	}
-	// The cases are read out of the tree before the next file is parsed, so its memory is
-	// reused.
 	r := &reader{file: path, check: sc.check, trees: sc.trees}
 	cases := r.promptCases(s, data)
+	sc.file = data[:0]
 	return cases, r.diags
 }
 
