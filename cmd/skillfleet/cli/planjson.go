@@ -8,12 +8,13 @@ import (
 	"strconv"
 )
 
-// writePlanJSON writes doc exactly as writeJSON would, one job at a time. A plan of 100,000
+// writePlanJSON writes doc with jobs as its Jobs exactly as writeJSON would write it, one job
+// at a time as jobs makes them. A plan of 100,000
 // jobs is tens of megabytes of indented JSON: encoding it whole builds it twice in memory
 // (marshal, then indent) and most of the command's time went into growing those buffers; and
 // encoding/json's reflection, job by job, still cost more than the rest of writing the plan.
 // So a job is written here, field by field, in planJob's order and with its omitempty rules.
-func writePlanJSON(w io.Writer, doc planDoc) error {
+func writePlanJSON(w io.Writer, doc planDoc, jobs jobList) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -35,14 +36,14 @@ func writePlanJSON(w io.Writer, doc planDoc) error {
 	}
 	bw.WriteString(",\n  \"jobs\": [")
 	var line []byte
-	for i, j := range doc.Jobs {
+	for i := range jobs.len() {
 		if i > 0 {
 			bw.WriteString(",")
 		}
-		line = appendPlanJob(line[:0], j)
+		line = appendPlanJob(line[:0], jobs.at(i))
 		bw.Write(line)
 	}
-	if len(doc.Jobs) > 0 {
+	if jobs.len() > 0 {
 		bw.WriteString("\n  ")
 	}
 	bw.WriteString("],\n  \"diagnostics\": ")
@@ -51,6 +52,12 @@ func writePlanJSON(w io.Writer, doc planDoc) error {
 	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
+}
+
+// jobList is the jobs writePlanJSON writes, made one at a time.
+type jobList interface {
+	len() int
+	at(i int) planJob
 }
 
 // appendPlanJob appends j as an element of the jobs array: a line break, then the object
