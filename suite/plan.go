@@ -159,23 +159,18 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 		return nil, fmt.Errorf("an %s baseline needs the old skills", ArmOldSkill)
 	}
 	selected := s.Select(opts.Filter)
-	b, err := WriteBundleWith(io.Discard, s.Graph, selected, base.Old)
-	if err != nil {
-		return nil, err
+	// The jobs do not depend on the digests: they are made while the bundle is hashed, which
+	// reads every file of the selection. Both only read the suite.
+	type written struct {
+		b   *bundle.Bundle
+		err error
 	}
-	p := &Plan{SuiteDigest: b.Digest, BundleBytes: b.Bytes, Baseline: base.Arm, skillIndex: make(map[string]int, len(b.Skills))}
-	for _, sd := range b.Skills {
-		// The old versions are files of the bundle, not skills of the plan.
-		if name, ok := strings.CutPrefix(sd.Name, bundle.BaselineDir+"/"); ok {
-			if p.oldClosure == nil {
-				p.oldClosure = make(map[string]string)
-			}
-			p.oldClosure[name] = sd.ClosureDigest
-			continue
-		}
-		p.skillIndex[sd.Name] = len(p.Skills)
-		p.Skills = append(p.Skills, sd)
-	}
+	bundled := make(chan written, 1)
+	go func() {
+		b, err := WriteBundleWith(io.Discard, s.Graph, selected, base.Old)
+		bundled <- written{b, err}
+	}()
+	p := &Plan{Baseline: base.Arm}
 	_, p.Old = oldDirs(base.Old, selected)
 	p.hasOld = make(map[string]bool, len(p.Old))
 	for _, o := range p.Old {
@@ -190,8 +185,27 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 		p.Diagnostics = missingOld(p.Cases, p.hasOld)
 	}
 	p.Diagnostics = append(p.Diagnostics, missingDefaultBaseline(p.Cases, base.Arm)...)
-	if err := p.expand(opts.Agents, opts.MaxJobs); err != nil {
-		return nil, err
+	expandErr := p.expand(opts.Agents, opts.MaxJobs)
+	w := <-bundled
+	if w.err != nil {
+		return nil, w.err // the bundle's error first, as when it was written before the jobs
+	}
+	if expandErr != nil {
+		return nil, expandErr
+	}
+	b := w.b
+	p.SuiteDigest, p.BundleBytes, p.skillIndex = b.Digest, b.Bytes, make(map[string]int, len(b.Skills))
+	for _, sd := range b.Skills {
+		// The old versions are files of the bundle, not skills of the plan.
+		if name, ok := strings.CutPrefix(sd.Name, bundle.BaselineDir+"/"); ok {
+			if p.oldClosure == nil {
+				p.oldClosure = make(map[string]string)
+			}
+			p.oldClosure[name] = sd.ClosureDigest
+			continue
+		}
+		p.skillIndex[sd.Name] = len(p.Skills)
+		p.Skills = append(p.Skills, sd)
 	}
 	return p, nil
 }
