@@ -92,6 +92,11 @@ func exactAssertions(a []Assertion) []Assertion {
 	if cap(a) == len(a) {
 		return a
 	}
+	return copyAssertions(a)
+}
+
+// copyAssertions returns a copy of a in a slice of its exact size, nil when a is empty.
+func copyAssertions(a []Assertion) []Assertion {
 	if len(a) == 0 {
 		return nil
 	}

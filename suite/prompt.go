@@ -149,12 +149,12 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 	if assertions == nil {
 		r.errorf(n.Line, "case.noAssertion", "case %q has no assertions", c.Name)
 	} else {
-		// Read into the reader's buffer, kept in a slice of the case's own below: growing
+		// Read into the reader's buffer, then copied into a slice of the case's own: growing
 		// each case's slice from nothing made three times its size in garbage.
 		c.Assertions = r.assertions[:0]
 		r.promptAssertions(c, assertions)
 		r.assertions = c.Assertions[:0]
-		c.Assertions = exactAssertions(c.Assertions)
+		c.Assertions = copyAssertions(c.Assertions)
 	}
 	if len(r.diags) > before {
 		return nil
