@@ -109,6 +109,7 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		return nil
 	}
 	before := len(r.diags)
+	defer func(mark int) { r.pairs = r.pairs[:mark] }(len(r.pairs)) // the case's entries are read by its end
 	pairs, ok := r.mapping(n, "case", "case", promptCaseKeys)
 	if !ok {
 		return nil
@@ -202,12 +203,11 @@ func (r *reader) promptAssertions(c *Case, n *yaml.Node) {
 		case assert.FormCriterion:
 			r.semantic(c, p)
 		case assert.FormText:
-			vals, lines, _ := r.strList(p.val, p.key, "assertion.type")
-			for i, v := range vals {
+			r.eachStr(p.val, p.key, "assertion.type", func(v string, line int) {
 				a := assert.New(t)
 				a.Value = v
-				r.add(c, a, lines[i])
-			}
+				r.add(c, a, line)
+			})
 		case assert.FormCount:
 			if v, ok := r.integer(p.val, p.key, "assertion.type"); ok {
 				a := assert.New(t)
