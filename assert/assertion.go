@@ -86,6 +86,10 @@ type Assertion struct {
 	// max_tool_calls and max_tokens (which need no MaxSet).
 	Max    int64
 	MaxSet bool
+	// insts is the size of Regexp's program, set by Compile; 0 means unknown. It sits beside
+	// MaxSet, in the word the bool pads to: a plan holds one Assertion per assertion of each
+	// of its cases.
+	insts int32
 	// Names are tool_order's tool names, in the order their first calls must come.
 	Names []string
 	// ExitCode is the expected exit status, 0 to 255.
@@ -95,8 +99,6 @@ type Assertion struct {
 	// yields (Go integers and floats, map[any]any with string keys) and rewrites it in place into
 	// the canonical form, with json.Number for every number.
 	JSON any
-	// insts is the size of Regexp's program, set by Compile; 0 means unknown.
-	insts int
 }
 
 // ErrInvalid is wrapped by every error Compile returns and by Evaluate for an assertion that
@@ -137,7 +139,13 @@ func invalid(format string, args ...any) error {
 // exit codes outside 0..255, a missing (null) or non-JSON expected document, and counts that
 // are negative or cannot be met. Errors wrap ErrInvalid and do not name the type, file or line:
 // the caller adds them.
-func Compile(a *Assertion) error {
+func Compile(a *Assertion) error { return compile(a, compilePattern) }
+
+// patternCompiler compiles an RE2 pattern within the caps (compilePattern), or answers what it
+// compiled to before (Checker).
+type patternCompiler func(pattern string) (*regexp.Regexp, int, error)
+
+func compile(a *Assertion, compilePattern patternCompiler) error {
 	switch a.Type {
 	case OutputContains, OutputNotContains, StdoutContains, StderrContains, NotContains:
 		if a.Value == "" {
@@ -154,17 +162,17 @@ func Compile(a *Assertion) error {
 		if err != nil {
 			return err
 		}
-		a.Regexp, a.insts = re, n
+		a.Regexp, a.insts = re, int32(n)
 	case SkillActivated, SkillNotActivated, ToolNotCalled:
 		return checkName(a.Value)
 	case ToolCalled:
-		return compileToolCalled(a)
+		return compileToolCalled(a, compilePattern)
 	case ToolOrder:
 		return checkOrder(a.Names)
 	case MaxTurns, MaxToolCalls, MaxTokens:
 		return checkLimit(a.Type, a.Max)
 	case FileExists, FileNotExists, FileContains, FileMatches, FileJSON:
-		return compileFile(a)
+		return compileFile(a, compilePattern)
 	case SemanticMatch:
 		if strings.TrimSpace(a.Value) == "" {
 			return invalid("the criterion is empty")

@@ -95,7 +95,7 @@ func checkPath(p *string) error {
 }
 
 // compileFile checks a file assertion and compiles what it compares with.
-func compileFile(a *Assertion) error {
+func compileFile(a *Assertion, compilePattern patternCompiler) error {
 	if err := checkPath(&a.Path); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func compileFile(a *Assertion) error {
 		if err != nil {
 			return err
 		}
-		a.Regexp, a.insts = re, n
+		a.Regexp, a.insts = re, int32(n)
 	case FileJSON:
 		doc, err := canonicalJSON(a.JSON)
 		if err != nil {

@@ -77,7 +77,7 @@ func checkName(name string) error {
 	return nil
 }
 
-func compileToolCalled(a *Assertion) error {
+func compileToolCalled(a *Assertion, compilePattern patternCompiler) error {
 	if err := checkName(a.Value); err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func compileToolCalled(a *Assertion) error {
 	if err != nil {
 		return err
 	}
-	a.Regexp, a.insts = re, n
+	a.Regexp, a.insts = re, int32(n)
 	return nil
 }
 

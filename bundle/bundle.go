@@ -67,6 +67,11 @@ type Dir struct {
 // machine. dirs must hold every skill of every closure; suite.WriteBundle computes them from a
 // skill graph.
 func WriteBundle(w io.Writer, dirs []Dir) (*Bundle, error) {
+	return writeBundle(w, dirs, aheadLimits{file: aheadFileBytes, skill: aheadSkillBytes, skillsPerWorker: aheadSkillsPerWorker})
+}
+
+// writeBundle is WriteBundle reading ahead of the tar stream within lim.
+func writeBundle(w io.Writer, dirs []Dir, lim aheadLimits) (*Bundle, error) {
 	byName := make(map[string]Dir, len(dirs))
 	for _, d := range dirs {
 		byName[d.Name] = d
@@ -84,11 +89,18 @@ func WriteBundle(w io.Writer, dirs []Dir) (*Bundle, error) {
 	var total int64
 	buf := make([]byte, 64<<10)
 	man := newManifestHasher()
-	for _, name := range names {
-		d, n, err := writeSkill(tw, byName[name], total, buf, man)
+	ordered := make([]Dir, len(names))
+	for i, name := range names {
+		ordered[i] = byName[name]
+	}
+	ra := startReadAhead(ordered, lim)
+	defer ra.stop()
+	for i, name := range names {
+		d, n, err := writeSkill(tw, byName[name], ra.skill(i), total, buf, man)
 		if err != nil {
 			return nil, fmt.Errorf("bundle skill %s: %w", name, err)
 		}
+		ra.written(i)
 		digests[name] = d
 		total += n
 	}
@@ -102,6 +114,7 @@ func WriteBundle(w io.Writer, dirs []Dir) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Digest: DigestPrefix + hex.EncodeToString(h.Sum(nil)), Bytes: cw.n}
+	var line []byte // "<dep>\x00<digest>\n", the closure digest's input for each dependency
 	for _, name := range names {
 		closure := byName[name].Closure
 		if len(closure) == 0 {
@@ -113,7 +126,8 @@ func WriteBundle(w io.Writer, dirs []Dir) (*Bundle, error) {
 			if !ok {
 				return nil, fmt.Errorf("bundle skill %s: its dependency %s is not bundled", name, dep)
 			}
-			fmt.Fprintf(ch, "%s\x00%s\n", dep, d)
+			line = append(append(append(append(line[:0], dep...), 0), d...), '\n')
+			ch.Write(line)
 		}
 		b.Skills = append(b.Skills, SkillDigest{
 			Name: name, Path: name, Digest: digests[name],
@@ -131,16 +145,16 @@ type bundleFile struct {
 	exec bool
 }
 
-// writeSkill writes one skill's files under "<name>/" and returns the skill's digest.
-// Each file is also added to man, the bundle's manifest.
-func writeSkill(tw *tar.Writer, s Dir, sofar int64, buf []byte, man *manifestHasher) (string, int64, error) {
-	files, err := skillFiles(s.Path)
-	if err != nil {
-		return "", 0, err
+// writeSkill writes one skill's files under "<name>/", as pre listed them and read the first
+// of them, and returns the skill's digest. Each file is also added to man, the bundle's
+// manifest.
+func writeSkill(tw *tar.Writer, s Dir, pre *preparedSkill, sofar int64, buf []byte, man *manifestHasher) (string, int64, error) {
+	if pre.err != nil {
+		return "", 0, pre.err
 	}
 	h, fh := sha256.New(), sha256.New()
 	var n int64
-	for _, f := range files {
+	for i, f := range pre.files {
 		if sofar+n+f.size > MaxBundleBytes {
 			return "", 0, fmt.Errorf("the suite's files exceed %d bytes", MaxBundleBytes)
 		}
@@ -155,12 +169,25 @@ func writeSkill(tw *tar.Writer, s Dir, sofar int64, buf []byte, man *manifestHas
 		if err := tw.WriteHeader(hdr); err != nil {
 			return "", 0, err
 		}
-		fh.Reset()
-		if err := copyFile(io.MultiWriter(tw, fh), f.path, f.size, buf); err != nil {
-			return "", 0, fmt.Errorf("%s: %w", f.rel, err)
+		var sum []byte
+		if i < len(pre.ahead) {
+			a := &pre.ahead[i]
+			if a.err != nil {
+				return "", 0, fmt.Errorf("%s: %w", f.rel, a.err)
+			}
+			if _, err := tw.Write(a.data); err != nil {
+				return "", 0, fmt.Errorf("%s: %w", f.rel, err)
+			}
+			sum = a.sum[:]
+		} else {
+			fh.Reset()
+			if err := copyFile(io.MultiWriter(tw, fh), f.path, f.size, buf); err != nil {
+				return "", 0, fmt.Errorf("%s: %w", f.rel, err)
+			}
+			sum = fh.Sum(nil)
 		}
-		fmt.Fprintf(h, "%s\x00%o\x00%x\n", f.rel, mode, fh.Sum(nil))
-		man.add(hdr.Name, hdr.Typeflag, mode, f.size, fh.Sum(nil))
+		fmt.Fprintf(h, "%s\x00%o\x00%x\n", f.rel, mode, sum)
+		man.add(hdr.Name, hdr.Typeflag, mode, f.size, sum)
 		n += f.size
 	}
 	return DigestPrefix + hex.EncodeToString(h.Sum(nil)), n, nil

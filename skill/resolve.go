@@ -32,6 +32,11 @@ type Graph struct {
 	out    map[string][]string // edges to skills that exist, self-loops excluded
 	skills map[string]*Skill
 	cycles [][]string
+	// index numbers the nodes in name order, adj is out by those numbers and list the skills
+	// by them: Closure walks numbers, not names.
+	index map[string]int32
+	adj   [][]int32
+	list  []*Skill
 }
 
 // Nodes returns the names of the catalog's skills, sorted.
@@ -52,26 +57,29 @@ func (g *Graph) Cycles() [][]string { return g.cycles }
 // transitively, sorted by name; missing dependencies are left out (Resolve reports them) and
 // cycles are harmless. It returns nil when name is not a node.
 func (g *Graph) Closure(name string) []*Skill {
-	start, ok := g.skills[NormalizeName(name)]
+	start, ok := g.index[NormalizeName(name)]
 	if !ok {
 		return nil
 	}
-	seen := map[string]bool{start.Name: true}
-	queue := []string{start.Name}
-	var deps []*Skill
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, m := range g.out[n] {
-			if !seen[m] {
-				seen[m] = true
+	// A plan takes the closure of every skill it bundles, so this is a walk over numbers: a bit
+	// per node marks the visited, and numbers sort as the names do.
+	seen := make([]uint64, (len(g.list)+63)/64)
+	seen[start/64] |= 1 << (start % 64)
+	queue := []int32{start}
+	for h := 0; h < len(queue); h++ {
+		for _, m := range g.adj[queue[h]] {
+			if seen[m/64]&(1<<(m%64)) == 0 {
+				seen[m/64] |= 1 << (m % 64)
 				queue = append(queue, m)
-				deps = append(deps, g.skills[m])
 			}
 		}
 	}
-	slices.SortFunc(deps, func(a, b *Skill) int { return strings.Compare(a.Name, b.Name) })
-	return append([]*Skill{start}, deps...)
+	slices.Sort(queue[1:])
+	out := make([]*Skill, len(queue))
+	for i, n := range queue {
+		out[i] = g.list[n]
+	}
+	return out
 }
 
 // Resolve builds the dependency graph of c's skills and checks the RFC's rules: every required
@@ -143,6 +151,7 @@ func Resolve(c *Catalog, opts Options) (*Graph, diag.Diagnostics) {
 	}
 	slices.SortFunc(g.edges, func(a, b Edge) int { return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.To, b.To)) })
 
+	g.number()
 	var truncated bool
 	g.cycles, truncated = findCycles(g.nodes, g.out)
 	for _, cyc := range g.cycles {
@@ -164,6 +173,22 @@ func Resolve(c *Catalog, opts Options) (*Graph, diag.Diagnostics) {
 	}
 	ds.Sort()
 	return g, ds
+}
+
+// number fills index, adj and list from nodes (sorted by name) and out.
+func (g *Graph) number() {
+	g.index = make(map[string]int32, len(g.nodes))
+	g.list = make([]*Skill, len(g.nodes))
+	for i, n := range g.nodes {
+		g.index[n] = int32(i)
+		g.list[i] = g.skills[n]
+	}
+	g.adj = make([][]int32, len(g.nodes))
+	for i, n := range g.nodes {
+		for _, m := range g.out[n] {
+			g.adj[i] = append(g.adj[i], g.index[m])
+		}
+	}
 }
 
 func checkMinimum(s *Skill, r Requirement, t *Skill, minimum *semver.Version) (diag.Diagnostic, bool) {

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/skill"
@@ -65,4 +66,46 @@ func BenchmarkPlanHuge(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPlanMemory measures what a plan keeps alive, as the coordinator keeps a run's plan
+// for as long as the run lasts: the heap in use after a collection with only the plan held,
+// less the heap in use before loading, per job and per case. The suite is the 100,000-case
+// one of BenchmarkPlan100k (166,768 jobs) planned against two agents, as a fleet would.
+func BenchmarkPlanMemory(b *testing.B) {
+	root := b.TempDir()
+	if err := suitetest.Generate(root, 1000, 100); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		before := heapInUse()
+		p := planTwoAgents(b, root)
+		held := heapInUse() - before
+		b.ReportMetric(float64(held)/float64(len(p.Jobs)), "B/job")
+		b.ReportMetric(float64(held)/float64(len(p.Cases)), "B/case")
+		b.ReportMetric(float64(held)/(1<<20), "MiB")
+		runtime.KeepAlive(p)
+	}
+}
+
+// planTwoAgents loads and plans root against two agents, keeping nothing of the suite but
+// what the plan holds.
+func planTwoAgents(b *testing.B, root string) *Plan {
+	s := Load([]string{root}, skill.Options{})
+	if s.Diagnostics.HasErrors() {
+		b.Fatalf("generated suite has errors: %v", s.Diagnostics[0])
+	}
+	p, err := s.Plan(PlanOptions{Agents: []string{"agent-a", "agent-b"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// heapInUse is the heap in use after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

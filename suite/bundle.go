@@ -21,13 +21,21 @@ func WriteBundle(w io.Writer, g *skill.Graph, skills []*skill.Skill) (*bundle.Bu
 func WriteBundleWith(w io.Writer, g *skill.Graph, skills []*skill.Skill, old *skill.Graph) (*bundle.Bundle, error) {
 	dirs := make(map[string]bundle.Dir)
 	for _, s := range skills {
-		for _, dep := range g.Closure(s.Name) {
+		if _, ok := dirs[s.Name]; ok {
+			continue // bundled as another's dependency, and with it its closure
+		}
+		closure := g.Closure(s.Name)
+		for _, dep := range closure {
 			if _, ok := dirs[dep.Name]; ok {
 				continue
 			}
-			d := bundle.Dir{Name: dep.Name, Path: dep.Dir}
-			for _, c := range g.Closure(dep.Name) {
-				d.Closure = append(d.Closure, c.Name)
+			deps := closure // a skill's own closure is at hand; a dependency's is computed
+			if dep != closure[0] {
+				deps = g.Closure(dep.Name)
+			}
+			d := bundle.Dir{Name: dep.Name, Path: dep.Dir, Closure: make([]string, len(deps))}
+			for i, c := range deps {
+				d.Closure[i] = c.Name
 			}
 			dirs[dep.Name] = d
 		}

@@ -85,6 +85,24 @@ type Case struct {
 	Line int
 }
 
+// exactAssertions returns a in a slice with no room to spare: a plan keeps every case for as
+// long as its run lasts, and a slice grown one assertion at a time holds up to twice its
+// length.
+func exactAssertions(a []Assertion) []Assertion {
+	if cap(a) == len(a) {
+		return a
+	}
+	return copyAssertions(a)
+}
+
+// copyAssertions returns a copy of a in a slice of its exact size, nil when a is empty.
+func copyAssertions(a []Assertion) []Assertion {
+	if len(a) == 0 {
+		return nil
+	}
+	return append(make([]Assertion, 0, len(a)), a...)
+}
+
 // HasSemantic reports whether the case needs the judge.
 func (c *Case) HasSemantic() bool {
 	for _, a := range c.Assertions {

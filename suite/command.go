@@ -52,7 +52,7 @@ type testConfig struct {
 }
 
 // loadCommandCases reads tests/test-config.json and tests/cases/*.yaml of a skill.
-func loadCommandCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
+func loadCommandCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 	dir := filepath.Join(s.Dir, filepath.FromSlash(commandCaseDir))
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -98,7 +98,7 @@ func loadCommandCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
 				Message: err.Error(), File: path})
 			continue
 		}
-		r := &reader{file: path}
+		r := &reader{file: path, check: sc.check}
 		if c := r.commandCase(s, data, cfg); c != nil {
 			out = append(out, c)
 		}

@@ -67,12 +67,12 @@ var evalKeys = map[string]bool{
 var evalID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // loadEvalCases reads evals/evals.json of a skill, if it has one.
-func loadEvalCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
+func loadEvalCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 	path := filepath.Join(s.Dir, filepath.FromSlash(EvalsFile))
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	r := &reader{file: path}
+	r := &reader{file: path, check: sc.check}
 	if _, err := skillFile(s.Dir, EvalsFile); err != nil {
 		r.errorf(0, ruleEvalsFile, "%v", err)
 		return nil, r.diags

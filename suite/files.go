@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -83,6 +84,11 @@ func (sp *skillPaths) resolve(p string) (string, error) {
 
 // readCapped reads a regular file of at most limit bytes.
 func readCapped(path string, limit int64) ([]byte, error) {
+	return readCappedInto(nil, path, limit)
+}
+
+// readCappedInto is readCapped into buf's memory when it has room.
+func readCappedInto(buf []byte, path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -98,10 +104,16 @@ func readCapped(path string, limit int64) ([]byte, error) {
 	if st.Size() > limit {
 		return nil, fmt.Errorf("file is %d bytes, larger than the %d-byte limit", st.Size(), limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	// Sized by the stat, as os.ReadFile sizes its buffer: io.ReadAll grows from 512 bytes and
+	// left twice a cases file's size in garbage. A file that grew since is read to the limit.
+	if room := st.Size() + bytes.MinRead; int64(cap(buf)) < room {
+		buf = make([]byte, 0, room)
+	}
+	b := bytes.NewBuffer(buf[:0])
+	if _, err := b.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, err
 	}
+	data := b.Bytes()
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("file is larger than the %d-byte limit", limit)
 	}
@@ -112,7 +124,11 @@ func readCapped(path string, limit int64) ([]byte, error) {
 // (internal/yamlstrict), reporting a syntax error, an anchor or alias, or nesting beyond
 // maxDepth with its line. Repeated keys are reported where a mapping is read, in its words.
 func (r *reader) parseYAML(data []byte) (*yaml.Node, bool) {
-	root, problems := yamlstrict.Parse(data, yamlstrict.Options{MaxBytes: maxCaseFileBytes, MaxDepth: maxDepth + 1})
+	parse := yamlstrict.Parse
+	if r.trees != nil {
+		parse = r.trees.Parse
+	}
+	root, problems := parse(data, yamlstrict.Options{MaxBytes: maxCaseFileBytes, MaxDepth: maxDepth + 1})
 	for _, p := range problems {
 		switch p.Kind {
 		case yamlstrict.Syntax:

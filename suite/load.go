@@ -5,7 +5,9 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -52,8 +54,9 @@ func Load(roots []string, opts skill.Options) *Suite {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sc := newScratch()
 			for i := range work {
-				perSkill[i], perDiags[i] = LoadCases(skills[i])
+				perSkill[i], perDiags[i] = loadCases(skills[i], sc)
 			}
 		}()
 	}
@@ -78,17 +81,36 @@ func Load(roots []string, opts skill.Options) *Suite {
 // LoadCases reads every case format of one skill and rejects duplicate case names, within a
 // file or across them, which would make two report rows indistinguishable.
 func LoadCases(sk *skill.Skill) ([]*Case, diag.Diagnostics) {
-	prompt, diags := loadPromptCases(sk)
-	evals, ed := loadEvalCases(sk)
+	return loadCases(sk, newScratch())
+}
+
+// scratch is what one loading goroutine reuses from skill to skill: the checker that
+// remembers patterns (one written on many cases is compiled once), and the memory of the
+// last cases file and of its tree.
+type scratch struct {
+	check *assert.Checker
+	trees *yamlstrict.Reader
+	file  []byte
+}
+
+func newScratch() *scratch {
+	return &scratch{check: assert.NewChecker(), trees: yamlstrict.NewReader()}
+}
+
+// loadCases is LoadCases with sc.
+func loadCases(sk *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
+	prompt, diags := loadPromptCases(sk, sc)
+	evals, ed := loadEvalCases(sk, sc)
 	diags = append(diags, ed...)
-	pluginEvals, pd := loadPluginEvalCases(sk)
+	pluginEvals, pd := loadPluginEvalCases(sk, sc)
 	diags = append(diags, pd...)
-	command, cd := loadCommandCases(sk)
+	command, cd := loadCommandCases(sk, sc)
 	diags = append(diags, cd...)
 	all := append(append(append(prompt, evals...), pluginEvals...), command...)
 	seen := make(map[string]*Case, len(all))
 	out := all[:0]
 	for _, c := range all {
+		c.Assertions = exactAssertions(c.Assertions)
 		if first, dup := seen[c.Name]; dup {
 			diags = append(diags, diag.Diagnostic{
 				Rule: "case.duplicateName", Severity: diag.SeverityError, File: c.File, Line: c.Line,

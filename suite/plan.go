@@ -159,23 +159,18 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 		return nil, fmt.Errorf("an %s baseline needs the old skills", ArmOldSkill)
 	}
 	selected := s.Select(opts.Filter)
-	b, err := WriteBundleWith(io.Discard, s.Graph, selected, base.Old)
-	if err != nil {
-		return nil, err
+	// The jobs do not depend on the digests: they are made while the bundle is hashed, which
+	// reads every file of the selection. Both only read the suite.
+	type written struct {
+		b   *bundle.Bundle
+		err error
 	}
-	p := &Plan{SuiteDigest: b.Digest, BundleBytes: b.Bytes, Baseline: base.Arm, skillIndex: make(map[string]int, len(b.Skills))}
-	for _, sd := range b.Skills {
-		// The old versions are files of the bundle, not skills of the plan.
-		if name, ok := strings.CutPrefix(sd.Name, bundle.BaselineDir+"/"); ok {
-			if p.oldClosure == nil {
-				p.oldClosure = make(map[string]string)
-			}
-			p.oldClosure[name] = sd.ClosureDigest
-			continue
-		}
-		p.skillIndex[sd.Name] = len(p.Skills)
-		p.Skills = append(p.Skills, sd)
-	}
+	bundled := make(chan written, 1)
+	go func() {
+		b, err := WriteBundleWith(io.Discard, s.Graph, selected, base.Old)
+		bundled <- written{b, err}
+	}()
+	p := &Plan{Baseline: base.Arm}
 	_, p.Old = oldDirs(base.Old, selected)
 	p.hasOld = make(map[string]bool, len(p.Old))
 	for _, o := range p.Old {
@@ -190,8 +185,27 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 		p.Diagnostics = missingOld(p.Cases, p.hasOld)
 	}
 	p.Diagnostics = append(p.Diagnostics, missingDefaultBaseline(p.Cases, base.Arm)...)
-	if err := p.expand(opts.Agents, opts.MaxJobs); err != nil {
-		return nil, err
+	expandErr := p.expand(opts.Agents, opts.MaxJobs)
+	w := <-bundled
+	if w.err != nil {
+		return nil, w.err // the bundle's error first, as when it was written before the jobs
+	}
+	if expandErr != nil {
+		return nil, expandErr
+	}
+	b := w.b
+	p.SuiteDigest, p.BundleBytes, p.skillIndex = b.Digest, b.Bytes, make(map[string]int, len(b.Skills))
+	for _, sd := range b.Skills {
+		// The old versions are files of the bundle, not skills of the plan.
+		if name, ok := strings.CutPrefix(sd.Name, bundle.BaselineDir+"/"); ok {
+			if p.oldClosure == nil {
+				p.oldClosure = make(map[string]string)
+			}
+			p.oldClosure[name] = sd.ClosureDigest
+			continue
+		}
+		p.skillIndex[sd.Name] = len(p.Skills)
+		p.Skills = append(p.Skills, sd)
 	}
 	return p, nil
 }
@@ -256,17 +270,32 @@ func JobID(skillName, caseName string, kind Kind, epoch int, agent string) strin
 // ArmJobID is JobID for a job of an arm. The arm enters the hash only when it is not
 // with_skill, so the jobs of a run without a baseline keep the ids they always had.
 func ArmJobID(skillName, caseName string, kind Kind, epoch int, agent string, arm Arm) string {
-	parts := []string{skillName, caseName, string(kind), strconv.Itoa(epoch), agent}
+	// The hash input is the parts, each ended by a NUL byte, built on the stack: a plan derives
+	// an id per job, 100,000s of them.
+	var scratch [128]byte
+	b := append(scratch[:0], skillName...)
+	b = append(b, 0)
+	b = append(b, caseName...)
+	b = append(b, 0)
+	b = append(b, kind...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(epoch), 10)
+	b = append(b, 0)
+	b = append(b, agent...)
+	b = append(b, 0)
 	if arm != ArmWithSkill && arm != "" {
-		parts = append(parts, string(arm))
+		b = append(b, arm...)
+		b = append(b, 0)
 	}
-	h := sha256.New()
-	for _, part := range parts {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	return "j" + hex.EncodeToString(h.Sum(nil))[:20]
+	sum := sha256.Sum256(b)
+	var id [1 + jobIDHexDigits]byte
+	id[0] = 'j'
+	hex.Encode(id[1:], sum[:jobIDHexDigits/2])
+	return string(id[:])
 }
+
+// jobIDHexDigits is how much of the hash a job id keeps, in hexadecimal digits.
+const jobIDHexDigits = 20
 
 // OldClosureDigest is the closure digest of the old version of a skill the bundle holds for
 // the old_skill arm, or "" when it holds none.

@@ -93,13 +93,13 @@ const baselineCriterion = "The output is at least as good as the reference trans
 
 // loadPluginEvalCases reads the `claude plugin eval` cases of a skill: every directory under
 // evals/ that holds a prompt.md, a case.yaml or a graders/ directory.
-func loadPluginEvalCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
+func loadPluginEvalCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 	dir := filepath.Join(s.Dir, "evals")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	r := &reader{file: dir}
+	r := &reader{file: dir, check: sc.check}
 	if err != nil {
 		r.errorf(0, rulePEFile, "%v", err)
 		return nil, r.diags

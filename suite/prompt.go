@@ -39,7 +39,7 @@ func keySet[S ~string](keys []S) map[string]bool {
 var semanticKeys = map[string]bool{"criterion": true, "votes": true}
 
 // loadPromptCases reads the RFC cases file a skill's `test` field names.
-func loadPromptCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
+func loadPromptCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 	if s.Test == nil {
 		return nil, nil
 	}
@@ -52,13 +52,16 @@ func loadPromptCases(s *skill.Skill) ([]*Case, diag.Diagnostics) {
 		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file: " + err.Error(), File: s.File, Line: line}}
 	}
-	data, err := readCapped(path, maxCaseFileBytes)
+	// The cases are read out of the file and its tree (into strings of their own) before the
+	// next file is read, so the memory of both is reused.
+	data, err := readCappedInto(sc.file[:0], path, maxCaseFileBytes)
 	if err != nil {
 		return nil, diag.Diagnostics{{Rule: "test.cases", Severity: diag.SeverityError,
 			Message: "cases file " + s.Test.Cases + ": " + err.Error(), File: s.File, Line: line}}
 	}
-	r := &reader{file: path}
+	r := &reader{file: path, check: sc.check, trees: sc.trees}
 	cases := r.promptCases(s, data)
+	sc.file = data[:0]
 	return cases, r.diags
 }
 
@@ -106,6 +109,7 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		return nil
 	}
 	before := len(r.diags)
+	defer func(mark int) { r.pairs = r.pairs[:mark] }(len(r.pairs)) // the case's entries are read by its end
 	pairs, ok := r.mapping(n, "case", "case", promptCaseKeys)
 	if !ok {
 		return nil
@@ -115,15 +119,16 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		Timeout: timeout, Parallel: s.Test.Parallel, File: r.file, Line: n.Line,
 	}
 	var assertions *yaml.Node
-	has := map[string]bool{}
+	hasName, hasInput := false, false
 	for _, p := range pairs {
-		has[p.key] = true
 		switch p.key {
 		case "name":
+			hasName = true
 			c.Name, _ = r.str(p.val, "case name", "case.name")
 		case "description":
 			c.Description, _ = r.str(p.val, "description", "case.type")
 		case "input":
+			hasInput = true
 			v, ok := r.str(p.val, "input", "case.noInput")
 			if ok && strings.TrimSpace(v) == "" {
 				r.errorf(p.line, "case.noInput", "case %q has an empty input", c.Name)
@@ -136,16 +141,21 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		}
 	}
 	// A key that is present but of the wrong type was reported already.
-	if c.Name == "" && !has["name"] {
+	if c.Name == "" && !hasName {
 		r.errorf(n.Line, "case.name", "case has no name")
 	}
-	if !has["input"] {
+	if !hasInput {
 		r.errorf(n.Line, "case.noInput", "case %q has no input", c.Name)
 	}
 	if assertions == nil {
 		r.errorf(n.Line, "case.noAssertion", "case %q has no assertions", c.Name)
 	} else {
+		// Read into the reader's buffer, then copied into a slice of the case's own: growing
+		// each case's slice from nothing made three times its size in garbage.
+		c.Assertions = r.assertions[:0]
 		r.promptAssertions(c, assertions)
+		r.assertions = c.Assertions[:0]
+		c.Assertions = copyAssertions(c.Assertions)
 	}
 	if len(r.diags) > before {
 		return nil
@@ -193,12 +203,11 @@ func (r *reader) promptAssertions(c *Case, n *yaml.Node) {
 		case assert.FormCriterion:
 			r.semantic(c, p)
 		case assert.FormText:
-			vals, lines, _ := r.strList(p.val, p.key, "assertion.type")
-			for i, v := range vals {
+			r.eachStr(p.val, p.key, "assertion.type", func(v string, line int) {
 				a := assert.New(t)
 				a.Value = v
-				r.add(c, a, lines[i])
-			}
+				r.add(c, a, line)
+			})
 		case assert.FormCount:
 			if v, ok := r.integer(p.val, p.key, "assertion.type"); ok {
 				a := assert.New(t)
@@ -326,7 +335,10 @@ func (r *reader) semantic(c *Case, p pair) {
 
 // add compiles an assertion and keeps it, or reports why it cannot be used.
 func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
-	if err := assert.Compile(&a); err != nil {
+	if r.check == nil {
+		r.check = assert.NewChecker()
+	}
+	if err := r.check.Check(&a); err != nil {
 		rule := "assertion.invalid"
 		var se *syntax.Error
 		switch {
@@ -342,9 +354,9 @@ func (r *reader) add(c *Case, a assert.Assertion, line int) bool {
 		r.errorf(line, rule, "%s: %v", a.Type, err)
 		return false
 	}
-	// Compiling proved the pattern; the plan ships its source and workers compile it again.
-	// Keeping a compiled RE2 program per case would cost kilobytes each across 100,000 cases.
-	a.Regexp = nil
+	// Check proved the pattern and kept no program: the plan ships its source and workers
+	// compile it again. A compiled RE2 program per case would cost kilobytes each across
+	// 100,000 cases.
 	c.Assertions = append(c.Assertions, Assertion{Assertion: a, Line: line})
 	return true
 }

@@ -7,8 +7,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/internal/textdist"
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 )
 
 // maxDepth bounds nesting below a file's top-level value, so a deeply nested document is
@@ -38,6 +40,18 @@ const (
 type reader struct {
 	file  string
 	diags diag.Diagnostics
+	// check validates assertions, remembering patterns across the files of one loader; nil
+	// until the first assertion when the reader was made without one.
+	check *assert.Checker
+	// assertions is the buffer a prompt case's assertions are read into.
+	assertions []Assertion
+	// pairs is the stack mapping carves entries from; a reader of many mappings (a cases
+	// file's prompt cases) pops what it is done with.
+	pairs []pair
+	// trees, when set, parses the reader's YAML into memory it reuses: only for a reader that
+	// is done with one tree before it parses another (a graders' list holds nodes of its
+	// case.yaml while it reads their frontmatter). nil parses afresh.
+	trees *yamlstrict.Reader
 	// nodes counts the nodes value has converted for the current stdout-json document.
 	nodes int
 }
@@ -68,7 +82,10 @@ type pair struct {
 }
 
 // mapping returns the entries of a mapping node, reporting duplicate keys and keys outside
-// allowed (nil allows any). what names the mapping in messages ("case", "assertions").
+// allowed (nil allows any). what names the mapping in messages ("case", "assertions"). The
+// entries are carved from the reader's stack of them (r.pairs), in a slice capped to their
+// number: mappings are read nested, so a nested one's entries go above its parent's, and a
+// new backing array leaves the parent's where they were.
 func (r *reader) mapping(n *yaml.Node, what, rulePrefix string, allowed map[string]bool) ([]pair, bool) {
 	n = r.deref(n)
 	if n == nil {
@@ -78,29 +95,47 @@ func (r *reader) mapping(n *yaml.Node, what, rulePrefix string, allowed map[stri
 		r.errorf(n.Line, rulePrefix+".type", "%s must be a mapping, got %s", what, kindName(n))
 		return nil, false
 	}
-	seen := make(map[string]int, len(n.Content)/2)
-	out := make([]pair, 0, len(n.Content)/2)
+	// A key's first occurrence is the first earlier string key of the same value: found by a
+	// scan in the few keys of most mappings, in a map past a few dozen.
+	var seen map[string]int
+	if len(n.Content) > 64 {
+		seen = make(map[string]int, len(n.Content)/2)
+	}
+	base := len(r.pairs)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := r.deref(n.Content[i])
 		if k == nil {
+			r.pairs = r.pairs[:base]
 			return nil, false
 		}
 		if k.Kind != yaml.ScalarNode {
 			r.errorf(k.Line, rulePrefix+".type", "%s keys must be strings", what)
 			continue
 		}
-		if first, dup := seen[k.Value]; dup {
+		first, dup := 0, false
+		if seen != nil {
+			first, dup = seen[k.Value]
+		} else {
+			for j := 0; j < i && !dup; j += 2 {
+				if p := n.Content[j]; p.Kind == yaml.ScalarNode && p.Value == k.Value {
+					first, dup = p.Line, true
+				}
+			}
+		}
+		if dup {
 			r.errorf(k.Line, rulePrefix+".duplicateKey", "%s has key %q twice (first on line %d)", what, k.Value, first)
 			continue
 		}
-		seen[k.Value] = k.Line
+		if seen != nil {
+			seen[k.Value] = k.Line
+		}
 		if allowed != nil && !allowed[k.Value] {
 			r.errorf(k.Line, rulePrefix+".unknownKey", "%s has unknown key %q%s", what, k.Value, suggest(k.Value, allowed))
 			continue
 		}
-		out = append(out, pair{key: k.Value, line: k.Line, val: n.Content[i+1]})
+		r.pairs = append(r.pairs, pair{key: k.Value, line: k.Line, val: n.Content[i+1]})
 	}
-	return out, true
+	return r.pairs[base:len(r.pairs):len(r.pairs)], true
 }
 
 // str reads a string scalar. YAML `null` is reported as a type error; numbers and booleans are
@@ -120,20 +155,35 @@ func (r *reader) str(n *yaml.Node, what, rule string) (string, bool) {
 // strList reads a list of strings; a single string is taken as a one-item list, since
 // `output_contains: DEV` means exactly one thing.
 func (r *reader) strList(n *yaml.Node, what, rule string) ([]string, []int, bool) {
+	var vals []string
+	var lines []int
+	if n != nil && n.Kind == yaml.SequenceNode {
+		vals, lines = make([]string, 0, len(n.Content)), make([]int, 0, len(n.Content))
+	}
+	ok := r.eachStr(n, what, rule, func(s string, line int) {
+		vals = append(vals, s)
+		lines = append(lines, line)
+	})
+	return vals, lines, ok
+}
+
+// eachStr is strList calling f with each string and its line instead of listing them, for a
+// reader that uses each once (a case's substrings). A single scalar is passed to f even when
+// it is not a string (as ""), as strList lists it.
+func (r *reader) eachStr(n *yaml.Node, what, rule string, f func(s string, line int)) bool {
 	n = r.deref(n)
 	if n == nil {
-		return nil, nil, false
+		return false
 	}
 	if n.Kind == yaml.ScalarNode {
 		s, ok := r.str(n, what, rule)
-		return []string{s}, []int{n.Line}, ok
+		f(s, n.Line)
+		return ok
 	}
 	if n.Kind != yaml.SequenceNode {
 		r.errorf(n.Line, rule, "%s must be a list of strings, got %s", what, kindName(n))
-		return nil, nil, false
+		return false
 	}
-	vals := make([]string, 0, len(n.Content))
-	lines := make([]int, 0, len(n.Content))
 	ok := true
 	for _, item := range n.Content {
 		s, good := r.str(item, what+" item", rule)
@@ -141,10 +191,9 @@ func (r *reader) strList(n *yaml.Node, what, rule string) ([]string, []int, bool
 			ok = false
 			continue
 		}
-		vals = append(vals, s)
-		lines = append(lines, item.Line)
+		f(s, item.Line)
 	}
-	return vals, lines, ok
+	return ok
 }
 
 func (r *reader) integer(n *yaml.Node, what, rule string) (int, bool) {

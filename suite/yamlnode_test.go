@@ -3,10 +3,14 @@ package suite
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/skillfleet/skillfleet/assert"
+	"github.com/skillfleet/skillfleet/internal/yamlstrict"
 	"github.com/skillfleet/skillfleet/skill"
 )
 
@@ -176,4 +180,51 @@ func TestCaseFileSyntaxLines(t *testing.T) {
 			t.Errorf("no cases.yaml at line %d saying %q; got:\n%s", tt.line, tt.message, diagText(".", s.Diagnostics))
 		})
 	}
+}
+
+// TestMappingDuplicateKeys: a repeated key is reported at each repetition with the line of its
+// first occurrence, in a small mapping (scanned) as in a large one (looked up), and a key that
+// is not a string never counts as a first occurrence.
+func TestMappingDuplicateKeys(t *testing.T) {
+	many := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString("k" + strings.Repeat("x", i) + ": 1\n")
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		{"small", "a: 1\nb: 2\na: 3\nc: 4\na: 5\n", []string{
+			`3 m has key "a" twice (first on line 1)`, `5 m has key "a" twice (first on line 1)`}},
+		{"large", many(40) + "k: 2\nkxx: 3\n", []string{
+			`41 m has key "k" twice (first on line 1)`, `42 m has key "kxx" twice (first on line 3)`}},
+		{"non-string key first", "[a]: 1\na: 2\na: 3\n", []string{
+			"1 m keys must be strings", `3 m has key "a" twice (first on line 2)`}},
+	}
+	for _, tt := range tests {
+		root, problems := parseForTest(t, tt.text)
+		if len(problems) > 0 {
+			t.Fatalf("%s: %v", tt.name, problems)
+		}
+		r := &reader{file: "f.yaml"}
+		pairs, ok := r.mapping(root, "m", "m", nil)
+		var got []string
+		for _, d := range r.diags {
+			got = append(got, strconv.Itoa(d.Line)+" "+d.Message)
+		}
+		if !ok || strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+			t.Errorf("%s: diagnostics\n%s\nwant\n%s", tt.name, strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+		}
+		if keys := len(root.Content)/2 - len(tt.want); len(pairs) != keys {
+			t.Errorf("%s: %d pairs, want %d", tt.name, len(pairs), keys)
+		}
+	}
+}
+
+func parseForTest(t *testing.T, text string) (*yaml.Node, []yamlstrict.Problem) {
+	t.Helper()
+	return yamlstrict.Parse([]byte(text), yamlstrict.Options{})
 }

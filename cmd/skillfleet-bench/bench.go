@@ -207,8 +207,9 @@ func (b *bencher) validate(context.Context) ([]benchResult, error) {
 }
 
 func (b *bencher) plan(context.Context) ([]benchResult, error) {
+	const skills, casesPerSkill = 1000, 100
 	root := filepath.Join(b.work, "cases-100k")
-	if err := suitetest.Generate(root, 1000, 100); err != nil {
+	if err := suitetest.Generate(root, skills, casesPerSkill); err != nil {
 		return nil, err
 	}
 	var walls []time.Duration
@@ -228,8 +229,14 @@ func (b *bencher) plan(context.Context) ([]benchResult, error) {
 		figure: fmt.Sprintf("%.2f s (median of 3), %s peak RSS", wall.Seconds(), mib(rss)),
 		target: "< 3 s, < 300 MB", met: verdict(wall < 3*time.Second && rss < 300_000_000),
 		detail: fmt.Sprintf("`skillfleet plan --format json ROOT`: runs %v. 100,100 cases (every third with runs: 3) become %d jobs; each case has three assertions, one a regex compiled at plan time.",
-			walls, 100_000+100_000/3*2+2+100),
+			walls, plannedJobs(skills, casesPerSkill)),
 	}}, nil
+}
+
+// plannedJobs is how many jobs suitetest.Generate's suite plans into: every case once, the
+// third with runs: 3 (cases 0, 3, 6, ...) twice more, and a command case for every tenth skill.
+func plannedJobs(skills, casesPerSkill int) int {
+	return skills*(casesPerSkill+2*((casesPerSkill+2)/3)) + (skills+9)/10
 }
 
 // noopExecutor passes every job without running anything. It exists only to measure the

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/suite"
+	"github.com/skillfleet/skillfleet/suite/suitetest"
 )
 
 func TestSkillfleetBinaryPrefersTheFlag(t *testing.T) {
@@ -38,5 +42,23 @@ func TestCommandRefusesBadArguments(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlannedJobs: the job count the plan benchmark reports is what its suite plans into.
+func TestPlannedJobs(t *testing.T) {
+	for _, shape := range [][2]int{{23, 10}, {10, 100}, {1, 1}} {
+		root := t.TempDir()
+		if err := suitetest.Generate(root, shape[0], shape[1]); err != nil {
+			t.Fatal(err)
+		}
+		s := suite.Load([]string{root}, skill.Options{})
+		p, err := s.Plan(suite.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plannedJobs(shape[0], shape[1]); got != len(p.Jobs) {
+			t.Errorf("plannedJobs(%d, %d) = %d, the plan has %d", shape[0], shape[1], got, len(p.Jobs))
+		}
 	}
 }

@@ -74,22 +74,32 @@ func (p Problem) Fatal() bool { return p.Kind != DuplicateKey }
 // Parse parses text into a node tree under o. It returns the document's value, or nil when
 // the text holds no document (only comments or blank lines) or a fatal problem was found.
 // Problems come in the order they appear in the tree; the last one is the fatal one, if any.
-// The Line of every returned node is an editor line.
+// The Line of every returned node is an editor line. The common shapes of case files and
+// frontmatter are read by the fast reader (fast.go), which builds the tree yaml.v3 would;
+// yaml.v3 reads the rest, and so words every syntax error.
 func Parse(text []byte, o Options) (*yaml.Node, []Problem) {
+	return parse(text, o, &fastParser{})
+}
+
+// parse is Parse with the fast reader's memory f.
+func parse(text []byte, o Options, f *fastParser) (*yaml.Node, []Problem) {
 	if o.MaxBytes > 0 && len(text) > o.MaxBytes {
 		return nil, []Problem{{Kind: TooLarge}}
 	}
-	table := lineTable(text)
-	var doc yaml.Node
-	if err := yaml.Unmarshal(text, &doc); err != nil {
-		return nil, []Problem{syntaxProblem(err, text, table)}
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, nil
-	}
-	root := doc.Content[0]
-	if table != nil {
-		renumber(root, table)
+	root, ok := f.parse(text)
+	if !ok {
+		table := lineTable(text)
+		var doc yaml.Node
+		if err := yaml.Unmarshal(text, &doc); err != nil {
+			return nil, []Problem{syntaxProblem(err, text, table)}
+		}
+		if doc.Kind == 0 || len(doc.Content) == 0 {
+			return nil, nil
+		}
+		root = doc.Content[0]
+		if table != nil {
+			renumber(root, table)
+		}
 	}
 	c := checker{o: o}
 	if !c.check(root, 1) {

@@ -15,7 +15,8 @@ import (
 	"github.com/skillfleet/skillfleet/suite"
 )
 
-// planDoc is `plan --format json`.
+// planDoc is `plan --format json`. The command writes its jobs as it makes them (planJobs)
+// rather than holding them here: a plan of 100,000 jobs would hold tens of megabytes of them.
 type planDoc struct {
 	SuiteDigest string           `json:"suite_digest"`
 	Jobs        []planJob        `json:"jobs"`
@@ -36,6 +37,30 @@ type planJob struct {
 	// ReuseFrom (plan --changed-only) is the run whose pass a changed-only run would offer the
 	// job; "" for a job that would run.
 	ReuseFrom string `json:"reuse_from,omitempty"`
+}
+
+// planJobs makes the plan's jobs as the command prints them, one at a time.
+type planJobs struct {
+	jobs []suite.Job
+	// reuseFrom (plan --changed-only) is, per job, the run a changed-only run would offer it.
+	reuseFrom []string
+}
+
+func (js planJobs) len() int { return len(js.jobs) }
+
+func (js planJobs) at(i int) planJob {
+	j := js.jobs[i]
+	pj := planJob{
+		ID: j.ID, Skill: j.Case.Skill.Name, Case: j.Case.Name, Kind: string(j.Case.Kind),
+		Epoch: j.Epoch, TimeoutMS: j.Case.Timeout.Milliseconds(), Parallel: j.Case.Parallel, Agent: j.Agent,
+	}
+	if j.Arm != suite.ArmWithSkill {
+		pj.Arm = string(j.Arm)
+	}
+	if js.reuseFrom != nil {
+		pj.ReuseFrom = js.reuseFrom[i]
+	}
+	return pj
 }
 
 // suiteFlags are the selection flags plan, test and submit share.
@@ -187,38 +212,25 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					return err
 				}
 			}
-			doc := planDoc{Jobs: []planJob{}, Diagnostics: s.Diagnostics}
-			if p != nil {
-				doc.Jobs = make([]planJob, 0, len(p.Jobs))
-			}
+			doc := planDoc{Diagnostics: s.Diagnostics}
 			if doc.Diagnostics == nil {
 				doc.Diagnostics = diag.Diagnostics{}
 			}
+			jobs := planJobs{reuseFrom: reuseFrom}
 			if p != nil {
 				doc.SuiteDigest = p.SuiteDigest
-				for _, j := range p.Jobs {
-					pj := planJob{
-						ID: j.ID, Skill: j.Case.Skill.Name, Case: j.Case.Name, Kind: string(j.Case.Kind),
-						Epoch: j.Epoch, TimeoutMS: j.Case.Timeout.Milliseconds(), Parallel: j.Case.Parallel, Agent: j.Agent,
-					}
-					if j.Arm != suite.ArmWithSkill {
-						pj.Arm = string(j.Arm)
-					}
-					if reuseFrom != nil {
-						pj.ReuseFrom = reuseFrom[len(doc.Jobs)]
-					}
-					doc.Jobs = append(doc.Jobs, pj)
-				}
+				jobs.jobs = p.Jobs
 			}
 			if format == "json" {
-				if err := writePlanJSON(e.stdout, doc); err != nil {
+				if err := writePlanJSON(e.stdout, doc, jobs); err != nil {
 					return err
 				}
 			} else {
 				for _, d := range s.Diagnostics {
 					fmt.Fprintln(e.stdout, d.String())
 				}
-				for _, j := range doc.Jobs {
+				for i := range jobs.len() {
+					j := jobs.at(i)
 					par := ""
 					if !j.Parallel {
 						par = "  serial"
@@ -235,11 +247,11 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 					}
 					fmt.Fprintf(e.stdout, "%s  %-8s %s/%s%s #%d  %ds%s\n", j.ID, j.Kind, j.Skill, j.Case, arm, j.Epoch, j.TimeoutMS/1000, par)
 				}
-				jobs := text.Count(len(doc.Jobs), "job", "jobs")
+				count := text.Count(jobs.len(), "job", "jobs")
 				if p != nil && p.Baseline != "" {
-					jobs += fmt.Sprintf(" (%d %s, %d %s)", p.JobsOf(suite.ArmWithSkill), suite.ArmWithSkill, p.JobsOf(p.Baseline), p.Baseline)
+					count += fmt.Sprintf(" (%d %s, %d %s)", p.JobsOf(suite.ArmWithSkill), suite.ArmWithSkill, p.JobsOf(p.Baseline), p.Baseline)
 				}
-				line := fmt.Sprintf("%s, %s, %s", jobs,
+				line := fmt.Sprintf("%s, %s, %s", count,
 					text.Count(s.Diagnostics.Errors(), "error", "errors"), text.Count(s.Diagnostics.Warnings(), "warning", "warnings"))
 				if doc.SuiteDigest != "" {
 					line += "; suite " + doc.SuiteDigest
