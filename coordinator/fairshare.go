@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -32,6 +33,8 @@ const (
 	initialBacklog = 8
 	maxBacklog     = 4096
 	feedLatency    = 100 * time.Millisecond
+	// rateWindow is about how long the rate jobs end is averaged over.
+	rateWindow = time.Second
 )
 
 // feeder hands out the right to publish jobs, lane by lane.
@@ -189,10 +192,18 @@ func (f *feeder) setLoad(l queue.Lane, load queue.LaneLoad, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	lf := f.laneLocked(l)
-	if dt := now.Sub(lf.loadAt).Seconds(); !lf.loadAt.IsZero() && dt > 0 {
-		lf.rate = (lf.rate + float64(lf.ended)/dt) / 2
+	lf.load = load
+	if lf.loadAt.IsZero() {
+		lf.loadAt = now
+	} else if dt := now.Sub(lf.loadAt); dt >= feedLatency/2 {
+		// A moving average over about a second, weighted by the time each reading covers:
+		// two readings a moment apart (a late tick, then the next at once) must not take a
+		// few results in a few milliseconds for a rate, and open the window to a burst of one
+		// team's jobs.
+		alpha := 1 - math.Exp(-dt.Seconds()/rateWindow.Seconds())
+		lf.rate += alpha * (float64(lf.ended)/dt.Seconds() - lf.rate)
+		lf.ended, lf.loadAt = 0, now
 	}
-	lf.ended, lf.loadAt, lf.load = 0, now, load
 	floor := max(1, (load.Running+load.Waiting)/2)
 	lf.backlog = min(max(int(lf.rate*feedLatency.Seconds()), floor), maxBacklog)
 	f.fillLocked(lf)

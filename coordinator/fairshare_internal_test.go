@@ -249,3 +249,24 @@ func TestFairShareSimulated(t *testing.T) {
 		}
 	}
 }
+
+// TestFeederBacklogIgnoresClosePairs: a reading a moment after the last (a tick that came
+// late, then the next at once) does not take the few results between them for a rate: the
+// backlog, and the window, stay as the steady rate makes them (a review saw 50 grants at once).
+func TestFeederBacklogIgnoresClosePairs(t *testing.T) {
+	f := newFeeder(weights(nil))
+	fd := f.join(queue.LaneOnDemand, "a", 1_000)
+	load := queue.LaneLoad{Running: 8}
+	at := time.Unix(0, 0)
+	for range 20 { // 30 jobs a second, read every 100 ms
+		f.finished(fd, 3)
+		at = at.Add(100 * time.Millisecond)
+		f.setLoad(queue.LaneOnDemand, load, at)
+	}
+	steady := f.lanes[queue.LaneOnDemand].backlog
+	f.finished(fd, 3)
+	f.setLoad(queue.LaneOnDemand, load, at.Add(3*time.Millisecond))
+	if got := f.lanes[queue.LaneOnDemand].backlog; got > steady+1 {
+		t.Errorf("backlog %d after two readings 3 ms apart, want the steady %d", got, steady)
+	}
+}

@@ -256,7 +256,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 			if next, ok := c.onResult(r, m); ok {
 				gated = append(gated, next)
-				c.feed.setReady(fd, len(ungated)+len(gated)+credit)
+				c.feed.setReady(fd, max(len(ungated)+len(gated)-credit, 0))
 			}
 			dirty = true
 			if max := r.spec.GetMaxTokens(); max > 0 {
@@ -333,7 +333,8 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		c.feed.finished(fd, over)
 		credit -= len(chunk)
 		ungated, gated = ungated[nUngated:], gated[nGated:]
-		c.feed.setReady(fd, len(ungated)+len(gated))
+		// Ready beyond the credit still held (more than a chunk's worth may have been granted).
+		c.feed.setReady(fd, max(len(ungated)+len(gated)-credit, 0))
 		r.disp.published(nUngated)
 		r.mu.Lock()
 		r.status.Published = int32(r.disp.publishedCount())
@@ -425,9 +426,10 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 	r.noteMisfiled(idx, m)
 	r.events.result(res, c.now())
 	if !r.readOnly {
-		r.mu.Lock()
+		// Without r.mu: Record waits while the history's queue is full, and the run's status
+		// must still answer meanwhile. r.status is only ever changed on this goroutine, the
+		// run loop's, so reading it here needs no lock.
 		c.history.Record(res, r.status)
-		r.mu.Unlock()
 	}
 	return idx, true
 }

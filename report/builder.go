@@ -101,6 +101,11 @@ type caseState struct {
 	// The run the lowest reused epoch reuses.
 	reusedFrom  string
 	reusedEpoch int32
+
+	// rendered is the case as Report last rendered it, and fresh says nothing changed since:
+	// a report of a run of 100,000 cases renders only the cases that changed, not every one.
+	rendered Case
+	fresh    bool
 }
 
 // NewBuilder starts the aggregation of a run's results for the planned cases. A case listed
@@ -245,8 +250,10 @@ func undecidedRank(v skillfleetv1.Verdict) int {
 	}
 }
 
-// refresh recomputes a case's verdict and keeps the live counts in step.
+// refresh recomputes a case's verdict and keeps the live counts in step; the case is
+// rendered again at the next Report. Every change of a case ends with it.
 func (b *Builder) refresh(cs *caseState) {
+	cs.fresh = false
 	v := skillfleetv1.Verdict_VERDICT_ERRORED
 	if cs.conflict == "" {
 		v = Decide(cs.epochs, cs.confidence, cs.tally, b.closed)
@@ -332,7 +339,12 @@ func (b *Builder) Report() Report {
 	defer b.mu.Unlock()
 	r := Report{Run: b.run, Cases: make([]Case, 0, len(b.cases))}
 	for _, cs := range b.cases {
-		r.Cases = append(r.Cases, cs.report(b.closed, b.closeReason))
+		if !cs.fresh {
+			// Reports share what is rendered: a case's assertions, interval and usage are
+			// never changed in place, only replaced by the next rendering.
+			cs.rendered, cs.fresh = cs.report(b.closed, b.closeReason), true
+		}
+		r.Cases = append(r.Cases, cs.rendered)
 	}
 	r.Summary, r.Baseline = summarizeArms(r.Cases)
 	if total := b.usageLocked(); !total.zero() {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -429,5 +430,46 @@ func TestBuilderReused(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestReportRendersWhatChanged: a Builder asked for its report after every result (which
+// renders again only the cases that changed) ends with the report of one asked once at the
+// end, duplicates, skips and all.
+func TestReportRendersWhatChanged(t *testing.T) {
+	planned, all := benchRun()
+	planned = planned[:40]
+	kept := map[string]bool{}
+	for _, pc := range planned {
+		kept[pc.Case] = true
+	}
+	var results []*skillfleetv1.Result
+	for _, r := range all {
+		if kept[r.GetCaseName()] {
+			results = append(results, r)
+		}
+	}
+	often, once := NewBuilder("r-bench", planned), NewBuilder("r-bench", planned)
+	for i, r := range results {
+		often.Add(r)
+		once.Add(r)
+		if i%3 == 0 {
+			often.Report()
+		}
+		if i == len(results)/2 {
+			often.Skip("cancelled half way")
+			once.Skip("cancelled half way")
+		}
+	}
+	got, want := often.Report(), once.Report()
+	var gj, wj bytes.Buffer
+	if err := WriteJSON(&gj, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&wj, want); err != nil {
+		t.Fatal(err)
+	}
+	if gj.String() != wj.String() {
+		t.Errorf("the report rendered piecemeal differs from one rendered at once:\n%s\nwant\n%s", gj.String(), wj.String())
 	}
 }
