@@ -28,34 +28,20 @@ import (
 // must never do.
 func TestLeastPrivilegeNATS(t *testing.T) {
 	dir := t.TempDir()
-	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dir, "permissions.conf", string(perms))
-	addr := testutil.FreeAddr(t)
-	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n", addr, filepath.Join(dir, "js")))
-	const coordPass, workerPass = "coordinator-e2e-password", "worker-e2e-password"
-	ns := start(t, "nats-server", binary(t, "nats-server"), []string{
-		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
-	}, "-c", conf)
-	url := "nats://" + addr
-	waitJetStream(t, queue.ConnectConfig{URL: url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"},
-		30*time.Second, ns)
+	pn := startPermissionedNATS(t)
+	ns, url := pn.proc, pn.URL
 
 	apiToken := "perms-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
 	httpAddr := testutil.FreeAddr(t)
 	api := "http://" + httpAddr
-	coord := start(t, "coordinator", binary(t, "coordinator"), []string{"SKILLFLEET_NATS_PASSWORD=" + coordPass},
-		"--http", httpAddr, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator"),
-		"--nats", url, "--nats-user", "skillfleet-coordinator", "--nats-inbox-prefix", "_INBOX_skillfleet_coordinator")
+	coord := start(t, "coordinator", binary(t, "coordinator"), coordinatorEnv, append([]string{
+		"--http", httpAddr, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator")}, pn.coordinatorFlags()...)...)
 	waitHTTP(t, coord, api+"/readyz")
 	metrics := testutil.FreeAddr(t)
-	w := start(t, "worker", binary(t, "worker"), []string{"SKILLFLEET_NATS_PASSWORD=" + workerPass},
+	w := start(t, "worker", binary(t, "worker"), workerEnv, append([]string{
 		"--id", fmt.Sprintf("perms-%d", os.Getpid()), "--slots", "2", "--warm-pool", "1", "--metrics", metrics,
-		"--cache", filepath.Join(dir, "bundles"), "--nats", url, "--nats-user", "skillfleet-worker",
-		"--nats-inbox-prefix", "_INBOX_skillfleet_worker")
+		"--cache", filepath.Join(dir, "bundles")}, pn.workerFlags()...)...)
 	waitHTTP(t, w, "http://"+metrics+"/healthz")
 
 	code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", api, "--token", apiToken,
@@ -88,7 +74,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 	}
 
 	// What a worker's credentials must not allow, even to someone who steals them.
-	worker := queue.ConnectConfig{URL: url, User: "skillfleet-worker", Password: workerPass, InboxPrefix: "_INBOX_skillfleet_worker"}
+	worker := queue.ConnectConfig{URL: url, User: "skillfleet-worker", Password: natsWorkerPassword, InboxPrefix: "_INBOX_skillfleet_worker"}
 	refused := []struct{ what, subject string }{
 		{"publish a job", "skillfleet.jobs.ondemand.r20260101t000000-00000000"},
 		{"write run state", "$KV.skillfleet_runs.r20260101t000000-00000000"},
@@ -143,6 +129,55 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 
 	forgeVerdict(t, worker, api, apiToken)
 }
+
+// The passwords of the users of deploy/nats/permissions.conf in the tests' nats-servers.
+const natsCoordinatorPassword, natsWorkerPassword = "coordinator-e2e-password", "worker-e2e-password"
+
+// permissionedNATS is a nats-server process with JetStream and the users and permissions of
+// deploy/nats/permissions.conf, as a deployment runs it.
+type permissionedNATS struct {
+	// URL is its client address, Monitor its monitoring URL (/jsz, /varz).
+	URL, Monitor string
+	proc         *proc
+}
+
+// startPermissionedNATS starts a permissioned nats-server and waits until the coordinator's
+// user gets JetStream answers.
+func startPermissionedNATS(t *testing.T) *permissionedNATS {
+	t.Helper()
+	dir := t.TempDir()
+	perms, err := os.ReadFile("../deploy/nats/permissions.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "permissions.conf", string(perms))
+	addr, monitor := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nhttp: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n",
+		addr, monitor, filepath.Join(dir, "js")))
+	ns := start(t, "nats-server", binary(t, "nats-server"), []string{
+		"SKILLFLEET_COORDINATOR_PASSWORD=" + natsCoordinatorPassword, "SKILLFLEET_WORKER_PASSWORD=" + natsWorkerPassword,
+	}, "-c", conf)
+	pn := &permissionedNATS{URL: "nats://" + addr, Monitor: "http://" + monitor, proc: ns}
+	waitJetStream(t, queue.ConnectConfig{URL: pn.URL, User: "skillfleet-coordinator", Password: natsCoordinatorPassword, InboxPrefix: "_INBOX_skillfleet_coordinator"},
+		30*time.Second, ns)
+	return pn
+}
+
+// coordinatorFlags are the NATS flags of a daemon logged in as the coordinator's user, and
+// workerFlags as the worker's; each takes its password from the environment coordinatorEnv
+// or workerEnv gives it.
+func (pn *permissionedNATS) coordinatorFlags() []string {
+	return []string{"--nats", pn.URL, "--nats-user", "skillfleet-coordinator", "--nats-inbox-prefix", "_INBOX_skillfleet_coordinator"}
+}
+
+func (pn *permissionedNATS) workerFlags() []string {
+	return []string{"--nats", pn.URL, "--nats-user", "skillfleet-worker", "--nats-inbox-prefix", "_INBOX_skillfleet_worker"}
+}
+
+var (
+	coordinatorEnv = []string{"SKILLFLEET_NATS_PASSWORD=" + natsCoordinatorPassword}
+	workerEnv      = []string{"SKILLFLEET_NATS_PASSWORD=" + natsWorkerPassword}
+)
 
 // forgeVerdict submits a case that fails (exit 1, after a pause that lets the forgery arrive
 // first), and publishes a PASSED result for it with the worker's credentials, as someone who
