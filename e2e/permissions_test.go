@@ -19,7 +19,6 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
-	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -191,18 +190,11 @@ func forgeVerdict(t *testing.T, worker queue.ConnectConfig, api, apiToken string
 	writeFile(t, filepath.Join(root, "forge-target"), "SKILL.md", "---\nname: forge-target\ndescription: A skill whose one case fails. Use when testing forged verdicts.\n---\n\n# Forge target\n")
 	writeFile(t, filepath.Join(root, "forge-target", "tests", "cases"), "fails.yaml",
 		"name: fails\ninput:\n  command: \"sleep 4; exit 1\"\nexpected:\n  exit-code: 0\n")
-	s := suite.Load([]string{root}, skill.Options{})
-	if s.Diagnostics.HasErrors() {
-		t.Fatalf("forge-target suite: %v", s.Diagnostics)
-	}
-	var bundle bytes.Buffer
-	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
-		t.Fatal(err)
-	}
+	bundle := bytes.NewReader(bundleDir(t, root))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	client := coordinator.NewClient(api, apiToken, nil)
-	st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{})
+	st, err := client.Submit(ctx, bundle, coordinator.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
