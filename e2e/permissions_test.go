@@ -19,7 +19,6 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
-	"github.com/skillfleet/skillfleet/skill"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -29,21 +28,18 @@ import (
 func TestLeastPrivilegeNATS(t *testing.T) {
 	dir := t.TempDir()
 	ns := startPermsNATS(t)
-	url, coordPass, workerPass := ns.url, ns.coordinator.Password, ns.worker.Password
 
 	apiToken := "perms-api-token-0123456789"
 	tokenFile := writeFile(t, dir, "api-token", apiToken+"\n")
 	httpAddr := testutil.FreeAddr(t)
 	api := "http://" + httpAddr
-	coord := start(t, "coordinator", binary(t, "coordinator"), []string{"SKILLFLEET_NATS_PASSWORD=" + coordPass},
-		"--http", httpAddr, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator"),
-		"--nats", url, "--nats-user", "skillfleet-coordinator", "--nats-inbox-prefix", "_INBOX_skillfleet_coordinator")
+	coord := start(t, "coordinator", binary(t, "coordinator"), coordinatorEnv, append([]string{
+		"--http", httpAddr, "--token-file", tokenFile, "--data", filepath.Join(dir, "coordinator")}, ns.coordinatorFlags()...)...)
 	waitHTTP(t, coord, api+"/readyz")
 	metrics := testutil.FreeAddr(t)
-	w := start(t, "worker", binary(t, "worker"), []string{"SKILLFLEET_NATS_PASSWORD=" + workerPass},
+	w := start(t, "worker", binary(t, "worker"), workerEnv, append([]string{
 		"--id", fmt.Sprintf("perms-%d", os.Getpid()), "--slots", "2", "--warm-pool", "1", "--metrics", metrics,
-		"--cache", filepath.Join(dir, "bundles"), "--nats", url, "--nats-user", "skillfleet-worker",
-		"--nats-inbox-prefix", "_INBOX_skillfleet_worker")
+		"--cache", filepath.Join(dir, "bundles")}, ns.workerFlags()...)...)
 	waitHTTP(t, w, "http://"+metrics+"/healthz")
 
 	code, out, errOut := runCLI(t, 5*time.Minute, "submit", "--coordinator", api, "--token", apiToken,
@@ -144,18 +140,11 @@ func forgeVerdict(t *testing.T, worker queue.ConnectConfig, api, apiToken string
 	writeFile(t, filepath.Join(root, "forge-target"), "SKILL.md", "---\nname: forge-target\ndescription: A skill whose one case fails. Use when testing forged verdicts.\n---\n\n# Forge target\n")
 	writeFile(t, filepath.Join(root, "forge-target", "tests", "cases"), "fails.yaml",
 		"name: fails\ninput:\n  command: \"sleep 4; exit 1\"\nexpected:\n  exit-code: 0\n")
-	s := suite.Load([]string{root}, skill.Options{})
-	if s.Diagnostics.HasErrors() {
-		t.Fatalf("forge-target suite: %v", s.Diagnostics)
-	}
-	var bundle bytes.Buffer
-	if _, err := suite.WriteBundle(&bundle, s.Graph, s.Catalog.Skills()); err != nil {
-		t.Fatal(err)
-	}
+	bundle := bytes.NewReader(bundleDir(t, root))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	client := coordinator.NewClient(api, apiToken, nil)
-	st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{})
+	st, err := client.Submit(ctx, bundle, coordinator.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,16 +193,20 @@ func forgeVerdict(t *testing.T, worker queue.ConnectConfig, api, apiToken string
 	}
 }
 
-// permsNATS is a nats-server process whose users are deploy/nats/permissions.conf's, with the
-// logins of its two roles.
+// The passwords of the users of deploy/nats/permissions.conf in the tests' nats-servers.
+const natsCoordinatorPassword, natsWorkerPassword = "coordinator-e2e-password", "worker-e2e-password"
+
+// permsNATS is a nats-server process with JetStream and the users and permissions of
+// deploy/nats/permissions.conf, as a deployment runs it, with the logins of its two roles.
 type permsNATS struct {
-	url                 string
+	// url is its client address, monitor its monitoring URL (/jsz, /varz).
+	url, monitor        string
 	proc                *proc
 	coordinator, worker queue.ConnectConfig
 }
 
-// startPermsNATS starts a nats-server with JetStream on deploy/nats/permissions.conf, and
-// returns once the coordinator's user gets JetStream answers.
+// startPermsNATS starts a permissioned nats-server and returns once the coordinator's user
+// gets JetStream answers.
 func startPermsNATS(t *testing.T) *permsNATS {
 	t.Helper()
 	dir := t.TempDir()
@@ -222,15 +215,31 @@ func startPermsNATS(t *testing.T) *permsNATS {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "permissions.conf", string(perms))
-	addr := testutil.FreeAddr(t)
-	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n", addr, filepath.Join(dir, "js")))
-	const coordPass, workerPass = "coordinator-e2e-password", "worker-e2e-password"
-	ns := &permsNATS{url: "nats://" + addr}
-	ns.coordinator = queue.ConnectConfig{URL: ns.url, User: "skillfleet-coordinator", Password: coordPass, InboxPrefix: "_INBOX_skillfleet_coordinator"}
-	ns.worker = queue.ConnectConfig{URL: ns.url, User: "skillfleet-worker", Password: workerPass, InboxPrefix: "_INBOX_skillfleet_worker"}
+	addr, monitor := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	conf := writeFile(t, dir, "nats.conf", fmt.Sprintf("listen: %q\nhttp: %q\nserver_name: perms\njetstream { store_dir: %q }\ninclude ./permissions.conf\n",
+		addr, monitor, filepath.Join(dir, "js")))
+	ns := &permsNATS{url: "nats://" + addr, monitor: "http://" + monitor}
+	ns.coordinator = queue.ConnectConfig{URL: ns.url, User: "skillfleet-coordinator", Password: natsCoordinatorPassword, InboxPrefix: "_INBOX_skillfleet_coordinator"}
+	ns.worker = queue.ConnectConfig{URL: ns.url, User: "skillfleet-worker", Password: natsWorkerPassword, InboxPrefix: "_INBOX_skillfleet_worker"}
 	ns.proc = start(t, "nats-server", binary(t, "nats-server"), []string{
-		"SKILLFLEET_COORDINATOR_PASSWORD=" + coordPass, "SKILLFLEET_WORKER_PASSWORD=" + workerPass,
+		"SKILLFLEET_COORDINATOR_PASSWORD=" + natsCoordinatorPassword, "SKILLFLEET_WORKER_PASSWORD=" + natsWorkerPassword,
 	}, "-c", conf)
 	waitJetStream(t, ns.coordinator, 30*time.Second, ns.proc)
 	return ns
 }
+
+// coordinatorFlags are the NATS flags of a daemon logged in as the coordinator's user, and
+// workerFlags as the worker's; each takes its password from the environment coordinatorEnv
+// or workerEnv gives it.
+func (ns *permsNATS) coordinatorFlags() []string {
+	return []string{"--nats", ns.url, "--nats-user", ns.coordinator.User, "--nats-inbox-prefix", ns.coordinator.InboxPrefix}
+}
+
+func (ns *permsNATS) workerFlags() []string {
+	return []string{"--nats", ns.url, "--nats-user", ns.worker.User, "--nats-inbox-prefix", ns.worker.InboxPrefix}
+}
+
+var (
+	coordinatorEnv = []string{"SKILLFLEET_NATS_PASSWORD=" + natsCoordinatorPassword}
+	workerEnv      = []string{"SKILLFLEET_NATS_PASSWORD=" + natsWorkerPassword}
+)

@@ -26,8 +26,9 @@ var bins struct {
 	err  error
 }
 
-// binary returns the path of a freshly built program: skillfleet, coordinator, worker, or
-// nats-server (built from the module the queue package embeds, so the versions agree).
+// binary returns the path of a freshly built program: skillfleet, coordinator, worker,
+// skillfleet-bench (the fleet simulator), or nats-server (built from the module the queue
+// package embeds, so the versions agree).
 func binary(t *testing.T, name string) string {
 	t.Helper()
 	bins.once.Do(func() {
@@ -38,7 +39,7 @@ func binary(t *testing.T, name string) string {
 		}
 		bins.dir = dir
 		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"./cmd/skillfleet", "./cmd/coordinator", "./cmd/worker", "github.com/nats-io/nats-server/v2")
+			"./cmd/skillfleet", "./cmd/coordinator", "./cmd/worker", "./cmd/skillfleet-bench", "github.com/nats-io/nats-server/v2")
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			bins.err = fmt.Errorf("go build: %v\n%s", err, out)
