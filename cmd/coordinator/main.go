@@ -134,7 +134,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.teamsFile, "teams-file", "", "file of the teams' shares and bounds, one team per line: \"TEAM [weight=N] [max_running=N] [max_jobs=N] [max_result_bytes=SIZE] [max_artifact_bytes=SIZE] [max_bundle_bytes=SIZE]\"; # comments; a team without a line gets weight 1 and the --*-per-team defaults")
 	f.IntVar(&o.teamMaxRunning, "max-running-per-team", 0, "jobs one team may have queued and running at once in a lane (0: no cap beyond its fair share)")
 	f.StringVar(&o.teamResultBytes, "max-result-bytes-per-team", "", "bytes of results one team's unfinished runs may hold, e.g. 512MiB (default: an eighth of --results-max-bytes); over it the team's runs wait and its new runs get 429")
-	f.StringVar(&o.teamArtifactBytes, "max-artifact-bytes-per-team", "", "bytes of documents stored apart (long trajectories, output files) one team's unfinished runs may hold (default: an eighth of --artifacts-max-bytes)")
+	f.StringVar(&o.teamArtifactBytes, "max-artifact-bytes-per-team", "", "bytes of documents stored apart (long trajectories, output files) one team's unfinished runs may hold (default: an eighth of the artifacts stream's 1 GiB)")
 	f.StringVar(&o.teamBundle, "max-bundle-bytes-per-team", "", "bytes of bundles one team's kept runs and pushed suites may hold (default: an eighth of --bundles-max-bytes); an upload beyond it gets 429")
 	f.IntVar(&o.maxSchedulesTeam, "max-schedules-per-team", 20, "schedules one team may keep (the fleet keeps at most 200)")
 	f.StringVar(&o.history, "history", "", "results history: a postgres:// URL (password from --history-password-file or $SKILLFLEET_HISTORY_PASSWORD), a SQLite file path, or off (default: history.db under --data)")
