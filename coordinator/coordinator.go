@@ -475,7 +475,11 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		c.launch(r)
 	}
-	c.wg.Add(5)
+	c.wg.Add(6)
+	go func() {
+		defer c.wg.Done()
+		c.warmReports(c.base, statuses)
+	}()
 	go func() {
 		defer c.wg.Done()
 		c.feedLoop(c.base)

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+
+	"go.uber.org/zap"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/report"
@@ -47,4 +52,35 @@ func (c *Coordinator) loadReport(ctx context.Context, id string) (rep report.Rep
 	}
 	s.Report.ComparisonProperties = s.ComparisonProperties
 	return s.Report, true, nil
+}
+
+// warmReports loads the stored reports of the most recently finished runs into the report
+// cache, newest first, while it has room: a report of 100,000 cases takes seconds to decode,
+// and after a restart the first reader of each recent run would otherwise wait for it.
+func (c *Coordinator) warmReports(ctx context.Context, statuses []*pb.RunStatus) {
+	var done []*pb.RunStatus
+	for _, st := range statuses {
+		if isFinal(st.GetState()) && st.GetReportStored() && st.GetFinishedAt() != nil {
+			done = append(done, st)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].GetFinishedAt().AsTime().After(done[j].GetFinishedAt().AsTime()) })
+	loaded := 0
+	for _, st := range done {
+		if ctx.Err() != nil || int(st.GetCases().GetTotal()) > c.finished.room() {
+			break
+		}
+		if _, ok := c.finished.get(st.GetId()); ok {
+			continue
+		}
+		rep, ok, err := c.loadReport(ctx, st.GetId())
+		if err != nil || !ok {
+			continue
+		}
+		c.finished.put(st.GetId(), rep)
+		loaded++
+	}
+	if loaded > 0 {
+		c.log.Info("loaded the reports of recently finished runs", zap.Int("runs", loaded))
+	}
 }

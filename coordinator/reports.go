@@ -64,3 +64,10 @@ func (c *reportCache) put(id string, r report.Report) {
 		delete(c.byID, oldest)
 	}
 }
+
+// room is how many more cases the cache holds before it evicts.
+func (c *reportCache) room() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxCases - c.cases
+}
