@@ -54,9 +54,9 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	srv := httptest.NewServer(c.Handler(coordinator.APIConfig{
 		Tokens: toks, MaxDocumentReads: 3, MaxDocumentReadsPerCaller: 2,
 		// Long enough that the stalled requests still hold their slots while the test looks
-		// (bob's read of the whole export included, on a busy machine); short enough that it
-		// sees them given back.
-		WriteTimeout: 8 * time.Second,
+		// (bob's read of the whole export included, on a busy machine or under the race
+		// detector, where 8 s was not); short enough that it sees them given back.
+		WriteTimeout: 20 * time.Second,
 	}))
 	t.Cleanup(srv.Close)
 	results := srv.URL + "/v1/runs/" + id + "/results"
@@ -94,7 +94,7 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	}
 	// Nobody reads the stalled answers: at their write deadline the coordinator cuts them and
 	// their slots are free again.
-	testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	testutil.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		code, _, _ := read(dave)
 		return code == http.StatusOK
 	}, "dave's read still refused long after the stalled requests' write deadline")
