@@ -209,16 +209,26 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.handle(jobCtx, msg)
 		}()
 	}
-	// Long polls run on their own while the worker is idle; each ends with a signal here.
-	polls := make(chan struct{}, len(w.deps.Lanes))
-	outstanding := 0
-	next := 0 // the lane a single-slot idle worker polls next
+	// Long polls run on their own while the worker is idle, one at most per lane; each ends
+	// with its lane's index here.
+	polls := make(chan int, len(w.deps.Lanes))
+	open := make([]bool, len(w.deps.Lanes))
+	outstanding := func() int {
+		n := 0
+		for _, o := range open {
+			if o {
+				n++
+			}
+		}
+		return n
+	}
+	next := 0 // the lane a worker with fewer free slots than lanes polls next
 	w.log.Info("worker started", zap.Int("slots", w.cfg.Slots))
 	for ctx.Err() == nil {
 		for more := true; more; {
 			select {
-			case <-polls:
-				outstanding--
+			case i := <-polls:
+				open[i] = false
 			default:
 				more = false
 			}
@@ -248,23 +258,25 @@ func (w *Worker) Run(ctx context.Context) error {
 		if len(msgs) > 0 {
 			continue
 		}
-		// Idle: both lanes are empty. Long-poll them until a job arrives on either.
-		if outstanding == 0 {
-			// Never zero here: the tokens of this round went back to free just above.
-			if outstanding, next = w.longPoll(free, polls, start, next); outstanding == 0 {
-				continue
-			}
+		// Idle: every lane without an open poll gets one, so that a job published on any lane
+		// is picked up the moment it is (a lane left unpolled while another's poll ran out its
+		// wait held its jobs that long: half a second per job when the coordinator publishes
+		// them one by one as slots free).
+		next = w.longPoll(free, polls, start, open, next)
+		if outstanding() == 0 {
+			// No free slot to poll with: the next job to end frees one.
+			continue
 		}
 		select {
-		case <-polls:
-			outstanding--
+		case i := <-polls:
+			open[i] = false
 		case <-ctx.Done():
 		}
 	}
 	// A job delivered to a pull request nobody reads would wait out AckWait: let the long
 	// polls end (within FetchWait) and run what they bring.
-	for ; outstanding > 0; outstanding-- {
-		<-polls
+	for outstanding() > 0 {
+		open[<-polls] = false
 	}
 	w.log.Info("draining", zap.Duration("grace", w.cfg.DrainGrace))
 	drained := make(chan struct{})
@@ -314,16 +326,22 @@ func (w *Worker) fetchNow(n int) []Delivery {
 	return out
 }
 
-// longPoll starts one pull request for a single job on every lane, each holding a free slot,
-// so an idle worker picks up a job the moment it is published on any lane. A worker with
-// fewer free slots than lanes polls the lanes in turn, starting at next, and returns where to
-// start the next time. It returns how many polls it started; each signals polls when it ends,
-// after starting the job it got, if any.
-func (w *Worker) longPoll(free chan struct{}, polls chan<- struct{}, start func(Delivery), next int) (int, int) {
+// longPoll starts a pull request for a single job on every lane that has none open (open),
+// each holding a free slot, so an idle worker picks up a job the moment it is published on any
+// lane. A worker with fewer free slots than such lanes polls them in turn, starting at next,
+// with shorter waits, and the next to start at is returned. Each poll sends its lane's index to
+// polls when it ends, after starting the job it got, if any.
+func (w *Worker) longPoll(free chan struct{}, polls chan<- int, start func(Delivery), open []bool, next int) int {
 	lanes := w.deps.Lanes
+	var missing []int
+	for k := range lanes {
+		if i := (next + k) % len(lanes); !open[i] {
+			missing = append(missing, i)
+		}
+	}
 	tokens := 0
 take:
-	for tokens < len(lanes) {
+	for tokens < len(missing) {
 		select {
 		case <-free:
 			tokens++
@@ -331,31 +349,24 @@ take:
 			break take
 		}
 	}
-	if tokens == 0 {
-		return 0, next
-	}
 	wait := w.cfg.FetchWait
-	picked := lanes
-	if tokens < len(lanes) {
-		picked = make([]Lane, 0, tokens)
-		for i := range tokens {
-			picked = append(picked, lanes[(next+i)%len(lanes)])
-		}
-		next = (next + tokens) % len(lanes)
+	if tokens < len(missing) {
 		// A lane not polled now waits for its turn: keep turns short.
 		wait = w.cfg.FetchWait / time.Duration(len(lanes))
+		next = (next + tokens) % len(lanes)
 	}
-	for _, lane := range picked {
+	for _, i := range missing[:tokens] {
+		open[i] = true
 		go func() {
-			defer func() { polls <- struct{}{} }()
-			if msgs := w.take(lane, 1, wait); len(msgs) == 1 {
+			defer func() { polls <- i }()
+			if msgs := w.take(lanes[i], 1, wait); len(msgs) == 1 {
 				start(msgs[0])
 				return
 			}
 			free <- struct{}{}
 		}()
 	}
-	return len(picked), next
+	return next
 }
 
 func (w *Worker) take(lane Lane, n int, wait time.Duration) []Delivery {

@@ -245,6 +245,31 @@ func TestIdleWorkerPollsEveryLaneAtOnce(t *testing.T) {
 	nextPoll(t, h.lanes[1])
 }
 
+// A lane whose poll ended is polled again at once, while another lane's poll is still open:
+// a worker whose on-demand poll got a job did not poll that lane again until its scheduled
+// poll ran out its wait, and a coordinator publishing jobs one by one as slots freed saw each
+// wait that long.
+func TestLanePolledAgainWhileAnotherPolls(t *testing.T) {
+	h := startWorker(t, 4, nil)
+	od, sc := nextPoll(t, h.lanes[0]), nextPoll(t, h.lanes[1])
+	m := h.job(t, "j1")
+	od.answer <- m
+	wantRecv(t, h.ran, "j1")
+	m.wantSettled(t, "ack")
+	// The scheduled poll is still open; the on-demand lane has a new one.
+	again := nextPoll(t, h.lanes[0])
+	m2 := h.job(t, "j2")
+	again.answer <- m2
+	wantRecv(t, h.ran, "j2")
+	m2.wantSettled(t, "ack")
+	select {
+	case q := <-h.lanes[1].polls:
+		t.Fatalf("a second poll of lane %s while its first is open", q.lane)
+	default:
+	}
+	close(sc.answer)
+}
+
 // A single-slot worker cannot hold two polls (a second job would have no slot), so it polls
 // the lanes in turn.
 func TestSingleSlotWorkerPollsLanesInTurn(t *testing.T) {
