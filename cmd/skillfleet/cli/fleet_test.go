@@ -433,7 +433,7 @@ func TestSubmitRefusals(t *testing.T) {
 		{"token env", map[string]string{"SKILLFLEET_TOKEN": fleetToken}, []string{"--coordinator", r.url}, ExitOK, ""},
 		{"coordinator env", map[string]string{"SKILLFLEET_TOKEN": fleetToken, "SKILLFLEET_COORDINATOR": r.url}, nil, ExitOK, ""},
 		{"flag beats env", map[string]string{"SKILLFLEET_TOKEN": "wrong"}, []string{"--coordinator", r.url, "--token", fleetToken}, ExitOK, ""},
-		{"wrong token", nil, []string{"--coordinator", r.url, "--token", "wrong"}, ExitErrors, "coordinator answered 401: missing or wrong bearer token"},
+		{"wrong token", nil, []string{"--coordinator", r.url, "--token", "wrong"}, ExitErrors, "coordinator answered 401: wrong bearer token"},
 		{"wrong token env", map[string]string{"SKILLFLEET_TOKEN": "wrong"}, []string{"--coordinator", r.url}, ExitErrors, "401"},
 		{"no token", nil, []string{"--coordinator", r.url}, ExitErrors, "401"},
 	} {
