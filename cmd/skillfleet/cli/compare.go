@@ -125,7 +125,9 @@ func comparedResults(ctx context.Context, src resultSource, id string, arms ...s
 // local history's (localRuns) or the in-process coordinator's (inProcessRuns).
 type sideReader interface {
 	Status(ctx context.Context, id string) (*pb.RunStatus, error)
-	Results(ctx context.Context, id string, fn func(*pb.Result) error) error
+	// Verdicts calls fn with each result the run's report counts; its documents (trajectory,
+	// output files) may be left out, since a comparison reads none of them.
+	Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error
 }
 
 // runSide is one arm of a run, as one side of a comparison, with the run's status.
@@ -134,7 +136,7 @@ func runSide(ctx context.Context, src sideReader, id, arm string) (comparison.Si
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
-	results, err := comparedResults(ctx, src.Results, id, arm)
+	results, err := comparedResults(ctx, src.Verdicts, id, arm)
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
@@ -149,8 +151,8 @@ func (r inProcessRuns) Status(ctx context.Context, id string) (*pb.RunStatus, er
 	return r.c.Status(ctx, id)
 }
 
-// Results replays a run's counted results, documents inline.
-func (r inProcessRuns) Results(ctx context.Context, id string, fn func(*pb.Result) error) error {
+// Verdicts replays a run's counted results, documents inline.
+func (r inProcessRuns) Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error {
 	return localResults(r.c)(ctx, id, fn)
 }
 

@@ -186,9 +186,9 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			var cmp runComparison
 			switch {
 			case baselineRun != "":
-				o.compare = cmp.runs(ctx, client, baselineRun, client, st)
+				o.compare = cmp.runs(ctx, remoteRuns{client}, baselineRun, remoteRuns{client}, st)
 			case p.Baseline != "":
-				o.compare = cmp.arms(ctx, client.Results, st.GetId(), string(p.Baseline), st.GetSpec())
+				o.compare = cmp.arms(ctx, remoteRuns{client}.Verdicts, st.GetId(), string(p.Baseline), st.GetSpec())
 			}
 			return cmp.gate(gates, follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o))
 		},
