@@ -228,9 +228,11 @@ func (r reservation) total() int64 { return r.prompt + r.output }
 // reserve books a request's tokens before it is forwarded and returns the max output to send
 // (0: leave the request's as it is). A budgeted request gets at most what the budget leaves
 // after its prompt estimate as its max output (bounded by maxOutput when it named none); one
-// whose prompt estimate alone does not fit is refused with 429. A token count reserves
-// nothing: it is not billed.
-func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64) (reservation, int64, *Refusal) {
+// whose prompt estimate alone does not fit is refused with 429. Without a budget a request
+// that names none is sent with maxOutput only when the operator configured it (configured):
+// else the upstream's own default applies, and maxOutput is only what an answer without usage
+// is metered at. A token count reserves nothing: it is not billed.
+func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64, configured bool) (reservation, int64, *Refusal) {
 	if kind == Count {
 		return reservation{}, 0, nil
 	}
@@ -247,6 +249,9 @@ func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64) (re
 		send := r.output
 		if r.output == 0 {
 			r.output = maxOutput
+			if configured {
+				send = maxOutput
+			}
 		}
 		r.bounded = send > 0
 		s.reserved += r.total()
