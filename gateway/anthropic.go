@@ -447,6 +447,9 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 	return json.Marshal(out)
 }
 
+// anthropicMaxTokens is the stop_reason of an answer cut at its max_tokens.
+const anthropicMaxTokens = "max_tokens"
+
 // anthropicMinThinking is the smallest thinking budget the API takes.
 const anthropicMinThinking = 1024
 
@@ -636,6 +639,7 @@ func (anthropic) Answer(rt Route, body []byte) (Tokens, bool, *Turn) {
 	if a.StopReason == "refusal" {
 		t.Stop = a.StopReason
 	}
+	t.atMaxOutput(a.StopReason == anthropicMaxTokens)
 	return u, a.Usage != nil, t
 }
 

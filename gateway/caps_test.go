@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/atif"
 )
 
 func TestCapDocumentedMaxOutput(t *testing.T) {
@@ -160,5 +162,104 @@ func TestCapForwarded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCapReachedInTrajectory: an answer the provider ended at its max output, in each
+// protocol's words, streamed and not, shows in the trajectory: on its step (with the max it
+// ended at, and as incomplete), and counted on the trajectory with the ones a CLI retried and
+// no step shows.
+func TestCapReachedInTrajectory(t *testing.T) {
+	const (
+		chatReq = `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"write it"}]}`
+		respReq = `{"model":"m","max_output_tokens":50,"input":"write it","stream":%s}`
+		antReq  = `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"write it"}]%s}`
+		gemReq  = `{"contents":[{"role":"user","parts":[{"text":"write it"}]}],"generationConfig":{"maxOutputTokens":50}}`
+	)
+	tests := []struct {
+		name, api, path, req, contentType, answer string
+		headers                                   []string
+	}{
+		{"chat", APIOpenAI, "/v1/chat/completions", chatReq, "application/json",
+			`{"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"part of it"},"finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":50}}`, nil},
+		{"chat stream", APIOpenAI, "/v1/chat/completions", strings.Replace(chatReq, `"model":"m"`, `"model":"m","stream":true`, 1), "text/event-stream",
+			`data: {"choices":[{"index":0,"delta":{"content":"part of it"}}]}` + "\n\n" +
+				`data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}` + "\n\n" +
+				`data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":50}}` + "\n\ndata: [DONE]\n\n", nil},
+		{"responses", APIOpenAI, "/v1/responses", strings.Replace(respReq, "%s", "false", 1), "application/json",
+			`{"model":"up","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"part of it"}]}],"usage":{"input_tokens":10,"output_tokens":50}}`, nil},
+		{"responses stream", APIOpenAI, "/v1/responses", strings.Replace(respReq, "%s", "true", 1), "text/event-stream",
+			"event: response.output_text.delta\ndata: " + `{"type":"response.output_text.delta","delta":"part of it"}` + "\n\n" +
+				"event: response.incomplete\ndata: " + `{"type":"response.incomplete","response":{"model":"up","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"part of it"}]}],"usage":{"input_tokens":10,"output_tokens":50}}}` + "\n\n", nil},
+		{"anthropic", APIAnthropic, "/v1/messages", strings.Replace(antReq, "%s", "", 1), "application/json",
+			`{"type":"message","model":"up","content":[{"type":"text","text":"part of it"}],"stop_reason":"max_tokens","usage":{"input_tokens":10,"output_tokens":50}}`, []string{"X-Api-Key"}},
+		{"anthropic stream", APIAnthropic, "/v1/messages", strings.Replace(antReq, "%s", `,"stream":true`, 1), "text/event-stream",
+			"event: message_start\ndata: " + `{"type":"message_start","message":{"model":"up","usage":{"input_tokens":10,"output_tokens":1}}}` + "\n\n" +
+				"event: content_block_start\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+				"event: content_block_delta\ndata: " + `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"part of it"}}` + "\n\n" +
+				"event: content_block_stop\ndata: " + `{"type":"content_block_stop","index":0}` + "\n\n" +
+				"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":50}}` + "\n\n" +
+				"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n", []string{"X-Api-Key"}},
+		{"gemini", APIGemini, "/v1beta/models/m:generateContent", gemReq, "application/json",
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"part of it"}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":50,"totalTokenCount":60}}`, []string{"X-Goog-Api-Key"}},
+		{"gemini stream", APIGemini, "/v1beta/models/m:streamGenerateContent?alt=sse", gemReq, "text/event-stream",
+			"data: " + `{"candidates":[{"content":{"role":"model","parts":[{"text":"part of it"}]}}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":20}}` + "\n\n" +
+				"data: " + `{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":50,"totalTokenCount":60}}` + "\n\n", []string{"X-Goog-Api-Key"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The CLI sends the same request three times, as Codex retries an incomplete
+			// response: each answer ends at the cap.
+			up := scriptedUpstream(t, tt.contentType, tt.answer, tt.answer, tt.answer)
+			base := up.URL
+			if tt.api == APIOpenAI {
+				base += "/v1"
+			}
+			f := serveGateway(t, base, func(c *Config) { c.API = tt.api })
+			s, err := f.g.Open("job", Budget{MaxTokens: 1_000_000}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				token, hdr := s.Token(), []string(nil)
+				if tt.headers != nil {
+					token, hdr = "", []string{tt.headers[0], s.Token()}
+				}
+				if r := f.do(t, http.MethodPost, tt.path, token, tt.req, hdr...); r.Status != http.StatusOK {
+					t.Fatalf("request %d: %d %s", i+1, r.Status, r.Body)
+				}
+			}
+			traj, complete := s.Record()
+			if err := traj.Validate(); err != nil {
+				t.Fatalf("invalid trajectory: %v", err)
+			}
+			last := traj.Steps[len(traj.Steps)-1]
+			if last.Source != atif.SourceAgent || last.Message != "part of it" || last.Extra[extraMaxOutput] != int64(50) || last.Extra[extraIncomplete] != true {
+				t.Errorf("last step %+v, extra %v; want the cut answer marked %s: 50 and incomplete", last, last.Extra, extraMaxOutput)
+			}
+			if traj.Extra[extraMaxAnswers] != 3 || traj.Extra[extraMaxOutput] != int64(50) {
+				t.Errorf("trajectory extra %v; want 3 answers cut at up to 50 tokens", traj.Extra)
+			}
+			if complete {
+				t.Error("a trajectory whose last answer was cut says it holds every call")
+			}
+		})
+	}
+}
+
+// TestCapUncappedAnswerUnmarked: an answer that ended on its own carries no cap mark.
+func TestCapUncappedAnswerUnmarked(t *testing.T) {
+	up := scriptedUpstream(t, "application/json",
+		`{"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"all of it"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+	f := serveGateway(t, up.URL+"/v1", nil)
+	s, err := f.g.Open("job", Budget{MaxTokens: 1_000_000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.send(t, s, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"write it"}]}`)
+	traj := s.Trajectory()
+	last := traj.Steps[len(traj.Steps)-1]
+	if _, ok := last.Extra[extraMaxOutput]; ok || traj.Extra[extraMaxAnswers] != nil {
+		t.Errorf("step extra %v, trajectory extra %v; want no cap mark", last.Extra, traj.Extra)
 	}
 }
