@@ -16,50 +16,51 @@ const DefaultMaxOutputTokens = 32000
 // documentedMaxOutput is each known model family's maximum output, in tokens, as its
 // provider documents it, by model-name prefix (the longest matching prefix wins, and a prefix
 // matches only up to a boundary: "claude-opus-4-1" is not a prefix of "claude-opus-4-10").
-// Dated snapshots and suffixes (-mini, -codex, -preview) share their family's row. Checked
-// 2026-11-29 against the pages named per row.
+// Dated snapshots and suffixes (-mini, -codex, -preview) share their family's row. Each row
+// names the provider's page the figure is documented on and, where that page itself was not
+// readable here (2026-11-29, stored copies), the listing that quotes it.
 var documentedMaxOutput = []struct {
 	prefix string
 	tokens int64
 	source string
 }{
-	// Anthropic: "Max output" of the models overview and its legacy models table.
-	{"claude-3-haiku", 4096, "platform.claude.com/docs/en/about-claude/models/overview (legacy models)"},
-	{"claude-3-5-haiku", 8192, "platform.claude.com/docs/en/about-claude/models/overview (legacy models)"},
-	{"claude-3-5-sonnet", 8192, "platform.claude.com/docs/en/about-claude/models/overview (legacy models)"},
-	{"claude-3-7-sonnet", 64000, "platform.claude.com/docs/en/about-claude/models/overview (legacy models)"},
-	{"claude-opus-4", 32000, "platform.claude.com/docs/en/about-claude/models/overview (legacy models: Claude Opus 4)"},
-	{"claude-opus-4-0", 32000, "platform.claude.com/docs/en/about-claude/models/overview (legacy models: Claude Opus 4)"},
-	{"claude-opus-4-1", 32000, "platform.claude.com/docs/en/about-claude/models/overview (legacy models: Claude Opus 4.1)"},
-	{"claude-opus-4-5", 64000, "platform.claude.com/docs/en/about-claude/models/overview (Claude Opus 4.5)"},
-	{"claude-opus-4-6", 128000, "platform.claude.com/docs/en/docs/legacy-model-guide (Claude Opus 4.6: 128k)"},
-	{"claude-opus-4-7", 128000, "platform.claude.com/docs/claude/docs/models-overview (Claude Opus 4.7)"},
-	{"claude-opus-4-8", 128000, "platform.claude.com/docs/resources/overview (Claude Opus 4.8 model card)"},
-	{"claude-sonnet-4", 64000, "platform.claude.com/docs/en/about-claude/models/overview (legacy models: Claude Sonnet 4)"},
-	{"claude-sonnet-4-5", 64000, "platform.claude.com/docs/en/about-claude/models/overview (Claude Sonnet 4.5)"},
-	{"claude-sonnet-4-6", 64000, "platform.claude.com/docs/en/docs/legacy-model-guide (Claude Sonnet 4.6: 64k)"},
-	{"claude-haiku-4-5", 64000, "platform.claude.com/docs/en/models (Claude Haiku 4.5: 64K)"},
-	{"claude-opus-5", 128000, "platform.claude.com/docs/en/models (Claude Opus 5 and 5.5: 128K)"},
-	{"claude-sonnet-5", 128000, "platform.claude.com/docs/en/models (Claude Sonnet 5: 128K)"},
-	{"claude-fable-5", 128000, "platform.claude.com/docs/en/models (Claude Fable 5 and 5.1: 128K)"},
-	{"claude-mythos-5", 128000, "platform.claude.com/docs/en/about-claude/models/overview (Claude Mythos 5 shares Fable 5's specs)"},
-	// OpenAI: "Max output tokens" of each model's page.
-	{"gpt-4o", 16384, "platform.openai.com/docs/models/gpt-4o"},
-	{"gpt-4.1", 32768, "platform.openai.com/docs/models/gpt-4.1"},
-	{"o1", 100000, "platform.openai.com/docs/models/o1"},
-	{"o1-mini", 65536, "platform.openai.com/docs/models/o1-mini"},
-	{"o1-preview", 32768, "platform.openai.com/docs/models/o1-preview"},
-	{"o3", 100000, "platform.openai.com/docs/models/o3"},
-	{"o4-mini", 100000, "platform.openai.com/docs/models/o4-mini"},
-	{"gpt-5", 128000, "platform.openai.com/docs/models/gpt-5 (and gpt-5-codex, gpt-5.1, gpt-5.2: 128,000)"},
-	{"gpt-5-chat", 16384, "platform.openai.com/docs/models/gpt-5-chat-latest"},
-	{"gpt-5.1-chat", 16384, "platform.openai.com/docs/models/gpt-5.1-chat-latest"},
-	{"gpt-5.2-chat", 16384, "platform.openai.com/docs/models/gpt-5.2-chat-latest"},
+	// Anthropic: the "Max output" row of the models overview (current and legacy models).
+	{"claude-3-haiku", 4096, "platform.claude.com/docs/en/about-claude/models/overview, legacy models"},
+	{"claude-3-5-haiku", 8192, "platform.claude.com/docs/en/about-claude/models/overview, legacy models"},
+	{"claude-3-5-sonnet", 8192, "platform.claude.com/docs/en/about-claude/models/overview, legacy models"},
+	{"claude-3-7-sonnet", 64000, "platform.claude.com/docs/en/about-claude/models/overview, legacy models"},
+	{"claude-opus-4", 32000, "platform.claude.com/docs/en/about-claude/models/overview, legacy models (as quoted by labring/fastgpt-plugin#242)"},
+	{"claude-opus-4-0", 32000, "platform.claude.com/docs/en/about-claude/models/overview, legacy models (as quoted by labring/fastgpt-plugin#242)"},
+	{"claude-opus-4-1", 32000, "platform.claude.com/docs/en/about-claude/models/overview, legacy models (as quoted by labring/fastgpt-plugin#242)"},
+	{"claude-sonnet-4", 64000, "platform.claude.com/docs/en/about-claude/models/overview, legacy models (as quoted by labring/fastgpt-plugin#242)"},
+	{"claude-sonnet-4-5", 64000, "platform.claude.com/docs/en/about-claude/models/overview (as quoted by labring/fastgpt-plugin#242)"},
+	{"claude-opus-4-5", 64000, "platform.claude.com/docs/en/about-claude/models/overview (as quoted by Effect-TS/effect @effect/ai-anthropic 4.0.0-beta.106)"},
+	{"claude-opus-4-6", 128000, "platform.claude.com/docs/en/docs/legacy-model-guide: Max output 128k"},
+	{"claude-opus-4-7", 128000, "platform.claude.com/docs/claude/docs/models-overview (128k, as quoted by Effect-TS/effect @effect/ai-anthropic 4.0.0-beta.106)"},
+	{"claude-opus-4-8", 128000, "platform.claude.com/docs/resources/overview (128k, as quoted by Effect-TS/effect @effect/ai-anthropic 4.0.0-beta.106)"},
+	{"claude-sonnet-4-6", 64000, "platform.claude.com/docs/en/docs/legacy-model-guide: Max output 64k"},
+	{"claude-haiku-4-5", 64000, "platform.claude.com/docs/en/models: Claude Haiku 4.5, 64K"},
+	{"claude-opus-5", 128000, "platform.claude.com/docs/en/models: Claude Opus 5 and 5.5, 128K"},
+	{"claude-sonnet-5", 128000, "platform.claude.com/docs/en/models: Claude Sonnet 5, 128K"},
+	{"claude-fable-5", 128000, "platform.claude.com/docs/en/models: Claude Fable 5 and 5.1, 128K"},
+	{"claude-mythos-5", 128000, "platform.claude.com/docs/en/about-claude/models/overview: Claude Mythos 5 shares Claude Fable 5's specs"},
+	// OpenAI: "max output tokens" of each model's page (developers.openai.com/api/docs/models/...).
+	{"gpt-4o", 16384, "developers.openai.com/api/docs/models/gpt-4o (as quoted by OpenAI-DotNet's Model docs)"},
+	{"gpt-4.1", 32768, "developers.openai.com/api/docs/models/gpt-4.1 (as quoted by vercel.com/ai-gateway/models/gpt-4.1-fast)"},
+	{"o1", 100000, "developers.openai.com/api/docs/models/o1 (not re-read here)"},
+	{"o1-mini", 65536, "developers.openai.com/api/docs/models/o1-mini (not re-read here)"},
+	{"o1-preview", 32768, "developers.openai.com/api/docs/models/o1-preview (not re-read here)"},
+	{"o3", 100000, "developers.openai.com/api/docs/models/o3 (as quoted by RooCodeInc/Roo-Code#2691)"},
+	{"o4-mini", 100000, "developers.openai.com/api/docs/models/o4-mini (as quoted by RooCodeInc/Roo-Code#2691)"},
+	{"gpt-5", 128000, "developers.openai.com/api/docs/models/gpt-5, gpt-5.1, gpt-5.2, gpt-5.5: 128,000 (as quoted by vercel.com/ai-gateway, withceleste/celeste-python#67, docs.oxen.ai)"},
+	{"gpt-5-chat", 16384, "developers.openai.com/api/docs/models/gpt-5-chat-latest (not re-read here)"},
+	{"gpt-5.1-chat", 16384, "developers.openai.com/api/docs/models/gpt-5.1-chat-latest (not re-read here)"},
+	{"gpt-5.2-chat", 16384, "developers.openai.com/api/docs/models/gpt-5.2-chat-latest (not re-read here)"},
 	// Google: "Output token limit" of each model's page; maxOutputTokens bounds thinking and
 	// answer together (googleapis/python-genai#2062).
-	{"gemini-2.0", 8192, "ai.google.dev/gemini-api/docs/models/gemini-2.0-flash"},
-	{"gemini-2.5", 65536, "ai.google.dev/gemini-api/docs/models (Gemini 2.5 Pro, Flash, Flash-Lite: 65,536)"},
-	{"gemini-3", 65536, "ai.google.dev/gemini-api/docs/models/gemini-3-pro-preview (65,536)"},
+	{"gemini-2.0", 8192, "ai.google.dev/gemini-api/docs/models/gemini-2.0-flash: output token limit 8,192"},
+	{"gemini-2.5", 65536, "ai.google.dev/gemini-api/docs/models (Gemini 2.5 Pro, Flash, Flash-Lite: 65,536; Vertex AI's page says 65,535)"},
+	{"gemini-3", 65536, "ai.google.dev/gemini-api/docs/models/gemini-3-pro-preview: 65,536"},
 }
 
 // DocumentedMaxOutput is the documented maximum output of model's family (0: not a known
