@@ -18,7 +18,8 @@ import (
 type Budget struct {
 	// MaxTokens is prompt plus completion tokens; 0 = unlimited. Each request reserves its
 	// prompt estimate plus its max output before it is forwarded (a request naming no max
-	// output gets what the budget leaves, bounded by MaxOutputTokens); a request whose
+	// output gets what the budget leaves, bounded by the agent's max output, else its model's
+	// documented one: see Config.MaxOutputTokens); a request whose
 	// reservation does not fit gets 429, so requests in flight together cannot overspend.
 	// The answer's metered usage replaces the reservation; the budget holds to the extent
 	// the prompt estimate does (see bytesPerToken).
