@@ -227,6 +227,17 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		}
 		a.log.Debug("agent turn", zap.Int("turn", tr.Turns), zap.Int("tool_calls", len(ans.Calls)),
 			zap.Int64("tokens", tr.Usage.Total()))
+		if ans.Stop == StopMaxTokens {
+			// Cut at its max output, marked as the model gateway marks a CLI's cut answers.
+			step.Extra = map[string]any{atif.ExtraMaxOutputReached: u.CompletionTokens}
+			if traj.Extra == nil {
+				traj.Extra = map[string]any{}
+			}
+			n, _ := traj.Extra[atif.ExtraMaxOutputAnswers].(int)
+			most, _ := traj.Extra[atif.ExtraMaxOutputReached].(int64)
+			traj.Extra[atif.ExtraMaxOutputAnswers] = n + 1
+			traj.Extra[atif.ExtraMaxOutputReached] = max(most, u.CompletionTokens)
+		}
 		if ans.Stop == StopRefusal || ans.Stop == StopSafety {
 			// The provider's refusal or safety stop is no answer to judge: the case errors
 			// with its reason, whatever text came with it.

@@ -170,6 +170,11 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	}
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop
+		if note := maxOutputNote(tr.Trajectory); note != "" {
+			// A CLI reports a cut answer as an error of its own, or retries it until its
+			// time is up: the reason says what the model boundary saw.
+			e = fmt.Errorf("%w (%s)", e, note)
+		}
 		return "", tr, e
 	}
 	if a.cfg.SkillsDir != "" {
@@ -268,6 +273,26 @@ func (a *Command) placeSkills(ctx context.Context, sb Sandbox, req Request) erro
 		return fmt.Errorf("agent: command: placing the skills in %s failed (status %d): %s", a.cfg.SkillsDir, res.ExitCode, excerpt(res.Stderr))
 	}
 	return nil
+}
+
+// maxOutputNote says how many of the model's answers ended at their max output, as the
+// gateway recorded them ("" when none did).
+func maxOutputNote(t *atif.Trajectory) string {
+	if t == nil {
+		return ""
+	}
+	n, _ := t.Extra[atif.ExtraMaxOutputAnswers].(int)
+	if n == 0 {
+		return ""
+	}
+	tokens, _ := t.Extra[atif.ExtraMaxOutputReached].(int64)
+	what := "answer of the model was cut at its max output"
+	if n > 1 {
+		what = "answers of the model were cut at their max output"
+	}
+	// The max output was the CLI's own, the agent's max_output_tokens or what the budget
+	// left: the trajectory's steps say which answers, the config says which figure.
+	return fmt.Sprintf("%d %s (up to %d tokens)", n, what, tokens)
 }
 
 // refusalOf is the stop reason of a trajectory's last agent step when it is a refusal or a

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,7 +15,11 @@ import (
 // server-sent events, often with ?beta=true) and POST /v1/messages/count_tokens, the key in
 // x-api-key or as a Bearer token (ANTHROPIC_AUTH_TOKEN). Its request allow-list is here, its
 // stream reader in anthropic_stream.go.
-type anthropic struct{}
+type anthropic struct {
+	// defaultMax is the max_tokens of a request that names none and gets none from the
+	// gateway (no budget): the API requires one (0: DefaultMaxOutputTokens).
+	defaultMax int64
+}
 
 func (anthropic) Name() string { return APIAnthropic }
 
@@ -337,17 +342,18 @@ func anthropicFetched(obj map[string]any) string {
 // anthropicRequest is a parsed Messages (or count_tokens) request.
 type anthropicRequest struct {
 	requestInfo
-	params map[string]json.RawMessage
-	count  bool
+	params     map[string]json.RawMessage
+	count      bool
+	defaultMax int64
 }
 
-func (anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
+func (a anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 	params, ref := parseObject(body)
 	if ref != nil {
 		return nil, ref
 	}
 	op, _ := strings.CutSuffix(rt.Op, anthropicBetaQ)
-	p := &anthropicRequest{params: params, count: op == anthropicCount}
+	p := &anthropicRequest{params: params, count: op == anthropicCount, defaultMax: cmp.Or(a.defaultMax, DefaultMaxOutputTokens)}
 	fields, ignored := anthropicFields, []string{"service_tier"}
 	if p.count {
 		fields, ignored = anthropicCountFields, nil
@@ -393,10 +399,11 @@ func (anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 
 // Build is the body sent upstream: the checked fields, the configured model, metadata
 // reduced to user_id, and max_tokens, which the Messages API requires: maxOutput when the
-// gateway reserved one (always under a budget), else the client's own, else
-// DefaultMaxOutputTokens. That last case is a request without a budget that names none
-// (Session.reserve then sends 0 and meters an answer without usage at the configured
-// MaxOutputTokens, which the protocol does not see). A token count carries no max_tokens.
+// gateway reserved one (always under a budget), else the client's own, else the model's
+// (defaultMax: configured, documented or the default). That last case is a request without
+// a budget that names none (Session.reserve then sends 0 and meters an answer without usage
+// at the same figure). A token count carries no max_tokens. A thinking budget_tokens is kept
+// under the max_tokens the gateway set (see thinkingUnder).
 func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) {
 	out := maps.Clone(p.params)
 	out["model"] = mustJSON(model)
@@ -417,25 +424,31 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 	}
 	switch {
 	case maxOutput > 0:
-		out["max_tokens"] = mustJSON(maxOutput)
 	case p.maxOutput > 0:
+		// The client's own, kept as it is with its own thinking budget: with interleaved
+		// thinking a budget may exceed max_tokens.
+		return json.Marshal(out)
 	default:
-		maxOutput = DefaultMaxOutputTokens
-		out["max_tokens"] = mustJSON(maxOutput)
+		maxOutput = p.defaultMax
 	}
-	if raw, ok := out["thinking"]; ok && maxOutput > 0 {
-		// A thinking budget must stay under max_tokens (interleaved thinking aside): one the
-		// gateway lowered max_tokens below is lowered with it, down to the API's minimum.
+	out["max_tokens"] = mustJSON(maxOutput)
+	if raw, ok := out["thinking"]; ok && (p.maxOutput == 0 || maxOutput < p.maxOutput) {
+		// The gateway chose or lowered max_tokens: a thinking budget at or over it is
+		// lowered with it, down to the API's minimum.
 		var th map[string]json.RawMessage
 		var budget int64
-		if json.Unmarshal(raw, &th) == nil && json.Unmarshal(th["budget_tokens"], &budget) == nil &&
-			budget >= maxOutput && maxOutput-1 >= anthropicMinThinking {
-			th["budget_tokens"] = mustJSON(maxOutput - 1)
-			out["thinking"] = mustJSON(th)
+		if json.Unmarshal(raw, &th) == nil && json.Unmarshal(th["budget_tokens"], &budget) == nil {
+			if b, ok := thinkingUnder(budget, maxOutput, anthropicMinThinking); ok {
+				th["budget_tokens"] = mustJSON(b)
+				out["thinking"] = mustJSON(th)
+			}
 		}
 	}
 	return json.Marshal(out)
 }
+
+// anthropicMaxTokens is the stop_reason of an answer cut at its max_tokens.
+const anthropicMaxTokens = "max_tokens"
 
 // anthropicMinThinking is the smallest thinking budget the API takes.
 const anthropicMinThinking = 1024
@@ -626,6 +639,7 @@ func (anthropic) Answer(rt Route, body []byte) (Tokens, bool, *Turn) {
 	if a.StopReason == "refusal" {
 		t.Stop = a.StopReason
 	}
+	t.atMaxOutput(a.StopReason == anthropicMaxTokens)
 	return u, a.Usage != nil, t
 }
 

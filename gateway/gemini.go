@@ -568,16 +568,31 @@ func (p *geminiRequest) Build(model string, maxOutput int64) ([]byte, error) {
 	return json.Marshal(p.body(maxOutput))
 }
 
+// body is the request with maxOutput (when > 0) as its maxOutputTokens. Gemini counts
+// thoughts within maxOutputTokens, so a thinkingBudget the gateway's cap undercut is lowered
+// under it (see thinkingUnder); -1 (the model decides) and thinkingLevel name no token count
+// and are left: the cap bounds them.
 func (p *geminiRequest) body(maxOutput int64) map[string]json.RawMessage {
 	out := maps.Clone(p.params)
-	if maxOutput > 0 {
-		gc := map[string]json.RawMessage{}
-		if raw, ok := out["generationConfig"]; ok {
-			_ = json.Unmarshal(raw, &gc)
-		}
-		gc["maxOutputTokens"] = mustJSON(maxOutput)
-		out["generationConfig"] = mustJSON(gc)
+	if maxOutput <= 0 {
+		return out
 	}
+	gc := map[string]json.RawMessage{}
+	if raw, ok := out["generationConfig"]; ok {
+		_ = json.Unmarshal(raw, &gc)
+	}
+	gc["maxOutputTokens"] = mustJSON(maxOutput)
+	if raw, ok := gc["thinkingConfig"]; ok && (p.maxOutput == 0 || maxOutput < p.maxOutput) {
+		var tc map[string]json.RawMessage
+		var budget int64
+		if json.Unmarshal(raw, &tc) == nil && json.Unmarshal(tc["thinkingBudget"], &budget) == nil {
+			if b, ok := thinkingUnder(budget, maxOutput, 1); ok {
+				tc["thinkingBudget"] = mustJSON(b)
+				gc["thinkingConfig"] = mustJSON(tc)
+			}
+		}
+	}
+	out["generationConfig"] = mustJSON(gc)
 	return out
 }
 

@@ -310,8 +310,8 @@ func TestGeminiSDKConversation(t *testing.T) {
 				p := r.params(t)
 				gc, _ := p["generationConfig"].(map[string]any)
 				tc, _ := gc["thinkingConfig"].(map[string]any)
-				if _, ok := p["model"]; ok || gc["maxOutputTokens"] != 4096.0 || gc["temperature"] != 1.0 || tc["thinkingBudget"] != 1024.0 || tc["includeThoughts"] != true {
-					t.Errorf("request %d: upstream body %s: want no model, maxOutputTokens 4096 (the budget's bound), the SDK's generationConfig", i+1, r.Body)
+				if _, ok := p["model"]; ok || gc["maxOutputTokens"] != float64(DefaultMaxOutputTokens) || gc["temperature"] != 1.0 || tc["thinkingBudget"] != 1024.0 || tc["includeThoughts"] != true {
+					t.Errorf("request %d: upstream body %s: want no model, maxOutputTokens %d (the default of a model the table does not know), the SDK's generationConfig", i+1, r.Body, DefaultMaxOutputTokens)
 				}
 			}
 			if n := len(reqs[1].params(t)["contents"].([]any)); n != 3 {
@@ -430,7 +430,9 @@ func TestGeminiCLIGoldenRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			if gc, ok := want["generationConfig"].(map[string]any); ok {
-				gc["maxOutputTokens"] = 4096.0 // the budget's bound, set as the request named none
+				// The request named none: the default of a model the table does not know (the
+				// CLI's thinkingBudget of 8192 stays, under it).
+				gc["maxOutputTokens"] = float64(DefaultMaxOutputTokens)
 			}
 			if got, want := slices.Sorted(maps.Keys(sent)), slices.Sorted(maps.Keys(want)); !slices.Equal(got, want) {
 				t.Errorf("upstream fields %v, want %v", got, want)

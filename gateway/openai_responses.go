@@ -233,8 +233,12 @@ func responsesAnswer(body []byte) *Turn {
 	if d := a.IncompleteDetails; d != nil && d.Reason == "content_filter" {
 		t.Stop = d.Reason
 	}
+	t.atMaxOutput(a.Status == "incomplete" && a.IncompleteDetails != nil && a.IncompleteDetails.Reason == responsesMaxOutput)
 	return t
 }
+
+// responsesMaxOutput is the incomplete_details.reason of a response cut at its max output.
+const responsesMaxOutput = "max_output_tokens"
 
 // responsesTurn is the turn a Responses API answer's output items make: its messages' text,
 // its reasoning summaries and its tool calls.
@@ -282,9 +286,12 @@ func (s *responsesStream) Event(_ string, data []byte) bool {
 		Type     string `json:"type"`
 		Delta    string `json:"delta"`
 		Response *struct {
-			Model  string            `json:"model"`
-			Output []json.RawMessage `json:"output"`
-			Usage  *openAIUsage      `json:"usage"`
+			Model             string            `json:"model"`
+			Output            []json.RawMessage `json:"output"`
+			Usage             *openAIUsage      `json:"usage"`
+			IncompleteDetails *struct {
+				Reason string `json:"reason"`
+			} `json:"incomplete_details"`
 		} `json:"response"`
 	}
 	if json.Unmarshal(data, &ev) != nil {
@@ -298,6 +305,8 @@ func (s *responsesStream) Event(_ string, data []byte) bool {
 	case ev.Response != nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete"):
 		s.final = responsesTurn(ev.Response.Model, ev.Response.Output)
 		s.final.Incomplete = ev.Type == "response.incomplete"
+		d := ev.Response.IncompleteDetails
+		s.final.atMaxOutput(s.final.Incomplete && d != nil && d.Reason == responsesMaxOutput)
 	}
 	if ev.Response != nil && ev.Response.Usage != nil {
 		s.usage = ev.Response.Usage

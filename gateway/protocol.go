@@ -143,6 +143,10 @@ type Turn struct {
 	Stop string
 	// Streamed: assembled from a stream; Incomplete: cut at a cap, or the stream was.
 	Streamed, Incomplete bool
+	// MaxOutput: the provider ended the answer at its max output (OpenAI's finish_reason
+	// length, the Responses API's incomplete for max_output_tokens, Anthropic's stop_reason
+	// max_tokens, Gemini's MAX_TOKENS). Such an answer is also Incomplete.
+	MaxOutput bool
 }
 
 // Tokens are one answer's usage, protocol-neutral. Prompt counts every prompt token, those

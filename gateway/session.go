@@ -18,7 +18,8 @@ import (
 type Budget struct {
 	// MaxTokens is prompt plus completion tokens; 0 = unlimited. Each request reserves its
 	// prompt estimate plus its max output before it is forwarded (a request naming no max
-	// output gets what the budget leaves, bounded by MaxOutputTokens); a request whose
+	// output gets what the budget leaves, bounded by the agent's max output, else its model's
+	// documented one: see Config.MaxOutputTokens); a request whose
 	// reservation does not fit gets 429, so requests in flight together cannot overspend.
 	// The answer's metered usage replaces the reservation; the budget holds to the extent
 	// the prompt estimate does (see bytesPerToken).
@@ -228,9 +229,11 @@ func (r reservation) total() int64 { return r.prompt + r.output }
 // reserve books a request's tokens before it is forwarded and returns the max output to send
 // (0: leave the request's as it is). A budgeted request gets at most what the budget leaves
 // after its prompt estimate as its max output (bounded by maxOutput when it named none); one
-// whose prompt estimate alone does not fit is refused with 429. A token count reserves
-// nothing: it is not billed.
-func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64) (reservation, int64, *Refusal) {
+// whose prompt estimate alone does not fit is refused with 429. Without a budget a request
+// that names none is sent with maxOutput only when the operator configured it (configured):
+// else the upstream's own default applies, and maxOutput is only what an answer without usage
+// is metered at. A token count reserves nothing: it is not billed.
+func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64, configured bool) (reservation, int64, *Refusal) {
 	if kind == Count {
 		return reservation{}, 0, nil
 	}
@@ -247,6 +250,9 @@ func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64) (re
 		send := r.output
 		if r.output == 0 {
 			r.output = maxOutput
+			if configured {
+				send = maxOutput
+			}
 		}
 		r.bounded = send > 0
 		s.reserved += r.total()

@@ -41,6 +41,9 @@ const (
 	extraStop       = atif.ExtraStopReason    // a refusal or safety stop (on its step)
 	extraAPI        = "api"                   // the protocol the CLI spoke
 	extraCacheWrite = "cache_creation_tokens" // prompt tokens the provider's cache stored (on a step)
+	// an answer ended at its max output (on its step: that max; on the trajectory: the largest)
+	extraMaxOutput  = atif.ExtraMaxOutputReached
+	extraMaxAnswers = atif.ExtraMaxOutputAnswers // how many answers ended at their max output
 )
 
 // trajectoryState is what a session keeps to build its trajectory. Guarded by Session.mu.
@@ -59,6 +62,10 @@ type trajectoryState struct {
 	// usage is each answered request's tokens; dropped counts those past the bound.
 	usage   []requestUsage
 	dropped int
+	// atMax counts the answers ended at their max output, and atMaxTokens is the largest of
+	// those max outputs.
+	atMax       int
+	atMaxTokens int64
 }
 
 // requestUsage is one answered request's tokens, keyed by the order it was forwarded in.
@@ -67,6 +74,8 @@ type requestUsage struct {
 	tokens Tokens
 	// tools: the request offered tools (see Session.Turns).
 	tools bool
+	// atMax is the max output the answer ended at (0: it did not).
+	atMax int64
 }
 
 // remember keeps a main request's conversation as the session's latest. Called with s.mu
@@ -81,13 +90,22 @@ func (s *Session) remember(seq int, conv []Message, removed []string) {
 	}
 }
 
-// recordAnswer books an answer the CLI got: its usage, and the answer itself when it answers
-// the kept request.
-func (s *Session) recordAnswer(seq int, tools bool, u Tokens, ans *Turn) {
+// recordAnswer books an answer the CLI got: its usage, whether it ended at its max output
+// (maxOutput, the one sent; 0 when the upstream's default applied), and the answer itself
+// when it answers the kept request.
+func (s *Session) recordAnswer(seq int, tools bool, u Tokens, ans *Turn, maxOutput int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	u = u.bounded()
+	var atMax int64
+	if ans != nil && ans.MaxOutput {
+		// The upstream's default max is not known here: what the answer wrote is.
+		atMax = max(cmp.Or(maxOutput, u.Completion), 1)
+		s.traj.atMax++
+		s.traj.atMaxTokens = max(s.traj.atMaxTokens, atMax)
+	}
 	if len(s.traj.usage) < maxTrajectoryRequests {
-		s.traj.usage = append(s.traj.usage, requestUsage{seq: seq, tokens: u.bounded(), tools: tools})
+		s.traj.usage = append(s.traj.usage, requestUsage{seq: seq, tokens: u, tools: tools, atMax: atMax})
 	} else {
 		s.traj.dropped++
 	}
@@ -175,6 +193,13 @@ func (s *Session) Trajectory() *atif.Trajectory {
 			}
 			step.Extra[extraCacheWrite] = u.tokens.CacheWrite
 		}
+		if u.atMax > 0 {
+			// An earlier answer the CLI kept in its conversation although it was cut.
+			if step.Extra == nil {
+				step.Extra = map[string]any{}
+			}
+			step.Extra[extraMaxOutput] = u.atMax
+		}
 	}
 	if st.answer != nil {
 		if k := slices.IndexFunc(st.usage, func(u requestUsage) bool { return u.seq == st.seq }); k >= 0 {
@@ -205,6 +230,10 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	}
 	if side > 0 {
 		extra[extraSide] = side
+	}
+	if st.atMax > 0 {
+		extra[extraMaxAnswers] = st.atMax
+		extra[extraMaxOutput] = st.atMaxTokens
 	}
 	if len(extra) > 0 {
 		b.t.Extra = extra
@@ -352,6 +381,13 @@ func arguments(raw json.RawMessage) json.RawMessage {
 		return atif.Arguments(s)
 	}
 	return atif.Arguments(string(raw))
+}
+
+// atMaxOutput marks the turn as ended at its max output, when it was.
+func (t *Turn) atMaxOutput(hit bool) {
+	if hit {
+		t.MaxOutput, t.Incomplete = true, true
+	}
 }
 
 // bound cuts a turn to maxAnswerText bytes of text, reasoning and arguments, and
