@@ -202,7 +202,7 @@ var refusedAnthropicFields = map[string]string{
 
 func anthropicStrings(name string, raw json.RawMessage) error {
 	var ss []string
-	if json.Unmarshal(raw, &ss) != nil {
+	if decodeChecked(raw, &ss) != nil {
 		return fmt.Errorf("%q must be an array of strings", name)
 	}
 	return nil
@@ -211,14 +211,14 @@ func anthropicStrings(name string, raw json.RawMessage) error {
 // anthropicSystem accepts a string or an array of text blocks (with cache_control).
 func anthropicSystem(name string, raw json.RawMessage) error {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if decodeChecked(raw, &s) == nil {
 		return nil
 	}
 	var blocks []struct {
 		Type string  `json:"type"`
 		Text *string `json:"text"`
 	}
-	if json.Unmarshal(raw, &blocks) != nil {
+	if decodeChecked(raw, &blocks) != nil {
 		return fmt.Errorf("%q must be a string or an array of text blocks", name)
 	}
 	for i, b := range blocks {
@@ -232,7 +232,7 @@ func anthropicSystem(name string, raw json.RawMessage) error {
 // anthropicThinking accepts a thinking config whose budget is bounded.
 func anthropicThinking(name string, raw json.RawMessage) error {
 	var t map[string]json.RawMessage
-	if json.Unmarshal(raw, &t) != nil {
+	if decodeChecked(raw, &t) != nil {
 		return fmt.Errorf("%q must be an object", name)
 	}
 	if b, ok := t["budget_tokens"]; ok {
@@ -247,7 +247,7 @@ func anthropicToolChoice(name string, raw json.RawMessage) error {
 	var c struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(raw, &c) != nil {
+	if decodeChecked(raw, &c) != nil {
 		return fmt.Errorf("%q must be an object", name)
 	}
 	switch c.Type {
@@ -285,7 +285,7 @@ func anthropicToolFamily(typ string) string {
 // removed tools had (a tool_choice must not name one).
 func anthropicTools(raw json.RawMessage) (kept []json.RawMessage, removed, removedNames []string, ref *Refusal) {
 	var tools []json.RawMessage
-	if json.Unmarshal(raw, &tools) != nil {
+	if decodeChecked(raw, &tools) != nil {
 		return nil, nil, nil, badRequest(`"tools" must be an array of objects`)
 	}
 	kept = make([]json.RawMessage, 0, len(tools))
@@ -294,7 +294,7 @@ func anthropicTools(raw json.RawMessage) (kept []json.RawMessage, removed, remov
 			Type string `json:"type"`
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(t, &tool) != nil {
+		if decodeChecked(t, &tool) != nil {
 			return nil, nil, nil, badRequest("tools[%d] must be an object", i)
 		}
 		family := anthropicToolFamily(tool.Type)
@@ -367,14 +367,14 @@ func (a anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 			return nil, ref
 		}
 		p.tools, p.removed = len(kept), removed
-		params["tools"] = mustJSON(kept)
+		params["tools"] = marshalArray(kept)
 		if len(kept) == 0 && len(removed) > 0 {
 			delete(params, "tools")
 			delete(params, "tool_choice")
 		}
 		if raw, ok := params["tool_choice"]; ok {
 			var c struct{ Name string }
-			_ = json.Unmarshal(raw, &c)
+			_ = decodeChecked(raw, &c)
 			if c.Name != "" && slices.Contains(names, c.Name) {
 				return nil, badRequest("%q names %q, a tool of the provider's that the gateway removes from requests", "tool_choice", c.Name)
 			}
@@ -386,13 +386,13 @@ func (a anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 		}
 	}
 	if raw, ok := params["model"]; ok {
-		_ = json.Unmarshal(raw, &p.model)
+		_ = decodeChecked(raw, &p.model)
 	}
 	if raw, ok := params["stream"]; ok {
-		_ = json.Unmarshal(raw, &p.stream)
+		_ = decodeChecked(raw, &p.stream)
 	}
 	if raw, ok := params["max_tokens"]; ok {
-		_ = json.Unmarshal(raw, &p.maxOutput)
+		_ = decodeChecked(raw, &p.maxOutput)
 	}
 	return p, nil
 }
@@ -409,7 +409,7 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 	out["model"] = mustJSON(model)
 	delete(out, "service_tier")
 	if p.count {
-		return json.Marshal(out)
+		return marshalObject(out)
 	}
 	if raw, ok := out["metadata"]; ok {
 		// user_id only: it ties a request to a user for abuse checks; whatever else a client
@@ -418,7 +418,7 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 			UserID *string `json:"user_id"`
 		}
 		delete(out, "metadata")
-		if json.Unmarshal(raw, &md) == nil && md.UserID != nil {
+		if decodeChecked(raw, &md) == nil && md.UserID != nil {
 			out["metadata"] = mustJSON(map[string]string{"user_id": *md.UserID})
 		}
 	}
@@ -427,7 +427,7 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 	case p.maxOutput > 0:
 		// The client's own, kept as it is with its own thinking budget: with interleaved
 		// thinking a budget may exceed max_tokens.
-		return json.Marshal(out)
+		return marshalObject(out)
 	default:
 		maxOutput = p.defaultMax
 	}
@@ -437,14 +437,14 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 		// lowered with it, down to the API's minimum.
 		var th map[string]json.RawMessage
 		var budget int64
-		if json.Unmarshal(raw, &th) == nil && json.Unmarshal(th["budget_tokens"], &budget) == nil {
+		if decodeChecked(raw, &th) == nil && decodeChecked(th["budget_tokens"], &budget) == nil {
 			if b, ok := thinkingUnder(budget, maxOutput, anthropicMinThinking); ok {
 				th["budget_tokens"] = mustJSON(b)
 				out["thinking"] = mustJSON(th)
 			}
 		}
 	}
-	return json.Marshal(out)
+	return marshalObject(out)
 }
 
 // anthropicMaxTokens is the stop_reason of an answer cut at its max_tokens.
@@ -475,15 +475,15 @@ type anthropicBlock struct {
 // each with its raw JSON.
 func anthropicContent(raw json.RawMessage) (blocks []anthropicBlock, raws []json.RawMessage, ok bool) {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if decodeChecked(raw, &s) == nil {
 		return []anthropicBlock{{Type: "text", Text: s}}, []json.RawMessage{raw}, true
 	}
-	if json.Unmarshal(raw, &raws) != nil {
+	if decodeChecked(raw, &raws) != nil {
 		return nil, nil, false
 	}
 	blocks = make([]anthropicBlock, len(raws))
 	for i, r := range raws {
-		if json.Unmarshal(r, &blocks[i]) != nil {
+		if decodeChecked(r, &blocks[i]) != nil {
 			return nil, nil, false
 		}
 	}
@@ -514,10 +514,10 @@ func (p *anthropicRequest) Conversation() []Message {
 		out = append(out, Message{Role: System, Text: anthropicText(raw), Raw: raw})
 	}
 	var msgs []json.RawMessage
-	_ = json.Unmarshal(p.params["messages"], &msgs)
+	_ = decodeChecked(p.params["messages"], &msgs)
 	for _, raw := range msgs {
 		var m anthropicMessage
-		if json.Unmarshal(raw, &m) != nil {
+		if decodeChecked(raw, &m) != nil {
 			out = append(out, Message{Raw: raw})
 			continue
 		}
@@ -560,7 +560,7 @@ func anthropicUser(blocks []anthropicBlock, raws []json.RawMessage, raw json.Raw
 	case len(out) == 0:
 		return []Message{{Role: User, Text: strings.Join(texts, "\n"), Raw: raw}}
 	case len(rest) > 0:
-		out = append(out, Message{Role: User, Text: strings.Join(texts, "\n"), Raw: mustJSON(rest)})
+		out = append(out, Message{Role: User, Text: strings.Join(texts, "\n"), Raw: marshalArray(rest)})
 	}
 	return out
 }

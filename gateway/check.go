@@ -67,7 +67,7 @@ func checkFields(params map[string]json.RawMessage, allowed map[string]fieldChec
 // parseObject reads a body known to be one JSON value as an object of raw fields.
 func parseObject(body []byte) (map[string]json.RawMessage, *Refusal) {
 	var params map[string]json.RawMessage
-	if err := json.Unmarshal(body, &params); err != nil || params == nil {
+	if err := decodeChecked(body, &params); err != nil || params == nil {
 		return nil, &Refusal{Status: http.StatusBadRequest, Code: "invalid_json", Msg: "the request body is not a JSON object"}
 	}
 	return params, nil
@@ -83,7 +83,7 @@ func mustJSON(v any) json.RawMessage {
 
 func isString(name string, raw json.RawMessage) error {
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if decodeChecked(raw, &s) != nil {
 		return fmt.Errorf("%q must be a string", name)
 	}
 	return nil
@@ -91,7 +91,7 @@ func isString(name string, raw json.RawMessage) error {
 
 func isBool(name string, raw json.RawMessage) error {
 	var b bool
-	if json.Unmarshal(raw, &b) != nil {
+	if decodeChecked(raw, &b) != nil {
 		return fmt.Errorf("%q must be a boolean", name)
 	}
 	return nil
@@ -99,7 +99,7 @@ func isBool(name string, raw json.RawMessage) error {
 
 func isNumber(name string, raw json.RawMessage) error {
 	var f float64
-	if json.Unmarshal(raw, &f) != nil {
+	if decodeChecked(raw, &f) != nil {
 		return fmt.Errorf("%q must be a number", name)
 	}
 	return nil
@@ -107,7 +107,7 @@ func isNumber(name string, raw json.RawMessage) error {
 
 func isInt(name string, raw json.RawMessage) error {
 	var n int64
-	if json.Unmarshal(raw, &n) != nil {
+	if decodeChecked(raw, &n) != nil {
 		return fmt.Errorf("%q must be an integer", name)
 	}
 	return nil
@@ -116,7 +116,7 @@ func isInt(name string, raw json.RawMessage) error {
 // isMaxOutput accepts a max output from 1 to maxOutputBound: it feeds the reservation.
 func isMaxOutput(name string, raw json.RawMessage) error {
 	var n int64
-	if json.Unmarshal(raw, &n) != nil || n < 1 || n > maxOutputBound {
+	if decodeChecked(raw, &n) != nil || n < 1 || n > maxOutputBound {
 		return fmt.Errorf("%q must be an integer from 1 to %d", name, maxOutputBound)
 	}
 	return nil
@@ -125,7 +125,7 @@ func isMaxOutput(name string, raw json.RawMessage) error {
 // isBoundedInt accepts a non-negative integer up to maxOutputBound (a thinking budget).
 func isBoundedInt(name string, raw json.RawMessage) error {
 	var n int64
-	if json.Unmarshal(raw, &n) != nil || n < 0 || n > maxOutputBound {
+	if decodeChecked(raw, &n) != nil || n < 0 || n > maxOutputBound {
 		return fmt.Errorf("%q must be an integer from 0 to %d", name, maxOutputBound)
 	}
 	return nil
@@ -133,7 +133,7 @@ func isBoundedInt(name string, raw json.RawMessage) error {
 
 func isOne(name string, raw json.RawMessage) error {
 	var n int64
-	if json.Unmarshal(raw, &n) != nil || n != 1 {
+	if decodeChecked(raw, &n) != nil || n != 1 {
 		return fmt.Errorf("%q must be 1: the gateway forwards one choice per request", name)
 	}
 	return nil
@@ -141,7 +141,7 @@ func isOne(name string, raw json.RawMessage) error {
 
 func isObject(name string, raw json.RawMessage) error {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if decodeChecked(raw, &m) != nil {
 		return fmt.Errorf("%q must be an object", name)
 	}
 	return nil
@@ -149,7 +149,7 @@ func isObject(name string, raw json.RawMessage) error {
 
 func isArray(name string, raw json.RawMessage) error {
 	var a []json.RawMessage
-	if json.Unmarshal(raw, &a) != nil {
+	if decodeChecked(raw, &a) != nil {
 		return fmt.Errorf("%q must be an array", name)
 	}
 	return nil
@@ -164,7 +164,7 @@ func isStringOrArray(name string, raw json.RawMessage) error {
 
 func isStop(name string, raw json.RawMessage) error {
 	var ss []string
-	if isString(name, raw) != nil && json.Unmarshal(raw, &ss) != nil {
+	if isString(name, raw) != nil && decodeChecked(raw, &ss) != nil {
 		return fmt.Errorf("%q must be a string or an array of strings", name)
 	}
 	return nil
@@ -174,7 +174,7 @@ func isStop(name string, raw json.RawMessage) error {
 func isFalse(why string) fieldCheck {
 	return func(name string, raw json.RawMessage) error {
 		var b bool
-		if json.Unmarshal(raw, &b) != nil || b {
+		if decodeChecked(raw, &b) != nil || b {
 			return fmt.Errorf("%q must be false: %s", name, why)
 		}
 		return nil
@@ -187,10 +187,13 @@ func isFalse(why string) fieldCheck {
 // is not). Only the JSON structure is walked: a tool result's text that merely mentions a URL
 // is a string, not such an object.
 func fetchedContent(raw json.RawMessage, root string, bad func(obj map[string]any) string) error {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil // the allow-list checked the type; nothing to walk
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil // no such field
 	}
+	// Walked whole even when a number in it is too large for a float64: such a number must
+	// not hide the objects beside it.
+	v, _ := decodeAny(raw)
 	var walk func(v any, path string) error
 	walk = func(v any, path string) error {
 		switch x := v.(type) {

@@ -207,56 +207,88 @@ var geminiOpaque = []string{"args", "response", "parameters", "parametersJsonSch
 const maxGeminiDepth = 16
 
 // geminiCanonical rewrites a JSON value's field names to lowerCamelCase, down to
-// maxGeminiDepth and outside opaque fields, and refuses content the provider would fetch.
+// maxGeminiDepth and outside opaque fields, and refuses content the provider would fetch. An
+// object's members come out sorted by their lowerCamelCase names; every value it does not
+// rewrite (below maxGeminiDepth, opaque, a string or a number) is copied as it came.
 func geminiCanonical(raw json.RawMessage, path string, depth int) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
+	out, err := appendGeminiCanonical(make([]byte, 0, len(raw)+64), raw, path, depth)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// appendGeminiCanonical appends the canonical spelling of raw (see geminiCanonical) to b.
+func appendGeminiCanonical(b, raw []byte, path string, depth int) ([]byte, error) {
 	if depth > maxGeminiDepth || len(raw) == 0 {
-		return raw, nil
+		return append(b, raw...), nil
 	}
 	switch raw[0] {
 	case '{':
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		type member struct {
+			name, key string
+			val       []byte
+		}
+		var members []member
+		if !eachMember(raw, func(k string, v []byte) bool {
+			members = append(members, member{lowerCamel(k), k, v})
+			return true
+		}) {
 			return nil, fmt.Errorf("%s: not a JSON object", bodyPath(path))
 		}
-		out := make(map[string]json.RawMessage, len(obj))
-		spelled := make(map[string]string, len(obj))
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			name := lowerCamel(k)
-			at := joinPath(path, name)
-			if other, ok := spelled[name]; ok {
-				return nil, fmt.Errorf("%s: %q and %q name the same field; send it once", at, other, k)
+		// In the order of the keys as sent, as the first refusal is the one given: a
+		// refusal names the same field whichever order the members came in.
+		slices.SortFunc(members, func(x, y member) int { return strings.Compare(x.key, y.key) })
+		var vals []byte
+		for i := range members {
+			m := &members[i]
+			at := joinPath(path, m.name)
+			if j := slices.IndexFunc(members[:i], func(o member) bool { return o.name == m.name }); j >= 0 {
+				return nil, fmt.Errorf("%s: %q and %q name the same field; send it once", at, members[j].key, m.key)
 			}
-			spelled[name] = k
-			if name == "fileData" {
+			if m.name == "fileData" {
 				// A file by URI: a URL the provider fetches, or a file uploaded to it, which
 				// outlives the job. Anywhere in the structure: a part, a function response's part.
 				return nil, fmt.Errorf("%s: a file by URI is fetched by the provider, outside the sandbox, or stored with it; send the content inline (inlineData, base64) instead", at)
 			}
-			v := obj[k]
-			if !slices.Contains(geminiOpaque, name) {
-				var err error
-				if v, err = geminiCanonical(v, at, depth+1); err != nil {
-					return nil, err
-				}
+			if slices.Contains(geminiOpaque, m.name) {
+				continue
 			}
-			out[name] = v
-		}
-		return json.Marshal(out)
-	case '[':
-		var arr []json.RawMessage
-		if err := json.Unmarshal(raw, &arr); err != nil {
-			return nil, fmt.Errorf("%s: not a JSON array", bodyPath(path))
-		}
-		for i, e := range arr {
+			start := len(vals)
 			var err error
-			if arr[i], err = geminiCanonical(e, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+			if vals, err = appendGeminiCanonical(vals, m.val, at, depth+1); err != nil {
 				return nil, err
 			}
+			m.val = vals[start:len(vals):len(vals)]
 		}
-		return json.Marshal(arr)
+		// Out as json.Marshal writes a map: by name.
+		slices.SortFunc(members, func(x, y member) int { return strings.Compare(x.name, y.name) })
+		b = append(b, '{')
+		for i, m := range members {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendKey(b, m.name)
+			b = append(b, m.val...)
+		}
+		return append(b, '}'), nil
+	case '[':
+		b = append(b, '[')
+		var err error
+		eachElement(raw, func(i int, e []byte) bool {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, err = appendGeminiCanonical(b, e, fmt.Sprintf("%s[%d]", path, i), depth+1)
+			return err == nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return append(b, ']'), nil
 	}
-	return raw, nil
+	return append(b, raw...), nil
 }
 
 func joinPath(path, name string) string {
@@ -351,7 +383,7 @@ var geminiToolConfigFields = map[string]fieldCheck{
 // nestedFields checks an object field against an allow-list, naming it in the refusal.
 func nestedFields(name string, raw json.RawMessage, allowed map[string]fieldCheck) error {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if decodeChecked(raw, &m) != nil {
 		return fmt.Errorf("%q must be an object", name)
 	}
 	if ref := checkFields(m, allowed, nil, nil); ref != nil {
@@ -375,7 +407,7 @@ func geminiToolConfig(name string, raw json.RawMessage) error {
 // geminiThinkingBudget accepts -1 (the model decides), 0 (no thinking) up to maxOutputBound.
 func geminiThinkingBudget(name string, raw json.RawMessage) error {
 	var n int64
-	if json.Unmarshal(raw, &n) != nil || n < -1 || n > maxOutputBound {
+	if decodeChecked(raw, &n) != nil || n < -1 || n > maxOutputBound {
 		return fmt.Errorf("%q must be an integer from -1 to %d", name, maxOutputBound)
 	}
 	return nil
@@ -385,7 +417,7 @@ func geminiThinkingBudget(name string, raw json.RawMessage) error {
 // gateway's meter and trajectory do not read.
 func geminiTextOnly(name string, raw json.RawMessage) error {
 	var ms []string
-	if json.Unmarshal(raw, &ms) != nil {
+	if decodeChecked(raw, &ms) != nil {
 		return fmt.Errorf("%q must be an array of strings", name)
 	}
 	for _, m := range ms {
@@ -398,7 +430,7 @@ func geminiTextOnly(name string, raw json.RawMessage) error {
 
 func isStringArray(name string, raw json.RawMessage) error {
 	var ss []string
-	if json.Unmarshal(raw, &ss) != nil {
+	if decodeChecked(raw, &ss) != nil {
 		return fmt.Errorf("%q must be an array of strings", name)
 	}
 	return nil
@@ -417,20 +449,20 @@ var geminiRemovedTools = []string{"googleSearch", "googleSearchRetrieval", "urlC
 // function declarations kept.
 func geminiTools(raw json.RawMessage) (kept json.RawMessage, n int, removed []string, ref *Refusal) {
 	var tools []json.RawMessage
-	if json.Unmarshal(raw, &tools) != nil {
+	if decodeChecked(raw, &tools) != nil {
 		return nil, 0, nil, badRequest(`"tools" must be an array of objects`)
 	}
 	out := make([]json.RawMessage, 0, len(tools))
 	for i, t := range tools {
 		var tool map[string]json.RawMessage
-		if json.Unmarshal(t, &tool) != nil || tool == nil {
+		if decodeChecked(t, &tool) != nil || tool == nil {
 			return nil, 0, nil, badRequest("tools[%d] must be an object", i)
 		}
 		for _, k := range slices.Sorted(maps.Keys(tool)) {
 			switch {
 			case k == "functionDeclarations":
 				var decls []map[string]json.RawMessage
-				if json.Unmarshal(tool[k], &decls) != nil {
+				if decodeChecked(tool[k], &decls) != nil {
 					return nil, 0, nil, badRequest("tools[%d].functionDeclarations must be an array of objects", i)
 				}
 				for j, d := range decls {
@@ -449,10 +481,10 @@ func geminiTools(raw json.RawMessage) (kept json.RawMessage, n int, removed []st
 			}
 		}
 		if len(tool) > 0 {
-			out = append(out, mustJSON(tool))
+			out = append(out, mustObject(tool))
 		}
 	}
-	return mustJSON(out), n, removed, nil
+	return marshalArray(out), n, removed, nil
 }
 
 // geminiRequest is a parsed generateContent or countTokens request, its field names in
@@ -512,7 +544,7 @@ func parseGeminiGenerate(params map[string]json.RawMessage) (*geminiRequest, *Re
 		var gc struct {
 			MaxOutputTokens int64 `json:"maxOutputTokens"`
 		}
-		_ = json.Unmarshal(raw, &gc) // checked by geminiGenerationConfig
+		_ = decodeChecked(raw, &gc) // checked by geminiGenerationConfig
 		p.maxOutput = gc.MaxOutputTokens
 	}
 	return p, nil
@@ -541,7 +573,7 @@ func parseGeminiCount(rt Route, params map[string]json.RawMessage) (*geminiReque
 		return nil, badRequest(`fields "contents" and "generateContentRequest" exclude each other; send one`)
 	}
 	var inner map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &inner) // checked by isObject
+	_ = decodeChecked(raw, &inner) // checked by isObject
 	in, ref := parseGeminiGenerate(inner)
 	if ref != nil {
 		ref.Msg = strings.Replace(ref.Msg, "model gateway: ", `model gateway: in "generateContentRequest": `, 1)
@@ -559,13 +591,13 @@ func (p *geminiRequest) Build(model string, maxOutput int64) ([]byte, error) {
 	if p.inner != nil {
 		inner := p.inner.body(0)
 		inner["model"] = mustJSON("models/" + model)
-		out["generateContentRequest"] = mustJSON(inner)
-		return json.Marshal(out)
+		out["generateContentRequest"] = mustObject(inner)
+		return marshalObject(out)
 	}
 	if p.count {
-		return json.Marshal(out)
+		return marshalObject(out)
 	}
-	return json.Marshal(p.body(maxOutput))
+	return marshalObject(p.body(maxOutput))
 }
 
 // body is the request with maxOutput (when > 0) as its maxOutputTokens. Gemini counts
@@ -579,20 +611,20 @@ func (p *geminiRequest) body(maxOutput int64) map[string]json.RawMessage {
 	}
 	gc := map[string]json.RawMessage{}
 	if raw, ok := out["generationConfig"]; ok {
-		_ = json.Unmarshal(raw, &gc)
+		_ = decodeChecked(raw, &gc)
 	}
 	gc["maxOutputTokens"] = mustJSON(maxOutput)
 	if raw, ok := gc["thinkingConfig"]; ok && (p.maxOutput == 0 || maxOutput < p.maxOutput) {
 		var tc map[string]json.RawMessage
 		var budget int64
-		if json.Unmarshal(raw, &tc) == nil && json.Unmarshal(tc["thinkingBudget"], &budget) == nil {
+		if decodeChecked(raw, &tc) == nil && decodeChecked(tc["thinkingBudget"], &budget) == nil {
 			if b, ok := thinkingUnder(budget, maxOutput, 1); ok {
 				tc["thinkingBudget"] = mustJSON(b)
-				gc["thinkingConfig"] = mustJSON(tc)
+				gc["thinkingConfig"] = mustObject(tc)
 			}
 		}
 	}
-	out["generationConfig"] = mustJSON(gc)
+	out["generationConfig"] = mustObject(gc)
 	return out
 }
 
@@ -612,7 +644,7 @@ func (p *geminiRequest) Conversation() []Message {
 	if raw, ok := p.params["systemInstruction"]; ok {
 		msg := Message{Role: System, Raw: raw}
 		var c geminiContent
-		if json.Unmarshal(raw, &c) == nil {
+		if decodeChecked(raw, &c) == nil {
 			msg.Text, _ = geminiTexts(c.Parts)
 		} else {
 			msg.Role = Unreadable
@@ -620,12 +652,12 @@ func (p *geminiRequest) Conversation() []Message {
 		out = append(out, msg)
 	}
 	var contents []json.RawMessage
-	_ = json.Unmarshal(p.params["contents"], &contents) // checked by parseGeminiGenerate
+	_ = decodeChecked(p.params["contents"], &contents) // checked by parseGeminiGenerate
 	// pending are the calls not answered yet, in order.
 	var pending []Call
 	for i, raw := range contents {
 		var c geminiContent
-		if json.Unmarshal(raw, &c) != nil {
+		if decodeChecked(raw, &c) != nil {
 			out = append(out, Message{Raw: raw})
 			continue
 		}
@@ -634,7 +666,7 @@ func (p *geminiRequest) Conversation() []Message {
 			var texts, thoughts []string
 			for j, pr := range c.Parts {
 				var part geminiPart
-				if json.Unmarshal(pr, &part) != nil {
+				if decodeChecked(pr, &part) != nil {
 					continue
 				}
 				switch {
@@ -662,7 +694,7 @@ func (p *geminiRequest) Conversation() []Message {
 		var userParts []json.RawMessage
 		for _, pr := range c.Parts {
 			var part geminiPart
-			if json.Unmarshal(pr, &part) != nil || part.FunctionResponse == nil {
+			if decodeChecked(pr, &part) != nil || part.FunctionResponse == nil {
 				userParts = append(userParts, pr)
 				continue
 			}
@@ -683,7 +715,7 @@ func (p *geminiRequest) Conversation() []Message {
 			// The whole content when it holds no response: what a skill's body may be in.
 			r := raw
 			if len(results) > 0 {
-				r = mustJSON(userParts)
+				r = marshalArray(userParts)
 			}
 			out = append(out, Message{Role: User, Text: text, Raw: r})
 		}
@@ -699,7 +731,7 @@ func geminiTexts(parts []json.RawMessage) (string, bool) {
 	ok := true
 	for _, pr := range parts {
 		var part geminiPart
-		if json.Unmarshal(pr, &part) != nil {
+		if decodeChecked(pr, &part) != nil {
 			ok = false
 			continue
 		}
@@ -718,10 +750,10 @@ func geminiResponseText(raw json.RawMessage) string {
 		Output  json.RawMessage `json:"output"`
 		Content json.RawMessage `json:"content"`
 	}
-	if json.Unmarshal(raw, &r) == nil {
+	if decodeChecked(raw, &r) == nil {
 		for _, v := range []json.RawMessage{r.Output, r.Content} {
 			var s string
-			if json.Unmarshal(v, &s) == nil {
+			if decodeChecked(v, &s) == nil {
 				return s
 			}
 		}

@@ -183,7 +183,7 @@ var (
 // tools removed (returned in removed), every other hosted tool refused.
 func openAITools(name string, raw json.RawMessage) (kept json.RawMessage, removed []string, ref *Refusal) {
 	var tools []json.RawMessage
-	if json.Unmarshal(raw, &tools) != nil {
+	if decodeChecked(raw, &tools) != nil {
 		return nil, nil, badRequest("%q must be an array of objects", name)
 	}
 	out := make([]json.RawMessage, 0, len(tools))
@@ -191,7 +191,7 @@ func openAITools(name string, raw json.RawMessage) (kept json.RawMessage, remove
 		var tool struct {
 			Type string `json:"type"`
 		}
-		if json.Unmarshal(t, &tool) != nil {
+		if decodeChecked(t, &tool) != nil {
 			return nil, nil, badRequest("%s[%d] must be an object", name, i)
 		}
 		switch {
@@ -203,7 +203,7 @@ func openAITools(name string, raw json.RawMessage) (kept json.RawMessage, remove
 			var ns struct {
 				Tools json.RawMessage `json:"tools"`
 			}
-			_ = json.Unmarshal(t, &ns)
+			_ = decodeChecked(t, &ns)
 			if len(ns.Tools) > 0 {
 				_, innerRemoved, ref := openAITools(fmt.Sprintf("%s[%d].tools", name, i), ns.Tools)
 				if ref != nil {
@@ -223,14 +223,14 @@ func openAITools(name string, raw json.RawMessage) (kept json.RawMessage, remove
 				name, i, tool.Type, strings.Join(openAIClientTools, ", "))
 		}
 	}
-	return mustJSON(out), removed, nil
+	return marshalArray(out), removed, nil
 }
 
 // openAIToolChoice accepts "none", "auto", "required" and a named tool the agent runs
 // itself; a choice naming a hosted tool is refused like the tool.
 func openAIToolChoice(name string, raw json.RawMessage) error {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if decodeChecked(raw, &s) == nil {
 		if s != "none" && s != "auto" && s != "required" {
 			return fmt.Errorf("%q must be \"none\", \"auto\", \"required\" or a function", name)
 		}
@@ -239,7 +239,7 @@ func openAIToolChoice(name string, raw json.RawMessage) error {
 	var c struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(raw, &c) != nil || (!slices.Contains(openAIClientTools, c.Type) && c.Type != "allowed_tools") {
+	if decodeChecked(raw, &c) != nil || (!slices.Contains(openAIClientTools, c.Type) && c.Type != "allowed_tools") {
 		return fmt.Errorf("%q of type %q: only tools the agent runs itself are forwarded", name, c.Type)
 	}
 	return nil
@@ -282,7 +282,7 @@ func openAICommon(params map[string]json.RawMessage, conv string, model *string,
 		}
 		params["tools"] = kept
 		var n []json.RawMessage
-		_ = json.Unmarshal(kept, &n)
+		_ = decodeChecked(kept, &n)
 		if tools = len(n); tools == 0 {
 			delete(params, "tools")
 			delete(params, "tool_choice")
@@ -293,10 +293,10 @@ func openAICommon(params map[string]json.RawMessage, conv string, model *string,
 		return 0, nil, badRequest("%v", err)
 	}
 	if raw, ok := params["model"]; ok {
-		_ = json.Unmarshal(raw, model)
+		_ = decodeChecked(raw, model)
 	}
 	if raw, ok := params["stream"]; ok {
-		_ = json.Unmarshal(raw, stream)
+		_ = decodeChecked(raw, stream)
 	}
 	return tools, removed, nil
 }

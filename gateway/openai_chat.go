@@ -70,7 +70,7 @@ func parseChat(body []byte, chatMaxField, serviceTier string) (*chatRequest, *Re
 	for _, f := range []string{"max_completion_tokens", "max_tokens"} {
 		if raw, ok := params[f]; ok {
 			var n int64
-			_ = json.Unmarshal(raw, &n)
+			_ = decodeChecked(raw, &n)
 			if p.maxOutput == 0 || n < p.maxOutput {
 				p.maxOutput, p.maxOutputField = n, f
 			}
@@ -79,8 +79,8 @@ func parseChat(body []byte, chatMaxField, serviceTier string) (*chatRequest, *Re
 	if p.stream {
 		if raw, ok := params["stream_options"]; ok {
 			var opts map[string]json.RawMessage
-			_ = json.Unmarshal(raw, &opts)
-			if iu, ok := opts["include_usage"]; ok && json.Unmarshal(iu, &p.clientWantsUsage) != nil {
+			_ = decodeChecked(raw, &opts)
+			if iu, ok := opts["include_usage"]; ok && decodeChecked(iu, &p.clientWantsUsage) != nil {
 				return nil, badRequest(`"stream_options.include_usage" must be a boolean`)
 			}
 		}
@@ -110,7 +110,7 @@ func (p *chatRequest) Build(model string, maxOutput int64) ([]byte, error) {
 	if p.stream {
 		opts := map[string]json.RawMessage{}
 		if raw, ok := out["stream_options"]; ok {
-			_ = json.Unmarshal(raw, &opts)
+			_ = decodeChecked(raw, &opts)
 		}
 		opts["include_usage"] = json.RawMessage("true")
 		out["stream_options"] = mustJSON(opts)
@@ -118,7 +118,7 @@ func (p *chatRequest) Build(model string, maxOutput int64) ([]byte, error) {
 		// stream_options without stream is an error upstream.
 		delete(out, "stream_options")
 	}
-	return json.Marshal(out)
+	return marshalObject(out)
 }
 
 // chatMessage is a Chat Completions message, the request's and the answer's.
@@ -154,12 +154,12 @@ func (c chatToolCall) call() Call {
 // Conversation converts the messages; a message that is not one is Unreadable.
 func (p *chatRequest) Conversation() []Message {
 	var raws []json.RawMessage
-	_ = json.Unmarshal(p.params["messages"], &raws) // checked by parseChat
+	_ = decodeChecked(p.params["messages"], &raws) // checked by parseChat
 	out := make([]Message, 0, len(raws))
 	for _, raw := range raws {
 		msg := Message{Raw: raw}
 		var m chatMessage
-		if json.Unmarshal(raw, &m) != nil {
+		if decodeChecked(raw, &m) != nil {
 			out = append(out, msg)
 			continue
 		}
@@ -315,16 +315,16 @@ func contentText(raw json.RawMessage) (string, bool) {
 		return "", true
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if decodeChecked(raw, &s) == nil {
 		return s, true
 	}
 	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
+	if decodeChecked(raw, &parts) != nil {
 		return "", false
 	}
 	var texts []string
 	for _, p := range parts {
-		if json.Unmarshal(p, &s) == nil {
+		if decodeChecked(p, &s) == nil {
 			texts = append(texts, s)
 			continue
 		}
@@ -332,7 +332,7 @@ func contentText(raw json.RawMessage) (string, bool) {
 			Text    *string `json:"text"`
 			Refusal *string `json:"refusal"`
 		}
-		if json.Unmarshal(p, &part) != nil {
+		if decodeChecked(p, &part) != nil {
 			continue
 		}
 		// Images, audio and files have no text: left out.

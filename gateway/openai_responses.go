@@ -54,7 +54,7 @@ var allowedIncludes = []string{"reasoning.encrypted_content", "message.output_te
 
 func isInclude(name string, raw json.RawMessage) error {
 	var inc []string
-	if json.Unmarshal(raw, &inc) != nil {
+	if decodeChecked(raw, &inc) != nil {
 		return fmt.Errorf("%q must be an array of strings", name)
 	}
 	for _, v := range inc {
@@ -86,7 +86,7 @@ func parseResponses(body []byte, compact bool, serviceTier string) (*responsesRe
 		return nil, ref
 	}
 	if raw, ok := params["max_output_tokens"]; ok {
-		_ = json.Unmarshal(raw, &p.maxOutput)
+		_ = decodeChecked(raw, &p.maxOutput)
 	}
 	return p, nil
 }
@@ -105,13 +105,13 @@ func (p *responsesRequest) Build(model string, maxOutput int64) ([]byte, error) 
 		delete(out, "store")
 		delete(out, "stream")
 		delete(out, "max_output_tokens")
-		return json.Marshal(out)
+		return marshalObject(out)
 	}
 	out["store"] = json.RawMessage("false")
 	if maxOutput > 0 {
 		out["max_output_tokens"] = mustJSON(maxOutput)
 	}
-	return json.Marshal(out)
+	return marshalObject(out)
 }
 
 // responsesItem is an item of a Responses API input or output.
@@ -156,23 +156,23 @@ func (p *responsesRequest) Conversation() []Message {
 	var out []Message
 	if raw, ok := p.params["instructions"]; ok {
 		var ins string
-		if json.Unmarshal(raw, &ins) == nil && ins != "" {
+		if decodeChecked(raw, &ins) == nil && ins != "" {
 			out = append(out, Message{Role: System, Text: ins, Raw: raw})
 		}
 	}
 	in := p.params["input"]
 	var s string
-	if json.Unmarshal(in, &s) == nil {
+	if decodeChecked(in, &s) == nil {
 		return append(out, Message{Role: User, Text: s, Raw: in})
 	}
 	var items []json.RawMessage
-	_ = json.Unmarshal(in, &items)
+	_ = decodeChecked(in, &items)
 	// A reasoning item comes before the message or calls of its turn: it is kept for them.
 	pending := ""
 	for _, raw := range items {
 		msg := Message{Raw: raw}
 		var it responsesItem
-		if json.Unmarshal(raw, &it) != nil {
+		if decodeChecked(raw, &it) != nil {
 			out = append(out, msg)
 			continue
 		}
@@ -247,7 +247,7 @@ func responsesTurn(model string, output []json.RawMessage) *Turn {
 	var texts, reasoning []string
 	for _, raw := range output {
 		var it responsesItem
-		if json.Unmarshal(raw, &it) != nil {
+		if decodeChecked(raw, &it) != nil {
 			continue
 		}
 		if c, ok := it.call(); ok {

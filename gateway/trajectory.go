@@ -492,7 +492,7 @@ func (a *answerBuf) turn(cut bool) *Turn {
 // arguments).
 func jsonText(m json.RawMessage) string {
 	var v any
-	if json.Unmarshal(m, &v) != nil {
+	if decodeChecked(m, &v) != nil {
 		return ""
 	}
 	var b strings.Builder

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/internal/jsonscan"
+)
+
+// decodeTargets are the types the gateway decodes parts of a checked body into, each as a
+// fresh pointer.
+var decodeTargets = []func() any{
+	func() any { return new(any) },
+	func() any { return new(string) },
+	func() any { return new(bool) },
+	func() any { return new(int64) },
+	func() any { return new(float64) },
+	func() any { return new(json.RawMessage) },
+	func() any { return new([]json.RawMessage) },
+	func() any { return new(map[string]json.RawMessage) },
+	func() any { return new([]string) },
+	func() any { return new([]map[string]json.RawMessage) },
+	func() any { return new(anthropicBlock) },
+	func() any { return new(anthropicMessage) },
+	func() any { return new(chatMessage) },
+	func() any { return new(responsesItem) },
+	func() any { return new(geminiContent) },
+	func() any { return new(geminiPart) },
+	func() any { return new(struct{ Name string }) },
+}
+
+// checkDecodes says decodeChecked reads raw into every target as json.Unmarshal does: the
+// same value, an error alike.
+func checkDecodes(t *testing.T, raw []byte) {
+	t.Helper()
+	for _, target := range decodeTargets {
+		want, got := target(), target()
+		werr, gerr := json.Unmarshal(raw, want), decodeChecked(raw, got)
+		if (werr == nil) != (gerr == nil) || !reflect.DeepEqual(want, got) {
+			t.Errorf("%.80s into %T: got %v (%v), json.Unmarshal %v (%v)", raw, got, reflect.ValueOf(got).Elem(), gerr,
+				reflect.ValueOf(want).Elem(), werr)
+		}
+	}
+}
+
+// eachValue calls f with raw and every value nested in it.
+func eachValue(raw []byte, f func([]byte)) {
+	f(raw)
+	eachMember(raw, func(_ string, v []byte) bool { eachValue(v, f); return true })
+	eachElement(raw, func(_ int, v []byte) bool { eachValue(v, f); return true })
+}
+
+// The checked reading of a body decodes every value of the CLIs' real requests, and the
+// cases where encoding/json has rules of its own, as json.Unmarshal does.
+func TestDecodeCheckedAsUnmarshal(t *testing.T) {
+	files, err := filepath.Glob("testdata/cli/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatal(files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g cliGolden
+		if err := json.Unmarshal(b, &g); err != nil {
+			t.Fatal(err)
+		}
+		eachValue(g.Body, func(v []byte) { checkDecodes(t, v) })
+	}
+	for _, in := range []string{
+		`"plain"`, `"tab\tnew\nline \"q\" back\\slash \/ \b\f\r"`, `"\u00e9\ud83d\ude00"`, `"lone \ud800 surrogate"`,
+		"\"invalid \xff utf-8\"", `"é 😀 raw"`, `""`, `null`, `true`, `false`, `0`, `-12`, `1.5`, `1e3`, `1e400`,
+		`9223372036854775808`, `[]`, `{}`, `[null,1,"a",{"b":[]}]`, ` { "a" : 1 , "b" : [ 2 , 3 ] } `,
+		`{"type":"text","text":"t","TEXT":null}`, `{"Type":"tool_use","ID":"x","input":{"a":1}}`, `{"type":5,"text":"kept"}`,
+		`{"role":"user","content":null}`, `{"role":["no"],"content":"c"}`, `{"functionCall":{"id":"1","args":null}}`,
+		`{"functionResponse":null,"text":"t","thought":true}`, `{"name":"k\u0065y","na\u006de":1}`, `{"NAME":"upper"}`,
+		`{"ſtatus":1,"ﬀ":2}`, `[1,2,"3"]`, `{"a":{"b":{"c":[{"d":"e"}]}}}`,
+	} {
+		if err := jsonscan.Check([]byte(in), jsonscan.Options{}); err != nil {
+			// Only what the gateway's check accepts is read this way.
+			continue
+		}
+		eachValue([]byte(in), func(v []byte) { checkDecodes(t, v) })
+	}
+}
+
+// A number too large for a float64 does not hide, from the fetch check, content beside it:
+// json.Unmarshal refuses the whole value for it.
+func TestFetchCheckReadsPastHugeNumbers(t *testing.T) {
+	raw := json.RawMessage(`[{"role":"user","content":[{"type":"text","text":"x","n":1e400},{"type":"image","source":{"type":"url","url":"http://x"}}]}]`)
+	if err := fetchedContent(raw, "messages", anthropicFetched); err == nil {
+		t.Error("an image by URL beside 1e400 was not refused")
+	}
+}
