@@ -25,13 +25,17 @@ type Suite struct {
 }
 
 // Load discovers the skills under roots, validates them and their `requires`, and reads every
-// case file. A skill with validation errors contributes no cases: its errors are in the
+// case file. A root that is a skill lists the skills below it too; a root without any skill is
+// a discovery.empty error. A skill with validation errors contributes no cases: its errors are in the
 // diagnostics, and running half-valid skills would hide them.
 func Load(roots []string, opts skill.Options) *Suite {
 	s := &Suite{Roots: roots}
 	cat, diags := skill.Discover(roots, opts)
 	s.Catalog = cat
 	s.Diagnostics = append(s.Diagnostics, diags...)
+	// A root without a skill is an error, as in validate: a mistyped path must not plan,
+	// run or submit "0 jobs" and pass.
+	s.Diagnostics = append(s.Diagnostics, cat.EmptyRoots(diags)...)
 	skills := cat.Skills()
 
 	bad := make(map[*skill.Skill]bool)
