@@ -156,9 +156,37 @@ func Discover(roots []string, opts Options) (*Catalog, diag.Diagnostics) {
 	return discover(roots, opts, os.ReadDir)
 }
 
+// DiscoverTree discovers the skill directory dir as a skill and the root of the skills below
+// it (at any depth, up to opts.MaxDepth), layered over the skill directories next to it (its
+// parent, one level deep), among which requires resolve as for a single skill. The parent's
+// search does not enter dir again, so nothing in dir is reported twice. The catalog's Root
+// is dir for dir's own skills.
+func DiscoverTree(dir string, opts Options) (*Catalog, diag.Diagnostics) {
+	parent := filepath.Join(dir, "..")
+	if sameDir(parent, dir) {
+		return Discover([]string{dir}, opts)
+	}
+	return discoverLayers([]string{dir, parent}, []int{opts.MaxDepth, 1}, true, opts, os.ReadDir)
+}
+
+// HasSkillsBelow reports whether a skill directory holds other skills below it (at any depth,
+// up to opts.MaxDepth), without parsing any: a skill given alone is then also a root.
+func HasSkillsBelow(dir string, opts Options) bool {
+	w := &walker{opts: opts, root: dir, readDir: os.ReadDir, visited: map[string]bool{}, seenSkills: map[string]bool{}, groupAt: map[string]*nestedGroup{}, limit: 2}
+	w.run()
+	own := filepath.Clean(dir)
+	return slices.ContainsFunc(w.files, func(f string) bool { return filepath.Dir(f) != own })
+}
+
 // discover is Discover with the directory lister injected, so tests can make directories
 // unreadable even when they run as root.
 func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, diag.Diagnostics) {
+	return discoverLayers(roots, nil, false, opts, readDir)
+}
+
+// discoverLayers is discover with a depth limit per root (nil: opts.MaxDepth for each), and,
+// with skipEarlier, later roots never entering the directories of earlier ones.
+func discoverLayers(roots []string, depths []int, skipEarlier bool, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, diag.Diagnostics) {
 	if readDir == nil {
 		readDir = os.ReadDir
 	}
@@ -168,9 +196,22 @@ func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry,
 	var rootOf []int
 	seen := map[string]bool{} // real paths of listed skill directories and SKILL.md files, across roots
 	var groups []*nestedGroup
+	var earlier []string // real paths of the roots searched so far
 	for i, root := range roots {
-		w := &walker{opts: opts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen, groupAt: map[string]*nestedGroup{}}
+		wopts := opts
+		if depths != nil {
+			wopts.MaxDepth = depths[i]
+		}
+		w := &walker{opts: wopts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen, groupAt: map[string]*nestedGroup{}}
+		if skipEarlier {
+			for _, r := range earlier {
+				w.visited[r] = true
+			}
+		}
 		w.run()
+		if w.realRoot != "" {
+			earlier = append(earlier, w.realRoot)
+		}
 		ds = append(ds, w.diags...)
 		groups = append(groups, w.groups...)
 		for _, f := range w.files {
@@ -265,6 +306,7 @@ type walker struct {
 	links   []link
 	groups  []*nestedGroup // in discovery order
 	groupAt map[string]*nestedGroup
+	limit   int // stop once this many skills are found; 0: no limit
 }
 
 // link is a symlinked directory inside the root, waiting to be searched.
@@ -374,6 +416,9 @@ func realPath(p string) (string, error) {
 
 // walk searches dir, whose symlink-free absolute path is real, in scope sc.
 func (w *walker) walk(dir, real string, depth int, sc scope) {
+	if w.limit > 0 && len(w.files) >= w.limit {
+		return
+	}
 	if w.visited[real] {
 		return // reached before through a symlink (or the reverse)
 	}

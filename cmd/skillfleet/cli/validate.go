@@ -22,9 +22,10 @@ specification and the RFC's requires and test fields, resolves requires, and che
 cases (the test field's cases file, evals/evals.json and tests/cases/*.yaml) of every valid
 skill.
 
-PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth.
-Dependencies resolve within the root; for a single skill directory, among the skill
-directories next to it.
+PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth. A skill
+directory with skills below it is their root too: it is listed with them. Dependencies
+resolve within the root; for a skill directory, among the skills below it, then among the
+skill directories next to it. A PATH that yields no skill is an error (discovery.empty).
 
 ` + discoveryHelp() + `
 --strict enforces the specification alone, as the reference validator (skills-ref) does:
