@@ -104,3 +104,44 @@ func TestEverySkillUnderAPath(t *testing.T) {
 		t.Errorf("exit %d, document %s", code, out)
 	}
 }
+
+// pluginSuite builds a plugin of one skill whose `claude plugin eval` suite is in evals/ at the
+// plugin's root, beside .claude-plugin/plugin.json, and returns the plugin's directory.
+func pluginSuite(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "p")
+	files := map[string]string{
+		".claude-plugin/plugin.json":      "{\"name\": \"p\"}\n",
+		"skills/one/SKILL.md":             "---\nname: one\ndescription: Greets people. Use when asked to greet.\n---\n\nSay hello.\n",
+		"evals/greets/prompt.md":          "Greet me.\n",
+		"evals/greets/graders/replied.md": "---\ntype: regex\ntarget: last_message\npattern: 'hello'\nflags: i\n---\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestPluginSuitePlanned: a plugin's own suite plans its jobs (it planned 0), and an unknown
+// grader type there is a plan error naming file and line.
+func TestPluginSuitePlanned(t *testing.T) {
+	root := pluginSuite(t)
+	code, out, errOut := run("plan", root)
+	if code != ExitOK || !strings.Contains(out, "\n3 jobs, 0 errors") || !strings.Contains(out, "one/greets #3") {
+		t.Errorf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	grader := filepath.Join(root, "evals", "greets", "graders", "replied.md")
+	if err := os.WriteFile(grader, []byte("---\ntype: vibes\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run("plan", root)
+	if code != ExitErrors || !strings.Contains(out, grader+":2: error plugineval.type: unknown grader type \"vibes\"") {
+		t.Errorf("plan with an unknown grader: exit %d\n%s", code, out)
+	}
+}
