@@ -172,7 +172,7 @@ func DiscoverTree(dir string, opts Options) (*Catalog, diag.Diagnostics) {
 // HasSkillsBelow reports whether a skill directory holds other skills below it (at any depth,
 // up to opts.MaxDepth), without parsing any: a skill given alone is then also a root.
 func HasSkillsBelow(dir string, opts Options) bool {
-	w := &walker{opts: opts, root: dir, readDir: os.ReadDir, visited: map[string]bool{}, seenSkills: map[string]bool{}, groupAt: map[string]*nestedGroup{}, limit: 2}
+	w := &walker{opts: opts, root: dir, readDir: os.ReadDir, visited: map[string]bool{}, seenSkills: map[string]bool{}, groupAt: map[string]*nestedGroup{}, limit: 2, skipResources: true}
 	w.run()
 	own := filepath.Clean(dir)
 	return slices.ContainsFunc(w.files, func(f string) bool { return filepath.Dir(f) != own })
@@ -307,6 +307,9 @@ type walker struct {
 	groups  []*nestedGroup // in discovery order
 	groupAt map[string]*nestedGroup
 	limit   int // stop once this many skills are found; 0: no limit
+	// skipResources leaves a skill's resource directories unsearched, for a caller that wants
+	// skills only (their SKILL.md files are not skills, and the walk is then cheap).
+	skipResources bool
 }
 
 // link is a symlinked directory inside the root, waiting to be searched.
@@ -460,7 +463,7 @@ func (w *walker) walk(dir, real string, depth int, sc scope) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if slices.Contains(skippedDirs, name) {
+		if slices.Contains(skippedDirs, name) || (w.skipResources && sc.skill != "" && isResourceDir(name)) {
 			continue
 		}
 		cdir, creal, ok := w.enter(dir, real, name, e.Type(), depth+1)
