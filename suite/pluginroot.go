@@ -146,3 +146,15 @@ func pluginCaseCount(root string) int {
 	}
 	return n
 }
+
+// LoadPluginCases reads the suites of the plugins that hold skills (found in cat), as Load does,
+// for a command that checks cases without planning them (validate). Skills in invalid are
+// skipped, as Load skips a skill with validation errors.
+func LoadPluginCases(cat *skill.Catalog, skills []*skill.Skill, invalid map[*skill.Skill]bool) ([]*Case, diag.Diagnostics) {
+	byskill, ds := loadPluginSuites(pluginSuites(cat, skills), invalid, newScratch())
+	var out []*Case
+	for _, sk := range skills {
+		out = append(out, byskill[sk]...)
+	}
+	return out, ds
+}

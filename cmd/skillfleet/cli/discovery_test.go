@@ -140,8 +140,10 @@ func TestPluginSuitePlanned(t *testing.T) {
 	if err := os.WriteFile(grader, []byte("---\ntype: vibes\n---\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = run("plan", root)
-	if code != ExitErrors || !strings.Contains(out, grader+":2: error plugineval.type: unknown grader type \"vibes\"") {
-		t.Errorf("plan with an unknown grader: exit %d\n%s", code, out)
+	for _, cmd := range []string{"plan", "validate"} {
+		code, out, _ = run(cmd, root)
+		if code != ExitErrors || !strings.Contains(out, grader+":2: error plugineval.type: unknown grader type \"vibes\"") {
+			t.Errorf("%s with an unknown grader: exit %d\n%s", cmd, code, out)
+		}
 	}
 }

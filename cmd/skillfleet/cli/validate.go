@@ -46,14 +46,22 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			for _, path := range args {
 				t := loadTarget(path, opts, sib)
 				ds := append(diag.Diagnostics{}, t.diags...)
+				invalid := map[*skill.Skill]bool{}
 				for _, s := range t.skills {
 					vds := skill.Validate(s, opts)
 					ds = append(ds, vds...)
-					if !vds.HasErrors() {
-						// A skill is only as valid as its test cases: check them too.
-						_, cds := suite.LoadCases(s)
-						ds = append(ds, cds...)
+					if vds.HasErrors() {
+						invalid[s] = true
+						continue
 					}
+					// A skill is only as valid as its test cases: check them too.
+					_, cds := suite.LoadCases(s)
+					ds = append(ds, cds...)
+				}
+				if t.catalog != nil {
+					// And as the suite of the plugin that holds it, which plan reads.
+					_, pds := suite.LoadPluginCases(t.catalog, t.skills, invalid)
+					ds = append(ds, pds...)
 				}
 				ds = append(ds, t.requires(opts)...)
 				r.add(t.skills, ds)
