@@ -43,7 +43,9 @@ func discoveryHelp() string {
 	return `A skill is a directory holding a SKILL.md (or a lowercase skill.md); skills below it
 are skills too, but SKILL.md files under its references, assets, scripts, examples,
 templates or test fixtures are examples: reported (discovery.nested), not listed. Symlinked
-directories are listed once, under their real path. Below a root every directory is searched, hidden ones
+directories are listed once, under their real path; a SKILL.md that is a symlink to a file
+outside its skill directory is an error (discovery.linkLeavesSkill), and one that dangles or
+is not a regular file is file.unreadable. Below a root every directory is searched, hidden ones
 included, so agents' skill folders are found: .claude/skills, .agents/skills,
 .github/skills, .gemini/skills, .codex/skills, .cursor/skills, .crush/skills, and
 hidden catalogs such as skills/.curated. Never searched (version control, dependency,
