@@ -74,3 +74,47 @@ func TestSpecialFilesNeverHang(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSkipsSpecialFiles: a FIFO elsewhere in a skill (a script's pipe) is left out of the
+// bundle, unopened, and named in a warning; the suite still plans (it failed on the file).
+func TestPlanSkipsSpecialFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	for _, d := range []string{"test", "scripts"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		skill.FileName:    "---\nname: s\ndescription: A fixture. Use when testing.\ntest:\n  cases: test/cases.yaml\n---\nbody\n",
+		"test/cases.yaml": "cases:\n  - name: a\n    input: hi\n    assertions:\n      output_contains: [\"x\"]\n",
+	}
+	for rel, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rel)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifo := filepath.Join(dir, "scripts", "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	s := Load([]string{dir}, skill.Options{})
+	if s.Diagnostics.HasErrors() {
+		t.Fatalf("load: %v", s.Diagnostics)
+	}
+	p, err := s.Plan(PlanOptions{})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if len(p.Jobs) != 1 {
+		t.Errorf("%d jobs, want 1", len(p.Jobs))
+	}
+	found := false
+	for _, d := range p.Diagnostics {
+		if d.Rule == "bundle.specialFile" && d.File == fifo && strings.Contains(d.Message, "named pipe") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no bundle.specialFile warning for %s: %v", fifo, p.Diagnostics)
+	}
+}

@@ -130,18 +130,22 @@ func readCappedInto(buf []byte, path string, limit int64) ([]byte, error) {
 
 // notRegular says what a file that is not a regular file is, so the diagnostic names it.
 func notRegular(m fs.FileMode) error {
-	what := "a special file"
+	return fmt.Errorf("is %s, not a regular file; not read", describeType(m))
+}
+
+// describeType names the type of a file that is not a regular file.
+func describeType(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
-		what = "a directory"
+		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
+		return "a named pipe (FIFO)"
 	case m&fs.ModeSocket != 0:
-		what = "a socket"
+		return "a socket"
 	case m&fs.ModeDevice != 0:
-		what = "a device"
+		return "a device"
 	}
-	return fmt.Errorf("is %s, not a regular file; not read", what)
+	return "a special file"
 }
 
 // parseYAML parses data into a document node under the one YAML policy of the project
