@@ -57,6 +57,7 @@ const (
 	RuleDiscoveryEscapesRoot     = "discovery.escapesRoot"
 	RuleDiscoveryUnreadable      = "discovery.unreadable"
 	RuleDiscoveryNested          = "discovery.nested"
+	RuleDiscoveryLinkLeavesSkill = "discovery.linkLeavesSkill"
 	RuleLintContextBudget        = "context-budget"
 	RuleLintDescriptionQuality   = "description-quality"
 	RuleLintNoGenericInstruction = "no-generic-instructions"
@@ -125,6 +126,7 @@ func Rules() []RuleInfo {
 		{RuleDiscoverySymlinkLoop, w, "discover", "a symlinked directory leads back to one of its ancestors"},
 		{RuleDiscoveryEscapesRoot, w, "discover", "a symlink resolves outside the root; it is skipped"},
 		{RuleDiscoveryUnreadable, w, "discover", "a directory cannot be listed; it is skipped"},
+		{RuleDiscoveryLinkLeavesSkill, e, "discover", "a SKILL.md is a symlink to a file outside its skill directory; the directory is not listed as a skill"},
 		{RuleDiscoveryNested, w, "discover", "SKILL.md files below a skill's references, assets, scripts, examples, templates or test fixtures: named, counted and not listed as skills"},
 		{RuleLintContextBudget, w, "lint", "body over 500 lines or about 5000 tokens"},
 		{RuleLintDescriptionQuality, w, "lint", `description has no "Use when"-style trigger clause`},

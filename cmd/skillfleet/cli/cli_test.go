@@ -107,7 +107,7 @@ func TestValidateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if got := sortedKeys(doc); !slices.Equal(got, []string{"diagnostics", "errors", "skills", "warnings"}) {
+	if got := sortedKeys(doc); !slices.Equal(got, []string{"diagnostics", "errors", "skills", "valid", "warnings"}) {
 		t.Errorf("top-level keys %v", got)
 	}
 	skills := doc["skills"].([]any)

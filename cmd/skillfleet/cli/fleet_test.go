@@ -389,6 +389,7 @@ func TestSubmitRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := badCaseSuite(t)
+	plugin := pluginSuite(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -396,6 +397,7 @@ func TestSubmitRefusals(t *testing.T) {
 		msg  []string // in stderr
 	}{
 		{"suite with errors", []string{"--token", fleetToken, bad}, ExitUsage, []string{badCaseDiagnostic, "the suite has 1 error; nothing was submitted"}},
+		{"a plugin's own suite, which the bundle does not carry", []string{"--token", fleetToken, plugin}, ExitUsage, []string{"case one/greets is in its plugin's evals/"}},
 		{"bad glob", []string{"--token", fleetToken, "--skill", "[", examples}, ExitUsage, []string{"bad pattern"}},
 		{"nothing matches", []string{"--token", fleetToken, "--skill", "nothing-*", examples}, ExitUsage, []string{"no test cases matched"}},
 		{"bad format", []string{"--token", fleetToken, "--format", "yaml", examples}, ExitUsage, []string{"unknown --format"}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -146,6 +147,12 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			defer f.close()
 			if err != nil {
 				return err
+			}
+			for _, j := range p.Jobs {
+				if c := j.Case; c.OutsideSkill() {
+					return usageErrorf("%s:%d: case %s/%s is in its plugin's evals/, outside the skill's directory, and the fleet plans from a bundle of the skills' directories alone: run it with skillfleet test, or move the case into %s",
+						c.File, c.Line, c.Skill.Name, c.Name, filepath.Join(c.Skill.Dir, "evals"))
+				}
 			}
 			if len(f.agents) == 0 && cfg != nil {
 				// Agent names only: the fleet's workers hold the endpoints and keys.
