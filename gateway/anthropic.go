@@ -159,6 +159,11 @@ func (anthropic) ResponseHeaders() []string {
 // anthropicFields are the Messages API fields the gateway forwards: those Claude Code 2.1
 // sends (see testdata/cli) and the sampling parameters. metadata is reduced to user_id, and
 // service_tier is dropped: the job's owner, not the CLI, chooses what the upstream bills.
+// speed (fast mode), a top-level cache_control (automatic caching) and inference_geo (where
+// the model runs) are forwarded: they are how the agent's own settings (/fast, the region its
+// operator must keep to) reach the model, none reaches beyond the sandbox, and the tokens
+// they spend are metered as any others. The upstream's price for them (fast mode and 1-hour
+// cache writes cost more) is not the configured Price: Usage().Cost understates it.
 var anthropicFields = map[string]fieldCheck{
 	"model":              isString,
 	"messages":           isArray,
@@ -175,6 +180,9 @@ var anthropicFields = map[string]fieldCheck{
 	"thinking":           anthropicThinking,
 	"context_management": isObject,
 	"output_config":      isObject,
+	"speed":              anthropicSpeed,
+	"cache_control":      anthropicCacheControl,
+	"inference_geo":      isString,
 }
 
 // anthropicCountFields are count_tokens' fields: what shapes a prompt, nothing of an answer.
@@ -199,6 +207,28 @@ func anthropicStrings(name string, raw json.RawMessage) error {
 	var ss []string
 	if json.Unmarshal(raw, &ss) != nil {
 		return fmt.Errorf("%q must be an array of strings", name)
+	}
+	return nil
+}
+
+// anthropicSpeed accepts the speeds the API defines; fast needs the fast-mode beta, which is
+// forwarded.
+func anthropicSpeed(name string, raw json.RawMessage) error {
+	var s string
+	if json.Unmarshal(raw, &s) != nil || (s != "standard" && s != "fast") {
+		return fmt.Errorf("%q must be \"standard\" or \"fast\"", name)
+	}
+	return nil
+}
+
+// anthropicCacheControl accepts a cache breakpoint: an object naming its type (ephemeral),
+// with or without a ttl.
+func anthropicCacheControl(name string, raw json.RawMessage) error {
+	var c struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Type == "" {
+		return fmt.Errorf("%q must be an object with a type", name)
 	}
 	return nil
 }
