@@ -68,20 +68,25 @@ const anthropicVersion = "2023-06-01"
 var anthropicRequestHeaders = []string{"Content-Type", "Accept", "User-Agent"}
 
 // anthropicBetas are the anthropic-beta features forwarded, by name without their date: they
-// change how the model answers, what a request may carry inline, or how its prompt is cached,
-// and nothing outside the sandbox. Every other beta is dropped from the header, unknown ones
-// too: those that make the provider act for the sandbox (web search and fetch, code
-// execution, MCP servers, skills and containers, the advisor tool), keep state that outlives
-// the job (the Files API, agent memory), bill differently from the configured price (fast
-// mode, extended cache TTLs, server-side fallbacks), or need another credential (oauth: the
-// gateway's key is an API key). A request that needs a dropped beta fails upstream with the
-// API's own message.
+// change how the model answers (fast mode, redacted thinking, effort), what a request may
+// carry inline (deferred tool definitions and tool references: advanced-tool-use), or how its
+// prompt is cached (extended cache TTLs), and nothing outside the sandbox; what they cost is
+// metered as tokens like any other request. Every other beta is dropped from the header,
+// unknown ones too, and named in the trajectory (Dropped): those that make the provider act
+// for the sandbox (web search and fetch, code execution, MCP servers, skills and containers,
+// the advisor tool), keep state that outlives the job (the Files API, agent memory), or need
+// another credential (oauth: the gateway's key is an API key). A request that needs a dropped
+// beta fails upstream with the API's own message. Reviewed against Claude Code 2.1's betas
+// (testdata/cli/README.md) and the platform.claude.com docs of each, 2026-11-29.
 var anthropicBetas = []string{
+	"advanced-tool-use", // defer_loading, tool references, input examples; hosted tool types are still refused
 	"claude-code",
 	"computer-use", // a client tool: the CLI runs the actions itself
 	"context-1m",
 	"context-management",
 	"effort",
+	"extended-cache-ttl",
+	"fast-mode", // speed: "fast"
 	"fine-grained-tool-streaming",
 	"interleaved-thinking",
 	"mid-conversation-system",
@@ -90,6 +95,7 @@ var anthropicBetas = []string{
 	"output-300k",
 	"pdfs",
 	"prompt-caching", // prompt-caching-2024-07-31, prompt-caching-scope-2026-01-05
+	"redact-thinking",
 	"structured-outputs",
 	"thinking-token-count",
 	"token-counting",
@@ -107,18 +113,31 @@ func anthropicBetaAllowed(v string) bool {
 	return false
 }
 
-// filterBetas is the client's anthropic-beta values that are forwarded, in order, once each.
-func filterBetas(values []string) string {
-	var kept []string
+// filterBetas splits the client's anthropic-beta values into those forwarded and those
+// dropped, each in order, once each.
+func filterBetas(values []string) (kept, dropped []string) {
 	for _, v := range values {
 		for b := range strings.SplitSeq(v, ",") {
 			b = strings.TrimSpace(b)
-			if anthropicBetaAllowed(b) && !slices.Contains(kept, b) {
+			switch {
+			case b == "" || slices.Contains(kept, b) || slices.Contains(dropped, b):
+			case anthropicBetaAllowed(b):
 				kept = append(kept, b)
+			default:
+				dropped = append(dropped, b)
 			}
 		}
 	}
-	return strings.Join(kept, ",")
+	return kept, dropped
+}
+
+// Dropped names the anthropic-beta values Upstream leaves out.
+func (anthropic) Dropped(client http.Header) []string {
+	_, dropped := filterBetas(client.Values("Anthropic-Beta"))
+	for i, b := range dropped {
+		dropped[i] = "anthropic-beta: " + b
+	}
+	return dropped
 }
 
 // Upstream is base (Anthropic's, without /v1; one that ends in /v1 is not doubled) plus the
@@ -138,8 +157,8 @@ func (anthropic) Upstream(base *url.URL, rt Route, _, key string, client http.He
 	if v := strings.TrimSpace(client.Get("Anthropic-Version")); v != "" {
 		h.Set("Anthropic-Version", v)
 	}
-	if betas := filterBetas(client.Values("Anthropic-Beta")); betas != "" {
-		h.Set("Anthropic-Beta", betas)
+	if betas, _ := filterBetas(client.Values("Anthropic-Beta")); len(betas) > 0 {
+		h.Set("Anthropic-Beta", strings.Join(betas, ","))
 	}
 	if key != "" {
 		h.Set("X-Api-Key", key)

@@ -510,15 +510,18 @@ func TestAnthropicReplaysClaudeCodeRequests(t *testing.T) {
 }
 
 // Claude Code with ANTHROPIC_AUTH_TOKEN (or an OAuth login) sends its key as a Bearer token
-// and more betas: the token is accepted, and the betas that reach beyond the sandbox, need
-// OAuth or bill differently are dropped one by one.
+// and more betas: the token is accepted; the betas that only change how the model answers or
+// caches are forwarded (redact-thinking, extended-cache-ttl and advanced-tool-use, which
+// current Claude Code sends, and fast-mode, which its /fast needs); those that reach beyond
+// the sandbox, keep state or need OAuth are dropped one by one, and the trajectory names each.
 func TestAnthropicBearerTokenAndBetas(t *testing.T) {
 	g := readAnthropicGolden(t, "claude-code-2.1.messages-stream.json")
 	delete(g.Headers, "X-Api-Key")
 	g.Headers["Authorization"] = "Bearer TOKEN"
 	g.Headers["Anthropic-Beta"] = "oauth-2025-04-20, claude-code-20250219,files-api-2025-04-14,interleaved-thinking-2025-05-14,web-search-2025-03-05," +
 		"mcp-client-2025-11-20,context-management-2025-06-27,skills-2025-10-02,code-execution-2025-05-22,fast-mode-2026-02-01," +
-		"prompt-caching-scope-2026-01-05,advisor-tool-2026-03-01,extended-cache-ttl-2025-04-11,context-1m-2025-08-07,claude-code-20250219"
+		"prompt-caching-scope-2026-01-05,advisor-tool-2026-03-01,extended-cache-ttl-2025-04-11,context-1m-2025-08-07,claude-code-20250219," +
+		"redact-thinking-2026-02-12,advanced-tool-use-2025-11-20,oauth-2025-04-20"
 	delete(g.Headers, "Anthropic-Version")
 	up := newAnthropicUpstream(t, anthropicAnswers)
 	f := serveAnthropic(t, up.URL, nil)
@@ -534,11 +537,38 @@ func TestAnthropicBearerTokenAndBetas(t *testing.T) {
 		t.Fatalf("upstream got %d requests", len(calls))
 	}
 	h := calls[0].Header
-	if want := "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,prompt-caching-scope-2026-01-05,context-1m-2025-08-07"; h.Get("Anthropic-Beta") != want {
+	if want := "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,fast-mode-2026-02-01," +
+		"prompt-caching-scope-2026-01-05,extended-cache-ttl-2025-04-11,context-1m-2025-08-07,redact-thinking-2026-02-12,advanced-tool-use-2025-11-20"; h.Get("Anthropic-Beta") != want {
 		t.Errorf("anthropic-beta %q, want %q", h.Get("Anthropic-Beta"), want)
 	}
 	if h.Get("X-Api-Key") != realKey || h.Get("Authorization") != "" || h.Get("Anthropic-Version") != anthropicVersion {
 		t.Errorf("x-api-key %q, Authorization %q, version %q", h.Get("X-Api-Key"), h.Get("Authorization"), h.Get("Anthropic-Version"))
+	}
+	want := []string{"anthropic-beta: oauth-2025-04-20", "anthropic-beta: files-api-2025-04-14", "anthropic-beta: web-search-2025-03-05",
+		"anthropic-beta: mcp-client-2025-11-20", "anthropic-beta: skills-2025-10-02", "anthropic-beta: code-execution-2025-05-22",
+		"anthropic-beta: advisor-tool-2026-03-01"}
+	if got, _ := s.Trajectory().Extra[extraDropped].([]string); !slices.Equal(got, want) {
+		t.Errorf("the trajectory's %s: %q\nwant %q", extraDropped, got, want)
+	}
+}
+
+// A request whose betas are all forwarded leaves no trace of dropping in the trajectory.
+func TestAnthropicForwardedBetasAreNotNamed(t *testing.T) {
+	g := readAnthropicGolden(t, "claude-code-2.1.messages-stream.json")
+	up := newAnthropicUpstream(t, anthropicAnswers)
+	f := serveAnthropic(t, up.URL, nil)
+	s, err := f.g.Open("job", Budget{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.replayAnthropic(t, g, s.Token()); r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if calls := up.received(); len(calls) != 1 || calls[0].Header.Get("Anthropic-Beta") != g.Headers["Anthropic-Beta"] {
+		t.Fatalf("upstream got %d requests, the first with betas %q", len(calls), calls[0].Header.Get("Anthropic-Beta"))
+	}
+	if d, ok := s.Trajectory().Extra[extraDropped]; ok {
+		t.Errorf("the trajectory names dropped headers %v", d)
 	}
 }
 
