@@ -18,7 +18,9 @@ type anthropic struct{}
 
 func (anthropic) Name() string { return APIAnthropic }
 
-func (anthropic) Paths() string { return "POST /v1/messages and /v1/messages/count_tokens" }
+func (anthropic) Paths() string {
+	return "POST /v1/messages and /v1/messages/count_tokens, and GET /v1/models"
+}
 
 // The operations of the Messages API. A route's Op carries "?beta=true" when the client sent
 // it (the SDKs' beta namespace), so that Upstream, which does not see the request's URL,
@@ -36,7 +38,12 @@ func (anthropic) Route(r *http.Request) (Route, bool) {
 		rt = Route{Op: anthropicMessages, Kind: Generate}
 	case "/v1/messages/count_tokens":
 		rt = Route{Op: anthropicCount, Kind: Count}
+	case "/v1/models":
+		return Route{Op: "models", Kind: Local}, true
 	default:
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && id != "" && !strings.Contains(id, "/") {
+			return Route{Op: "model", Kind: Local, Model: id}, true
+		}
 		return Route{}, false
 	}
 	// Any other query parameter is dropped: the API defines none.
@@ -680,9 +687,18 @@ func (anthropic) Answer(rt Route, body []byte) (Tokens, bool, *Turn) {
 
 func (anthropic) Stream(Route, Request) StreamReader { return &anthropicStream{} }
 
-// Local is never routed to: the Messages API has no route the gateway answers itself.
-func (a anthropic) Local(Route, string) (int, []byte) {
-	return http.StatusNotFound, a.Error(http.StatusNotFound, "not_found", "the model gateway serves only POST /v1/messages and /v1/messages/count_tokens")
+// Local answers GET /v1/models (and /v1/models/{id}) as Anthropic's Models API does, with
+// the configured model alone: the one model a CLI can get here. The API's created_at is
+// unknown to the gateway; the epoch says so rather than invent a date.
+func (a anthropic) Local(rt Route, model string) (int, []byte) {
+	entry := map[string]any{"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
+	if rt.Op == "model" {
+		if rt.Model != model {
+			return http.StatusNotFound, a.Error(http.StatusNotFound, "model_not_found", "the model gateway serves only the configured model "+model)
+		}
+		return http.StatusOK, mustJSON(entry)
+	}
+	return http.StatusOK, mustJSON(map[string]any{"data": []any{entry}, "has_more": false, "first_id": model, "last_id": model})
 }
 
 // anthropicErrorType is the error type Anthropic's API gives a status, which its SDKs and

@@ -1048,9 +1048,14 @@ func TestAnthropicUpstreamURL(t *testing.T) {
 			t.Errorf("%s on %s: %s %v, want %s with the key and the version only", tt.path, tt.base, target, h, tt.want)
 		}
 	}
-	for _, p := range []string{"/v1/messages/batches", "/v1/complete", "/v1/models", "/messages"} {
+	for _, p := range []string{"/v1/messages/batches", "/v1/complete", "/v1/models/a/b", "/models", "/messages"} {
 		if _, ok := (anthropic{}).Route(httptest.NewRequest(http.MethodPost, p, nil)); ok {
 			t.Errorf("%s routed", p)
+		}
+	}
+	for p, want := range map[string]Route{"/v1/models": {Op: "models", Kind: Local}, "/v1/models/claude-x": {Op: "model", Kind: Local, Model: "claude-x"}} {
+		if rt, ok := (anthropic{}).Route(httptest.NewRequest(http.MethodGet, p, nil)); !ok || rt != want {
+			t.Errorf("%s routed to %+v %v, want %+v", p, rt, ok, want)
 		}
 	}
 }

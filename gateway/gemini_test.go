@@ -911,6 +911,11 @@ func TestGeminiRoutes(t *testing.T) {
 		{"/v1beta/models/" + strings.Repeat("a", 129) + ":generateContent", false, Route{}},
 		{"/v1beta2/models/gemini:generateContent", false, Route{}},
 		{"/v1/chat/completions", false, Route{}},
+		{"/v1beta/models", true, Route{Op: "models", Kind: Local}},
+		{"/v1/models", true, Route{Op: "models", Kind: Local}},
+		{"/v1beta/models/gemini-2.5-pro", true, Route{Op: "model", Kind: Local, Model: "gemini-2.5-pro"}},
+		{"/v1beta/models/..", false, Route{}},
+		{"/v1beta/models/a/b", false, Route{}},
 	} {
 		r := httptest.NewRequest(http.MethodPost, tt.path, nil)
 		if rt, ok := (gemini{}).Route(r); ok != tt.ok || rt != tt.want {
