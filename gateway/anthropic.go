@@ -374,17 +374,16 @@ func anthropicTools(raw json.RawMessage) (kept []json.RawMessage, removed, remov
 // would fetch from a URL, one stored with the Files API, or a file for a container. Inline
 // sources (base64, text, content blocks) and search results are content the CLI sent.
 func anthropicFetched(obj map[string]any) string {
-	if jsonString(obj, "type") == "container_upload" {
+	if jsonIs(obj, "type", "container_upload") {
 		return "a container_upload puts a stored file into a container the provider keeps"
 	}
-	src, ok := obj["source"].(map[string]any)
-	if !ok {
-		return ""
-	}
-	switch jsonString(src, "type") {
-	case "url":
+	v, _ := jsonField(obj, "source")
+	src, ok := v.(map[string]any)
+	switch {
+	case !ok:
+	case jsonIs(src, "type", "url"):
 		return "a source by URL is fetched by the provider, outside the sandbox"
-	case "file":
+	case jsonIs(src, "type", "file"):
 		return "a file source names a file stored with the provider (Files API), which outlives the job"
 	}
 	return ""

@@ -244,9 +244,10 @@ func geminiCanonical(raw json.RawMessage, path string, depth int) (json.RawMessa
 				return nil, fmt.Errorf("%s: %q and %q name the same field; send it once", at, other, k)
 			}
 			spelled[name] = k
-			if name == "fileData" {
+			if strings.EqualFold(name, "fileData") || strings.EqualFold(k, "file_data") {
 				// A file by URI: a URL the provider fetches, or a file uploaded to it, which
 				// outlives the job. Anywhere in the structure: a part, a function response's part.
+				// In any case: a Go relay (genai's structs) reads FileData as fileData.
 				return nil, fmt.Errorf("%s: a file by URI is fetched by the provider, outside the sandbox, or stored with it; send the content inline (inlineData, base64) instead", at)
 			}
 			v := obj[k]
