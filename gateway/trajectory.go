@@ -166,7 +166,7 @@ func (s *Session) Trajectory() *atif.Trajectory {
 
 	b := &trajectoryBuilder{
 		t: &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Steps: []atif.Step{},
-			Agent: atif.Agent{Name: s.g.agentName, Version: agent.CommandAgentVersion, ModelName: s.g.cfg.Model,
+			Agent: atif.Agent{Name: s.g.agentName, Version: cmp.Or(s.AgentVersion(), agent.CommandAgentVersion), ModelName: s.g.cfg.Model,
 				Extra: map[string]any{extraAPI: s.g.api.Name()}}},
 		byCall: map[string]int{}, open: -1,
 	}
