@@ -85,3 +85,18 @@ func TestSessionRecordsTheCLIVersion(t *testing.T) {
 		t.Errorf("no User-Agent: version %q, trajectory's %q; want none and %q", v, tv, agent.CommandAgentVersion)
 	}
 }
+
+// The User-Agents of the CLIs' golden requests (testdata/cli, each naming its source) give
+// their versions.
+func TestCLIVersionOfTheGoldens(t *testing.T) {
+	for file, want := range map[string]string{
+		"claude-code-2.1.messages-stream.json": "claude-cli/2.1.165",
+		"gemini-cli-0.56.stream.json":          "GeminiCLI/0.56.0",
+		"codex-2025.responses.json":            "codex_cli_rs/0.46.0",
+		"crush.chat.json":                      "Charm-Crush/0.90.0",
+	} {
+		if got := cliVersion(loadGolden(t, file).Headers["User-Agent"]); got != want {
+			t.Errorf("%s: %q, want %q", file, got, want)
+		}
+	}
+}
