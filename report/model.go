@@ -96,6 +96,10 @@ type Case struct {
 	Case  string `json:"case"`
 	// Agent is the agent a prompt case ran against, when the run named agents.
 	Agent string `json:"agent,omitempty"`
+	// AgentVersions are the CLI versions a command agent's epochs ran on, as the CLI named
+	// itself to the model gateway ("claude-cli/2.1.240"), sorted, once each, at most four;
+	// none for the built-in agent or a CLI that named none.
+	AgentVersions []string `json:"agent_versions,omitempty"`
 	// Arm is the baseline arm the case ran in ("without_skill", "old_skill"); empty for
 	// with_skill, the arm of every case of a run without a baseline.
 	Arm string `json:"arm,omitempty"`

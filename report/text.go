@@ -219,6 +219,9 @@ func (t *textWriter) problem(c Case) {
 		}
 	}
 	facts = append(facts, duration(c.DurationMS))
+	if len(c.AgentVersions) > 0 {
+		facts = append(facts, oneLine(strings.Join(c.AgentVersions, ", "), maxValueRunes))
+	}
 	if c.Attempts > 1 {
 		facts = append(facts, fmt.Sprintf("%d attempts", c.Attempts))
 	}

@@ -1372,7 +1372,12 @@ type Result struct {
 	// For VERDICT_REUSED: the run whose passing verdict is reused.
 	ReusedFrom string `protobuf:"bytes,46,opt,name=reused_from,json=reusedFrom,proto3" json:"reused_from,omitempty"`
 	// For VERDICT_REUSED: the offer's Reuse.proof, echoed.
-	ReuseProof    []byte `protobuf:"bytes,47,opt,name=reuse_proof,json=reuseProof,proto3" json:"reuse_proof,omitempty"`
+	ReuseProof []byte `protobuf:"bytes,47,opt,name=reuse_proof,json=reuseProof,proto3" json:"reuse_proof,omitempty"`
+	// A command agent's CLI name and version, as the User-Agent of its model requests named them
+	// ("claude-cli/2.1.240", "codex_exec/0.162.1", "GeminiCLI/0.56.0"; see gateway
+	// Session.AgentVersion); empty for the built-in agent, a CLI that named none, a command case,
+	// and a worker older than the field. The CLI says it of itself.
+	AgentVersion  string `protobuf:"bytes,48,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1650,6 +1655,13 @@ func (x *Result) GetReuseProof() []byte {
 		return x.ReuseProof
 	}
 	return nil
+}
+
+func (x *Result) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
 }
 
 // StoredDocument is a document kept with a result: inline when small, else in the artifacts
@@ -2817,7 +2829,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
 	"\x04cost\x18\x03 \x01(\x01R\x04cost\x12*\n" +
 	"\x11cache_read_tokens\x18\x04 \x01(\x03R\x0fcacheReadTokens\x12,\n" +
-	"\x12cache_write_tokens\x18\x05 \x01(\x03R\x10cacheWriteTokens\"\xef\t\n" +
+	"\x12cache_write_tokens\x18\x05 \x01(\x03R\x10cacheWriteTokens\"\x94\n" +
+	"\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2866,7 +2879,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vreused_from\x18. \x01(\tR\n" +
 	"reusedFrom\x12\x1f\n" +
 	"\vreuse_proof\x18/ \x01(\fR\n" +
-	"reuseProof\"\x84\x01\n" +
+	"reuseProof\x12#\n" +
+	"\ragent_version\x180 \x01(\tR\fagentVersion\"\x84\x01\n" +
 	"\x0eStoredDocument\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
