@@ -24,6 +24,16 @@ const baselineHelp = `run every prompt case a second time, in a baseline arm int
 // revision is written to a temporary directory that f.close removes.
 func (f *suiteFlags) resolveBaseline(roots []string) error {
 	v := f.baseline
+	if f.minEffect <= 0 || f.minEffect > 1 {
+		return usageErrorf("--min-effect must be a fraction in (0, 1], got %v", f.minEffect)
+	}
+	if f.aa {
+		if v != "" {
+			return usageErrorf("--aa compares the with_skill arm with itself: it takes no --baseline")
+		}
+		f.base = suite.Baseline{Arm: suite.ArmA2}
+		return nil
+	}
 	switch {
 	case v == "":
 		return nil

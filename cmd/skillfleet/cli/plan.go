@@ -12,6 +12,7 @@ import (
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/stats"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -78,6 +79,11 @@ type suiteFlags struct {
 	// changedOnly reuses the passing verdicts of cells unchanged within reuseWithin.
 	changedOnly bool
 	reuseWithin time.Duration
+	// aa runs the with_skill arm twice (arms a and a2), to measure the suite's noise floor.
+	aa bool
+	// minEffect is the difference a baseline comparison should be able to detect; a design
+	// that cannot is reported underpowered.
+	minEffect float64
 }
 
 func (f *suiteFlags) register(cmd *cobra.Command) {
@@ -86,6 +92,8 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
 	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit), both arms of a run with --baseline; 0: no budget")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", baselineHelp)
+	cmd.Flags().BoolVar(&f.aa, "aa", false, "an A/A run: run every case twice, interleaved, in two identical arms (a, the with_skill arm, and a2), and report per case whether they agree, the suite's flip rate and the smallest difference a --baseline comparison of its size could detect")
+	cmd.Flags().Float64Var(&f.minEffect, "min-effect", stats.DefaultMinEffect, "with --baseline: the difference in pass rate (a fraction) the comparison should be able to detect at 80% power; a design that cannot is reported underpowered")
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 	cmd.Flags().StringArrayVar(&f.kinds, "kind", nil, "only cases of this kind: prompt or command (repeatable)")
 	cmd.Flags().BoolVar(&f.changedOnly, "changed-only", false, "run only the cells whose digest (the case, its skill's files and its requires closure, the agent's configuration, the judge, the limits) changed since a passing run of this suite within --reuse-within; the others are reported reused, with the run they came from, and never counted as fresh passes (plan: show what would run)")

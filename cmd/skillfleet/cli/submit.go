@@ -119,6 +119,9 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
 				return err
 			}
+			if f.aa && baselineRun != "" {
+				return usageErrorf("--aa compares the with_skill arm with itself: it takes no --baseline-run")
+			}
 			if err := f.checkReuse(cmd); err != nil {
 				return err
 			}
@@ -183,7 +186,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			}
 			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
 			o.quarantine = quarantineReport(qp, st.GetSpec().GetName())
-			var cmp runComparison
+			cmp := runComparison{minEffect: f.minEffect}
 			switch {
 			case baselineRun != "":
 				o.compare = cmp.runs(ctx, client, baselineRun, client, st)

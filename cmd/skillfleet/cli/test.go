@@ -77,6 +77,9 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
 				return err
 			}
+			if f.aa && baselineRun != "" {
+				return usageErrorf("--aa compares the with_skill arm with itself: it takes no --baseline-run")
+			}
 			if err := f.checkReuse(cmd); err != nil {
 				return err
 			}
@@ -260,7 +263,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
-	var cmp runComparison
+	cmp := runComparison{minEffect: o.flags.minEffect}
 	switch {
 	case o.baselineRun != "":
 		o.out.compare = cmp.runs(ctx, localRuns{f.History.Store}, o.baselineRun, inProcessRuns{f.Coordinator}, st)
