@@ -22,6 +22,8 @@ type planDoc struct {
 	SuiteDigest string           `json:"suite_digest"`
 	Jobs        []planJob        `json:"jobs"`
 	Diagnostics diag.Diagnostics `json:"diagnostics"`
+	// Power is, with --baseline, the estimate of the comparison's design (see planPower).
+	Power *planPower `json:"power,omitempty"`
 }
 
 type planJob struct {
@@ -229,6 +231,18 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				doc.SuiteDigest = p.SuiteDigest
 				jobs.jobs = p.Jobs
 			}
+			if suiteName == "" {
+				suiteName = defaultSuiteName(roots[0])
+			}
+			if p != nil && p.Baseline != "" && p.Baseline != suite.ArmA2 {
+				// Before any token is spent: could this comparison see --min-effect at all?
+				rates, err := historyRates(cmd.Context(), e, historyTarget, suiteName)
+				if err != nil {
+					return err
+				}
+				pp := estimatePower(p, rates, f.minEffect)
+				doc.Power = &pp
+			}
 			if format == "json" {
 				if err := writePlanJSON(e.stdout, doc, jobs); err != nil {
 					return err
@@ -268,6 +282,9 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				if reuseFrom != nil {
 					fmt.Fprintln(e.stdout, reuseSummary(reuseFrom))
 				}
+				if doc.Power != nil {
+					doc.Power.write(e.stdout, suiteName)
+				}
 			}
 			if s.Diagnostics.HasErrors() {
 				return errorsFound()
@@ -278,7 +295,7 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", format, "output format: text or json")
 	cmd.Flags().StringVar(&f.config, "config", "", "with --changed-only: the suite configuration whose agents and limits a run would use (default: skillfleet.yaml in the first ROOT)")
-	cmd.Flags().StringVar(&historyTarget, "history", "", "with --changed-only: the history to look in (as for test)")
-	cmd.Flags().StringVar(&suiteName, "suite", "", "with --changed-only: the suite name (default: the first ROOT's directory name)")
+	cmd.Flags().StringVar(&historyTarget, "history", "", "with --changed-only or --baseline: the history to look in (as for test; --baseline estimates the comparison's noise from it)")
+	cmd.Flags().StringVar(&suiteName, "suite", "", "with --changed-only or --baseline: the suite name (default: the first ROOT's directory name)")
 	return cmd
 }
