@@ -19,6 +19,8 @@ type Executor struct {
 	// depends on its id only, never on the order jobs ran in, and a test can repeat it.
 	PassProbability map[string]float64
 	Seed            uint64
+	// Cost is what each job's result says it spent on models (US dollars), for cost caps.
+	Cost float64
 
 	mu    sync.Mutex
 	gates map[string]chan struct{}
@@ -80,7 +82,11 @@ func (e *Executor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Resu
 	if !passed {
 		v = pb.Verdict_VERDICT_FAILED
 	}
-	return &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}, nil
+	res := &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}
+	if e.Cost > 0 {
+		res.Usage = &pb.Usage{PromptTokens: 1, Cost: e.Cost}
+	}
+	return res, nil
 }
 
 // Uniform is a number in [0, 1) made from seed and id alone: FNV-1a of the id, mixed with the

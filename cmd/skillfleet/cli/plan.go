@@ -83,6 +83,8 @@ type suiteFlags struct {
 	reuseWithin time.Duration
 	// aa runs the with_skill arm twice (arms a and a2), to measure the suite's noise floor.
 	aa bool
+	// maxCost is the run's cost cap in US dollars (--max-cost); 0 none.
+	maxCost float64
 	// minEffect is the difference a baseline comparison should be able to detect; a design
 	// that cannot is reported underpowered.
 	minEffect float64
@@ -94,6 +96,7 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
 	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit), both arms of a run with --baseline; 0: no budget")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", baselineHelp)
+	cmd.Flags().Float64Var(&f.maxCost, "max-cost", 0, "US dollars the whole run may spend on models (agents and judge, priced; test, submit): once its spend plus what its jobs in flight are expected to spend reaches it, nothing more is dispatched, running jobs are cancelled, unfinished cases are skipped and the run exits 3 with a partial report; 0: no cap")
 	cmd.Flags().BoolVar(&f.aa, "aa", false, "an A/A run: run every case twice, interleaved, in two identical arms (a, the with_skill arm, and a2), and report per case whether they agree, the suite's flip rate and the smallest difference a --baseline comparison of its size could detect")
 	cmd.Flags().Float64Var(&f.minEffect, "min-effect", stats.DefaultMinEffect, "with --baseline: the difference in pass rate (a fraction) the comparison should be able to detect at 80% power; a design that cannot is reported underpowered")
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")

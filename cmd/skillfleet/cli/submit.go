@@ -113,7 +113,8 @@ uploads it as a bundle to the coordinator and prints the run id. With --follow i
 progress until the run ends and prints the report.
 
 Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --follow:
-0 every case passed, 1 a case failed, errored or timed out, 2 invalid input.`,
+0 every case passed, 1 a case failed, errored or timed out, 2 invalid input, 3 the run stopped
+at its cost cap (--max-cost; the report is partial).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, roots []string) error {
 			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
@@ -171,7 +172,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			}
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Kinds: f.kinds, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
-				Limits: limits, MaxTokens: f.maxTokens, Baseline: string(p.Baseline),
+				Limits: limits, MaxTokens: f.maxTokens, MaxCost: f.maxCost, Baseline: string(p.Baseline),
 				ChangedOnly: f.changedOnly, ReuseWithin: f.reuseWithin,
 			})
 			if err != nil {
