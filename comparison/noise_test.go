@@ -64,6 +64,13 @@ func TestNoise(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Golden(t, filepath.Join("testdata", "noise.txt"), buf.Bytes())
+	props := map[string]string{}
+	for _, p := range r.Properties() {
+		props[p.Name] = p.Value
+	}
+	if props["noise.flipped"] != "6,40" || props["noise.flip_rate"] != "0.1500" || props["noise.interval"] != "0.0706,0.2907" || props["noise.min_detectable"] != "0.1716" {
+		t.Errorf("JUnit properties %v", props)
+	}
 
 	plain, err := Compare(Side{Label: "a", Results: a}, Side{Label: "a2", Arm: "a2", Results: b}, Options{Axis: AxisArm})
 	if err != nil {

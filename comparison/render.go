@@ -245,7 +245,9 @@ type Property struct {
 // Properties are the comparison as JUnit properties, for a <properties> block on a
 // testsuite: per skill "compare.<skill>.delta" (B minus A, a signed fraction),
 // ".interval" ("lo,hi"), ".p_adjusted" and ".significant" ("true"/"false"), and the same
-// for "compare.overall"; "compare.a" and "compare.b" name the sides.
+// for "compare.overall"; "compare.a" and "compare.b" name the sides. An A/A comparison adds
+// "noise.flipped" ("flipped,paired"), "noise.flip_rate", "noise.interval" (Wilson, "lo,hi")
+// and "noise.min_detectable" (a fraction, or "none").
 func (r *Report) Properties() []Property {
 	props := []Property{{"compare.a", sideName(r.A)}, {"compare.b", sideName(r.B)}, {"compare.axis", r.Axis.String()}}
 	add := func(prefix string, s stats.SkillComparison) {
@@ -262,6 +264,18 @@ func (r *Report) Properties() []Property {
 		add("compare."+clean(s.Skill), s)
 	}
 	add("compare.overall", r.Comparison.Overall)
+	if n := r.Noise; n != nil {
+		mde := "none"
+		if n.MinDetectable != nil {
+			mde = fmt.Sprintf("%.4f", *n.MinDetectable)
+		}
+		props = append(props,
+			Property{"noise.flipped", fmt.Sprintf("%d,%d", n.Flipped, n.Cases)},
+			Property{"noise.flip_rate", fmt.Sprintf("%.4f", n.FlipRate)},
+			Property{"noise.interval", fmt.Sprintf("%.4f,%.4f", n.Interval.Lo, n.Interval.Hi)},
+			Property{"noise.min_detectable", mde},
+		)
+	}
 	return props
 }
 
