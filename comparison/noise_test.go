@@ -12,9 +12,9 @@ import (
 // TestNoise: an A/A comparison of 40 one-epoch cases, of which 3 pass only in a, 3 only in
 // a2, 25 in both and 9 in neither, and one case errored in a2. By hand: 6 flips of 40 paired
 // cases, 15%; Wilson's 95% interval (z = 1.95996) is [7.06%, 29.07%]; the mean squared
-// difference is 6/40 = 0.15, so the smallest detectable difference is
-// 2.80159·√(0.15/40) = 17.16 points (at least 6/40 = 15). stats/testdata/power.py computes
-// the same table independently.
+// difference is 6/40 = 0.15, so the smallest detectable difference solves
+// δ·√40 = 1.95996·√(0.15 + δ) + 0.84162·√(0.15 + δ − δ²): δ = 0.28296 (28.3 points; at
+// least 6/40 = 15). stats/testdata/power.py computes the same table independently.
 func TestNoise(t *testing.T) {
 	var a, b []Record
 	for i := range 40 {
@@ -44,8 +44,8 @@ func TestNoise(t *testing.T) {
 	if n.Cases != 40 || n.Flipped != 6 || !near(n.FlipRate, 0.15) || !near(n.Interval.Lo, 0.0706, 1e-4) || !near(n.Interval.Hi, 0.2907, 1e-4) {
 		t.Errorf("noise %+v", n.NoiseFloor)
 	}
-	if n.MinDetectable == nil || !near(*n.MinDetectable, 0.17156, 1e-4) {
-		t.Errorf("min detectable %v, want 0.17156", n.MinDetectable)
+	if n.MinDetectable == nil || !near(*n.MinDetectable, 0.28296, 1e-4) {
+		t.Errorf("min detectable %v, want 0.28296", n.MinDetectable)
 	}
 	agree, notPaired := 0, 0
 	for _, c := range n.PerCase {
@@ -68,7 +68,7 @@ func TestNoise(t *testing.T) {
 	for _, p := range r.Properties() {
 		props[p.Name] = p.Value
 	}
-	if props["noise.flipped"] != "6,40" || props["noise.flip_rate"] != "0.1500" || props["noise.interval"] != "0.0706,0.2907" || props["noise.min_detectable"] != "0.1716" {
+	if props["noise.flipped"] != "6,40" || props["noise.flip_rate"] != "0.1500" || props["noise.interval"] != "0.0706,0.2907" || props["noise.min_detectable"] != "0.2830" {
 		t.Errorf("JUnit properties %v", props)
 	}
 

@@ -25,6 +25,12 @@ type powerWorked struct {
 		Variance float64
 		MDE      *float64
 	}
+	ExactPower []struct {
+		Cases    int
+		Variance float64
+		MDE      float64
+		Power    float64 `json:"mcnemar_exact_power"`
+	} `json:"exact_power"`
 	Compare []struct {
 		Cases        [][4]int
 		Variance     float64
@@ -43,7 +49,7 @@ func loadPower(t *testing.T) powerWorked {
 	if err := json.Unmarshal(b, &w); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.MDE) == 0 || len(w.Noise) == 0 || len(w.Compare) == 0 {
+	if len(w.MDE) == 0 || len(w.Noise) == 0 || len(w.Compare) == 0 || len(w.ExactPower) == 0 {
 		t.Fatal("power.json lacks a table")
 	}
 	return w
@@ -66,6 +72,22 @@ func TestWorkedMinDetectable(t *testing.T) {
 		got, ok := MinDetectable(c.Cases, c.Variance)
 		if !sameMDE(got, ok, c.MDE) {
 			t.Errorf("MinDetectable(%d, %v) = %v, %v; want %v", c.Cases, c.Variance, got, ok, deref(c.MDE))
+		}
+	}
+}
+
+// TestMinDetectableAgainstExactPower: at the estimate, McNemar's exact test (the one a
+// comparison of one epoch per case uses) has the power power.py computes exactly; it stays
+// near Power, below it since the exact test is conservative, which is why the doc comment
+// says an underpowered design is so.
+func TestMinDetectableAgainstExactPower(t *testing.T) {
+	for _, c := range loadPower(t).ExactPower {
+		got, ok := MinDetectable(c.Cases, c.Variance)
+		if !ok || !near(got, c.MDE, 1e-9) {
+			t.Errorf("MinDetectable(%d, %v) = %v, %v; want %v", c.Cases, c.Variance, got, ok, c.MDE)
+		}
+		if c.Power < 0.75 || c.Power > Power+0.02 {
+			t.Errorf("%d cases, variance %v: exact power %v at the estimate, far from %v", c.Cases, c.Variance, c.Power, Power)
 		}
 	}
 }

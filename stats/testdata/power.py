@@ -3,13 +3,19 @@
 computed independently of the Go code. Standard library only.
 
 The minimum detectable difference of a paired comparison of n cases whose per-case differences
-(B's pass rate minus A's) have variance s2:
+(B's pass rate minus A's) have variance s2 when the arms do not differ: the effect changes the
+outcome of a fraction d of cases one way, on top of the noise, so a case's difference has mean
+d, second moment s2 + d and variance s2 + d - d^2; the z-test of the mean difference against
+its spread under the null given what differs detects d at power 0.8, alpha 0.05 (two-sided,
+the wrong-direction tail ignored) when
 
-    mde = (z(1 - alpha/2) + z(power)) * sqrt(s2 / n),   alpha = 0.05, power = 0.8
+    d * sqrt(n) = z(0.975) * sqrt(s2 + d) + z(0.8) * sqrt(s2 + d - d^2)
 
-(the two-sided z-test of the mean difference, the wrong-direction tail ignored), at least 6/n
+(Connor 1987 for one epoch), solved here by bisection on exact decimal steps; at least 6/n
 (the exact paired tests need six differing cases to reach p <= 0.05: 2 * 2**-6 = 0.03125, while
-2 * 2**-5 = 0.0625), none when n < 6 or mde > 1.
+2 * 2**-5 = 0.0625), none when n < 6 or no d <= 1 solves it. The "exact_power" table is the
+exact power of McNemar's test at that d for one epoch per case (discordant pairs at rate
+s2/2 each way plus d one way), to show how the approximation stands against the test used.
 
 Regenerate with:  python3 stats/testdata/power.py > stats/testdata/power.json
 """
@@ -19,15 +25,57 @@ from fractions import Fraction
 from statistics import NormalDist
 
 ALPHA, POWER = 0.05, 0.8
-Z = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)
+ZA, ZB = NormalDist().inv_cdf(1 - ALPHA / 2), NormalDist().inv_cdf(POWER)
+Z = ZA + ZB
 ZW = NormalDist().inv_cdf(0.975)
 
 
 def mde(n, s2):
     if n < 6:
         return None
-    d = max(Z * math.sqrt(s2 / n), 6 / n)
-    return None if d > 1 else d
+
+    def gap(d):
+        return d * math.sqrt(n) - ZA * math.sqrt(s2 + d) - ZB * math.sqrt(max(s2 + d - d * d, 0.0))
+
+    if gap(1.0) < 0:
+        return None
+    # The first root: scan up in steps of 1e-4, then bisect the step where gap turns positive.
+    lo = 1e-12
+    step = 1e-4
+    d = step
+    while gap(d) < 0:
+        lo, d = d, d + step
+    hi = min(d, 1.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if gap(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return max(hi, 6 / n)
+
+
+def mcnemar_p(b, c):
+    m = b + c
+    if m == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(m, i) for i in range(min(b, c) + 1)) / 2**m)
+
+
+def exact_power(n, s2, d):
+    """Power of McNemar's exact test with n pairs, discordant s2/2 one way and s2/2 + d the other."""
+    p01, p10 = s2 / 2, s2 / 2 + d
+    pd = p01 + p10
+    q = p10 / pd
+    total = 0.0
+    for m in range(n + 1):
+        pm = math.comb(n, m) * pd**m * (1 - pd) ** (n - m)
+        if pm < 1e-15:
+            continue
+        for b in range(m + 1):
+            if mcnemar_p(b, m - b) <= ALPHA:
+                total += pm * math.comb(m, b) * q**b * (1 - q) ** (m - b)
+    return total
 
 
 def wilson(x, n):
@@ -48,7 +96,10 @@ def sample_variance(d):
     return sum((x - m) ** 2 for x in d) / (n - 1)
 
 
-out = {"z_sum": Z, "mde": [], "noise": [], "compare": []}
+out = {"z_sum": Z, "mde": [], "noise": [], "compare": [], "exact_power": []}
+for n, s2 in [(30, 0.0), (40, 0.15), (60, 0.4), (100, 0.2), (200, 0.3), (500, 0.27)]:
+    d = mde(n, s2)
+    out["exact_power"].append({"cases": n, "variance": s2, "mde": d, "mcnemar_exact_power": exact_power(n, s2, d)})
 
 # The table of mde against n and s2 (s2 = flip / epochs for an epoch flip rate).
 for n in [1, 5, 6, 10, 20, 30, 50, 100, 200, 1000, 10000]:

@@ -47,9 +47,9 @@ func aaSuite(t *testing.T, coins int) (root string, pass map[string]float64) {
 // expected flip rate is 0.5·coins/(coins+3). The report's noise floor must count the flips
 // the cases' outcomes show, put the expected rate inside its 95% Wilson interval (the seed is
 // fixed, so the draw is the same every time), and give the smallest detectable difference
-// the formula gives, written out here: for one epoch the variance of a case's difference is
-// the flip rate f, so mde = (z_0.975 + z_0.8)·√(f/n) with z_0.975 + z_0.8 = 2.8015852
-// (stats/testdata/power.json), at least 6/n.
+// the formula gives, solved here: for one epoch the variance of a case's difference is the
+// flip rate f, and mde is the δ with δ·√n = 1.959964·√(f + δ) + 0.841621·√(f + δ − δ²), at
+// least 6/n (stats/testdata/power.py).
 func TestAARun(t *testing.T) {
 	const coins = 60
 	root, pass := aaSuite(t, coins)
@@ -130,8 +130,19 @@ func TestAARun(t *testing.T) {
 		t.Errorf("interval method %q", n.IntervalMethod)
 	}
 	f, cases := float64(flips)/float64(len(pass)), float64(len(pass))
-	want := math.Max(2.8015852*math.Sqrt(f/cases), 6/cases)
-	if n.MinDetectable == nil || math.Abs(*n.MinDetectable-want) > 1e-6 {
+	gap := func(d float64) float64 {
+		return d*math.Sqrt(cases) - 1.959964*math.Sqrt(f+d) - 0.841621*math.Sqrt(f+d-d*d)
+	}
+	lo, hi := 1e-9, 1.0
+	for range 60 {
+		if mid := (lo + hi) / 2; gap(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	want := math.Max(hi, 6/cases)
+	if n.MinDetectable == nil || math.Abs(*n.MinDetectable-want) > 1e-5 {
 		t.Errorf("min detectable %v, want %v", n.MinDetectable, want)
 	}
 

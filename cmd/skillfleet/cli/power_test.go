@@ -30,8 +30,9 @@ func powerPlan(runs int, skills map[string]int) *suite.Plan {
 	return p
 }
 
-// TestEstimatePower: the plan's estimate against values worked by hand, with
-// z_0.975 + z_0.8 = 2.8015852 and mde = 2.8015852·√(mean variance / cases), at least 6/cases.
+// TestEstimatePower: the plan's estimate against values computed by stats/testdata/power.py's
+// mde(cases, variance), which solves δ·√cases = 1.95996·√(v + δ) + 0.84162·√(v + δ − δ²) for
+// the mean variance v, at least 6/cases.
 func TestEstimatePower(t *testing.T) {
 	// Every case passed 9 of its last 10 epochs: 2·0.9·0.1·10/9 = 0.2 of epoch pairs disagree.
 	ninety := func(p *suite.Plan) []changes.CaseRate {
@@ -52,11 +53,12 @@ func TestEstimatePower(t *testing.T) {
 		underSkills []string
 		fromHistory int
 	}{
-		// No history, 40 one-epoch cases: variance 0.3 (the assumption), mde 2.8015852·√(0.3/40) = 0.242624.
-		{name: "assumed", plan: powerPlan(1, map[string]int{"a": 40}), mde: 0.242624, under: true, underSkills: []string{"a"}},
-		// History, 405 cases of 3 epochs: variance 0.2/3 = 0.066667; overall 2.8015852·√(0.066667/405) = 0.035944;
-		// b's 100 cases 0.072337 and a's 300 0.041764 detect 10 points; c's 5 cases cannot reach p ≤ 0.05 at all.
-		{name: "history", plan: powerPlan(3, map[string]int{"a": 300, "b": 100, "c": 5}), history: true, mde: 0.035944, underSkills: []string{"c"}, fromHistory: 405},
+		// No history, 40 one-epoch cases: variance 0.3 (the assumption), mde(40, 0.3) = 0.345506.
+		{name: "assumed", plan: powerPlan(1, map[string]int{"a": 40}), mde: 0.345506, under: true, underSkills: []string{"a"}},
+		// History, 405 cases of 3 epochs: variance 0.2/3; overall mde(405, 0.2/3) = 0.046746;
+		// a's 300 cases detect 10 points (0.056556), b's 100 do not (0.119442), and c's 5
+		// cannot reach p ≤ 0.05 at all.
+		{name: "history", plan: powerPlan(3, map[string]int{"a": 300, "b": 100, "c": 5}), history: true, mde: 0.046746, underSkills: []string{"b", "c"}, fromHistory: 405},
 		// Five cases: nothing is detectable, however quiet.
 		{name: "too few", plan: powerPlan(1, map[string]int{"a": 5}), history: true, under: true, underSkills: []string{"a"}, fromHistory: 5},
 	}
