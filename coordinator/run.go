@@ -303,6 +303,11 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			c.feed.unused(fd, credit)
 			credit = 0
 		}
+		if room, capped := r.costRoom(); capped {
+			// Under a cost cap the run asks its lane only for what the cap leaves room for,
+			// so that slots it could not pay for go to other runs meanwhile.
+			c.feed.setReady(fd, max(min(len(ungated)+len(gated), room)-credit, 0))
+		}
 		if len(ungated)+len(gated) == 0 || credit == 0 {
 			if step() {
 				return
@@ -324,6 +329,9 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 					c.stopAtCostCap(ctx, r, reason)
 					return
 				}
+				// Held until a result makes room: the credit goes back to the lane.
+				c.feed.unused(fd, credit)
+				credit = 0
 				if step() {
 					return
 				}
