@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,9 +16,13 @@ import (
 // (bar its one failing case) and exits 1.
 func TestSubmitMaxCost(t *testing.T) {
 	r := startRemoteWith(t, &fleettest.Executor{Failing: failingCase, Cost: 1})
-	code, out, errOut := run("submit", "--coordinator", r.url, "--token", fleetToken, "--follow", "--max-cost", "3", examples)
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	code, out, errOut := run("submit", "--coordinator", r.url, "--token", fleetToken, "--follow", "--max-cost", "3", "--junit", junit, examples)
 	if code != ExitCostCap {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitCostCap, out, errOut)
+	}
+	if data, err := os.ReadFile(junit); err != nil || !strings.Contains(string(data), `<property name="partial.max_cost" value="3.00">`) || !strings.Contains(string(data), `name="partial.spent"`) {
+		t.Errorf("JUnit (%v) does not say the run is partial:\n%s", err, data)
 	}
 	if !strings.Contains(out, "PARTIAL: the run stopped at its cost cap, having spent") || !strings.Contains(errOut, "stopped at its cost cap: cost cap: spent $") {
 		t.Errorf("text report:\n%s\nstderr:\n%s", out, errOut)
