@@ -384,3 +384,38 @@ func TestReportGoldens(t *testing.T) {
 		testutil.Golden(t, filepath.Join("testdata", f.file), b.Bytes())
 	}
 }
+
+// TestPassRates: a case's epoch record over the window, infrastructure failures left out:
+// "flips" passed 4 of its 8 decided epochs, "steady" 8 of 8, "infra" 6 of 6 (its six sandbox
+// failures are not decided).
+func TestPassRates(t *testing.T) {
+	q := newSequence(t)
+	flips, infra := "PFPFPFPF", "PSPSPSPSPSPS"
+	for i := range len(infra) {
+		st := step{"infra": infra[i : i+1]}
+		if i < len(flips) {
+			st["flips"], st["steady"] = flips[i:i+1], "P"
+		}
+		q.run(st)
+	}
+	rates, err := PassRates(context.Background(), q.store, "", "nightly", "", flaky.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	for _, r := range rates {
+		got[r.Case] = [2]int{r.Passed, r.Decided}
+	}
+	want := map[string][2]int{"flips": {4, 8}, "steady": {8, 8}, "infra": {6, 6}}
+	if len(got) != len(want) {
+		t.Errorf("rates %v, want %v", got, want)
+	}
+	for c, w := range want {
+		if got[c] != w {
+			t.Errorf("%s: %v, want %v", c, got[c], w)
+		}
+	}
+	if other, err := PassRates(context.Background(), q.store, "", "other-suite", "", flaky.Config{}); err != nil || len(other) != 0 {
+		t.Errorf("another suite's rates: %+v, %v", other, err)
+	}
+}

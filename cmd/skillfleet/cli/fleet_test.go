@@ -69,10 +69,15 @@ func (r *remote) client() *coordinator.Client { return coordinator.NewClient(r.u
 
 func startRemote(t *testing.T) *remote {
 	t.Helper()
+	return startRemoteWith(t, &fleettest.Executor{Failing: failingCase})
+}
+
+// startRemoteWith is startRemote with the fleet's executor given.
+func startRemoteWith(t *testing.T, exec *fleettest.Executor) *remote {
+	t.Helper()
 	// The machine's environment must not supply a token or a coordinator to these tests.
 	t.Setenv("SKILLFLEET_TOKEN", "")
 	t.Setenv("SKILLFLEET_COORDINATOR", "")
-	exec := &fleettest.Executor{Failing: failingCase}
 	reg := prometheus.NewRegistry()
 	f, err := fleet.StartInProcess(context.Background(), fleet.InProcessConfig{
 		DataDir: t.TempDir(), Workers: 2, Slots: 2, Queue: queue.DefaultConfig(), Executor: exec,

@@ -2115,7 +2115,14 @@ type RunSpec struct {
 	// "default", as for a run admitted before teams). Every read and change of the run, its
 	// history rows, flaky labels and reuse sources are the team's alone; suite names live in
 	// the team's namespace. Never taken from a request.
-	Team          string `protobuf:"bytes,17,opt,name=team,proto3" json:"team,omitempty"`
+	Team string `protobuf:"bytes,17,opt,name=team,proto3" json:"team,omitempty"`
+	// US dollars the whole run may spend on models (agents and judge, as the workers price
+	// their usage); 0 means no cap. Once the spend of its results plus what its jobs in flight
+	// are expected to spend (their number times the mean cost of a finished job) reaches it,
+	// nothing more is dispatched, queued and running jobs are cancelled, unfinished cases are
+	// skipped ("cost cap") and the run ends cancelled with cost_capped set. A coordinator older
+	// than the field ignores it: upgrade coordinators before relying on it.
+	MaxCost       float64 `protobuf:"fixed64,18,opt,name=max_cost,json=maxCost,proto3" json:"max_cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2269,6 +2276,13 @@ func (x *RunSpec) GetTeam() string {
 	return ""
 }
 
+func (x *RunSpec) GetMaxCost() float64 {
+	if x != nil {
+		return x.MaxCost
+	}
+	return 0
+}
+
 // Counts tallies cases (not jobs) by verdict.
 type Counts struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -2401,7 +2415,11 @@ type RunStatus struct {
 	MisfiledOverflow bool        `protobuf:"varint,17,opt,name=misfiled_overflow,json=misfiledOverflow,proto3" json:"misfiled_overflow,omitempty"`
 	// Set on a finished run whose final report was stored: its results may then leave the
 	// streams (results_evicted_at) without its report changing.
-	ReportStored  bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
+	ReportStored bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
+	// Set on a run its cost cap (RunSpec.max_cost) stopped; spent is what its counted results
+	// cost then (jobs cancelled while running may have spent more, unreported).
+	CostCapped    bool    `protobuf:"varint,19,opt,name=cost_capped,json=costCapped,proto3" json:"cost_capped,omitempty"`
+	Spent         float64 `protobuf:"fixed64,20,opt,name=spent,proto3" json:"spent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2560,6 +2578,20 @@ func (x *RunStatus) GetReportStored() bool {
 		return x.ReportStored
 	}
 	return false
+}
+
+func (x *RunStatus) GetCostCapped() bool {
+	if x != nil {
+		return x.CostCapped
+	}
+	return false
+}
+
+func (x *RunStatus) GetSpent() float64 {
+	if x != nil {
+		return x.Spent
+	}
+	return 0
 }
 
 // Misfiled is one counted result stored under another case's results subject.
@@ -2912,7 +2944,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xca\x04\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xe5\x04\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -2937,7 +2969,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\bbaseline\x18\x0e \x01(\tR\bbaseline\x12!\n" +
 	"\fchanged_only\x18\x0f \x01(\bR\vchangedOnly\x12&\n" +
 	"\x0freuse_within_ms\x18\x10 \x01(\x03R\rreuseWithinMs\x12\x12\n" +
-	"\x04team\x18\x11 \x01(\tR\x04team\"\xb7\x01\n" +
+	"\x04team\x18\x11 \x01(\tR\x04team\x12\x19\n" +
+	"\bmax_cost\x18\x12 \x01(\x01R\amaxCost\"\xb7\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
@@ -2945,7 +2978,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe4\x05\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\x9b\x06\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -2968,7 +3001,10 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12results_evicted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x10resultsEvictedAt\x123\n" +
 	"\bmisfiled\x18\x10 \x03(\v2\x17.skillfleet.v1.MisfiledR\bmisfiled\x12+\n" +
 	"\x11misfiled_overflow\x18\x11 \x01(\bR\x10misfiledOverflow\x12#\n" +
-	"\rreport_stored\x18\x12 \x01(\bR\freportStored\";\n" +
+	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1f\n" +
+	"\vcost_capped\x18\x13 \x01(\bR\n" +
+	"costCapped\x12\x14\n" +
+	"\x05spent\x18\x14 \x01(\x01R\x05spent\";\n" +
 	"\bMisfiled\x12\x1d\n" +
 	"\n" +
 	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
