@@ -131,8 +131,8 @@ func Rules() []RuleInfo {
 		{RuleLintNoGenericInstruction, w, "lint", `vague instructions such as "follow best practices"`},
 		{RuleLintProgressive, w, "lint", "a body over 500 lines with no references/ directory and no links to documents in subdirectories (reported instead of context-budget)"},
 		{RuleLintDefaultsOverMenus, w, "lint", "an instruction offers equal alternatives without a default"},
-		{RuleLintGotchasPresent, i, "lint", "a body over 50 lines has no Gotchas-style heading (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Critical rules, ...), unless the skill is about troubleshooting"},
-		{RuleReferencesBroken, w, "lint", "a relative link or path in the body names a file that exists neither in the skill directory nor above it, or is absolute"},
+		{RuleLintGotchasPresent, i, "lint", "a body over 50 lines has no Gotchas-style section (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Constraints, Critical rules, ...) and no list of what not to do, unless the skill is about troubleshooting"},
+		{RuleReferencesBroken, w, "lint", "a link, or a path in prose, inline code or a command, names a file that exists neither in the skill directory nor above it (a near miss is suggested), or is absolute"},
 		{RuleReferencesOutside, i, "lint", "a relative link or path in the body resolves only outside the skill directory (a sibling skill, a shared directory above it): whether it does where the skill is installed the linter cannot know"},
 		{RuleLintSuppression, w, "lint", "a skillfleet-lint-disable comment names an unknown rule, a rule that is not a lint rule, or no rule"},
 	}
