@@ -101,6 +101,14 @@ var triggerRE = regexp.MustCompile(`(?i)\b(?:` + strings.Join([]string{
 	`^(?:the |a )?users? (?:wants?|needs?|asks?|requests?|is asking|mentions?)\b`,
 }, "|") + `)`)
 
+// cjkTriggerRE is a trigger clause in Japanese or Chinese: "…ときに使う", "「…」などで使用",
+// "…時に参照", "当用户…时使用". It stands apart from triggerRE, whose \b (ASCII word
+// boundaries) never matches between CJK characters.
+var cjkTriggerRE = regexp.MustCompile(`(?:とき|時|際|場合)(?:に|は)?(?:使|利用|参照|呼|起動)|(?:で|に)使用|使用する|时(?:使用|调用|触发)|用于|适用于`)
+
+// hasTrigger reports whether a description says when to use the skill.
+func hasTrigger(d string) bool { return triggerRE.MatchString(d) || cjkTriggerRE.MatchString(d) }
+
 // situationRE is a description that opens in lower case with the situation an implied "Use
 // when" would introduce: "deciding whether to ship", "a hypothesis has failed and ...", "an
 // agent has drafted ...". A description of what the skill does starts with a capital ("Builds
@@ -114,7 +122,7 @@ func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 	if s.modelInvocationOff || s.whenToUse != "" {
 		return nil
 	}
-	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) || situationRE.MatchString(s.Description) {
+	if strings.TrimSpace(s.Description) == "" || hasTrigger(s.Description) || situationRE.MatchString(s.Description) {
 		return nil
 	}
 	return diag.Diagnostics{diag.Warning(RuleLintDescriptionQuality, s.File, s.Line("description"),
@@ -407,6 +415,7 @@ var (
 func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
 	shown := exampleTagLines(lines)
+	situation := underWhenToUse(lines)
 	for i, bl := range lines {
 		if bl.code || bl.table || bl.prose == "" {
 			continue
@@ -433,7 +442,7 @@ func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) || exclusiveRE.MatchString(clause) {
 			continue
 		}
-		if eachSaysWhen(rest) || toEndUser(lines, i, bl.prose, loc[0]) || shown[i] || asked(bl.prose, loc[1]) {
+		if eachSaysWhen(rest) || toEndUser(lines, i, bl.prose, loc[0]) || shown[i] || asked(bl.prose, loc[1]) || situation[i] || purposeRE.MatchString(bl.prose) {
 			continue
 		}
 		ds = append(ds, diag.Warning(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(
@@ -492,6 +501,28 @@ func toEndUser(lines []bodyLine, i int, prose string, at int) bool {
 	return false
 }
 
+// Two more are no menu either: a line under a "When to use" heading describes the situation
+// the skill is for ("You need to choose between a skill, a prompt or an agent"), and a step's
+// "Purpose:" or "Goal:" line names the choice the step then makes.
+var (
+	whenToUseRE = regexp.MustCompile(`(?i)^when (?:to|you should) (?:use|run|invoke|apply|activate|trigger)\b`)
+	purposeRE   = regexp.MustCompile(`(?i)^[\s>*_+\-]*(?:purpose|goal|objective)[*_]*\s*:`)
+)
+
+// underWhenToUse marks the lines under a "When to use" heading, up to the next heading.
+func underWhenToUse(lines []bodyLine) []bool {
+	in := make([]bool, len(lines))
+	on := false
+	for i, bl := range lines {
+		if h := heading(bl.text); h != "" && !bl.code {
+			on = whenToUseRE.MatchString(h)
+			continue
+		}
+		in[i] = on
+	}
+	return in
+}
+
 // nextProse returns the line after lines[i] when it continues the paragraph.
 func nextProse(lines []bodyLine, i int) string {
 	if i+1 < len(lines) && !lines[i+1].code {
@@ -505,15 +536,17 @@ func nextProse(lines []bodyLine, i int) string {
 // skills: the spec's words; troubleshooting and common or known problems; anti-patterns,
 // don'ts, mistakes and red flags; rules stated as ones never to break ("Critical Rules (Apply
 // Always)", "Hard rules", "Forbidden", "Rules"); limits the agent must keep to
-// ("Constraints", "Guardrails", "Safety", "Boundaries", "Hard gate"); and the excuses to
+// ("Constraints", "Guardrails", "Safety", "Boundaries", "Hard gate", "Core rules", "Component
+// rules", "Runtime completion doctrine", and the same words in Chinese and Japanese: 必须遵守,
+// 注意事项, ルール); and the excuses to
 // reject ("Rationalizations to Reject"). "When NOT to use" is scope, not a gotcha, and does
 // not count.
 var gotchasRE = regexp.MustCompile(`(?i)` + strings.Join([]string{
 	`gotcha|caveat|pitfall|edge[- ]cases?|foot-?guns?|\btraps?\b|watch out|beware|\bcaution`,
 	`troubleshoot|debugging|common (?:\w+ )?(?:issues|problems|errors|causes|failures|failure modes|mistakes)|known (?:issues|problems|limitations|bugs)|failure modes|what (?:can|could) go wrong`,
 	`anti-?patterns?|don'?ts\b|don’ts\b|do not\b|never\b|avoid|mistakes|red flags|warnings?\b|limitations`,
-	`(?:critical|hard|golden|key|non-negotiable|iron|absolute|important|strict|safety|fallback) rules|^rules\b|rules \(|forbidden|prohibited|must not|important (?:notes?|considerations)`,
-	`constraints?\b|guardrails?|\bsafety\b|boundar(?:y|ies)\b|hard[- ]gates?|restrictions?\b|强约束|注意事项|禁止`,
+	`\brules\b|forbidden|prohibited|must not|important (?:notes?|considerations)|doctrine`,
+	`constraints?\b|guardrails?|\bsafety\b|boundar(?:y|ies)\b|hard[- ]gates?|restrictions?\b|\blimits\b|约束|注意|禁止|遵守|规则|ルール|注意|禁止|制約`,
 	`rationali[sz]ations?|excuses`,
 }, "|"))
 

@@ -50,9 +50,13 @@ func TestTriggerClause(t *testing.T) {
 		{"Run the Meta Ads CLI safely for read-only reporting.", false},
 		{"Scaffold an agent skill with Docker runtime support.", false},
 		{"Formats tables for use in reports if needed.", false},
+		{"侘寂。「これで十分か」と悩んでいるときに使う。", true},
+		{"PR をレビューする。「PR レビューして」などで使用。", true},
+		{"当用户需要处理 PDF 时使用。", true},
+		{"Stripe 決済プラットフォーム全商品のリファレンス。", false},
 	}
 	for _, tc := range tests {
-		if got := triggerRE.MatchString(tc.desc); got != tc.want {
+		if got := hasTrigger(tc.desc); got != tc.want {
 			t.Errorf("%q: trigger = %v, want %v", tc.desc, got, tc.want)
 		}
 	}
@@ -320,6 +324,9 @@ func TestMenusWithCriteria(t *testing.T) {
 		{"Run the script.\nYou can use npm or yarn.", 1},
 		{"Which one? Can you use npm or yarn?", 0},
 		{"<example>\nYou can use npm or yarn.\n</example>", 0},
+		{"## When to run\n- You need to choose between a skill, a prompt, or an agent.", 0},
+		{"## Steps\n- You need to choose between a skill, a prompt, or an agent.", 1},
+		{"**Purpose**: Choose between an async report or an action plan.", 0},
 	}
 	for _, tc := range tests {
 		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
@@ -364,6 +371,12 @@ func TestGotchasHeadings(t *testing.T) {
 		{"x", "Does x.", "Run **DO NOT** twice.\nThen NEVER skip.\nAnd **never** guess.", 0},
 		{"x", "Does x.", "- Never push to main.\n- Do not print tokens.", 1},
 		{"x", "Does x.", "## Rules of thumb for charts", 0},
+		{"x", "Does x.", "## Core rules", 0},
+		{"x", "Does x.", "## Endpoint rules", 0},
+		{"x", "Does x.", "## Runtime completion doctrine", 0},
+		{"x", "Does x.", "## Attribution limits", 0},
+		{"x", "Does x.", "## 必须遵守", 0},
+		{"x", "Does x.", "## Reference index", 1},
 		// The exemption is for what the skill is about, not for a word in passing.
 		{"x", "Builds REST APIs with debug logging and request tracing.", "## Usage", 1},
 		{"x", "Formats code; run it to diagnose style drift later.", "## Usage", 1},

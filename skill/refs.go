@@ -52,10 +52,11 @@ var (
 	// command runs or reads a file of the skill: "python scripts/fill.py", "cat
 	// references/api.md". Other directories in code are more often the user's project.
 	codePathRE = regexp.MustCompile(`(?:^|[\s"'=(])((?:\./)?(?:scripts|references|assets)/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.[A-Za-z0-9]{1,10})\b`)
-	// codeWriteRE is a code line that writes, moves or lists files rather than using them: a
-	// redirection, an output flag, mkdir, touch, cp, mv, tee, a directory tree's branches, or a
-	// comment. A path there is a file the command makes, or an illustration.
-	codeWriteRE = regexp.MustCompile(`>|(?:^|\s)(?:-o|--out\S*|--output\S*|mkdir|touch|cp|mv|tee|ln|rm|install|chmod|git)(?:\s|=|$)|[├└│]|^\s*(?:#|//)`)
+	// codeWriteRE is a code line that writes, moves, tests for or lists files rather than
+	// using them: a redirection, an output flag, mkdir, touch, cp, mv, tee, git, a shell test
+	// ("[[ -f scripts/x.sh ]]": the file may be absent), a directory tree's branches, or a
+	// comment. A path there is a file the command makes, one it looks for, or an illustration.
+	codeWriteRE = regexp.MustCompile(`>|(?:^|[\s(])(?:-o|--out\S*|--output\S*|mkdir|touch|cp|mv|tee|ln|rm|install|chmod|git)(?:\s|=|$)|[├└│]|^\s*(?:#|//)|\[\[?\s+!?\s*-[a-zA-Z]\s`)
 	schemeRE    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 	// slashCommandRE is a plugin's slash command written as a link target, "/plugin:skill":
 	// agents resolve it by name, not as a file.
@@ -82,6 +83,13 @@ var (
 	// placeholderRE is a path segment that holds a place for the reader's own name:
 	// path/to/..., your-file.md, my_skill/..., example-skill/..., foo/bar.md, xxx, "...".
 	placeholderRE = regexp.MustCompile(`(?i)(?:^|/)(?:path/to|(?:your|my|some)[-_][\w.-]*|example[-_][\w.-]*|foo|bar|baz|x{3,}|\.\.\.)(?:[./]|$)`)
+	// othersRE ends the prose before a path that the line says is someone else's: "the
+	// design-system skill's `references/x.md`", "`interaction-flows`'s `references/x.md`".
+	othersRE = regexp.MustCompile(`(?:['’]s|の)[\s*_]*$`)
+	// elsewhereRE starts the prose after a path that the line places in another skill,
+	// repository or project: "`scripts/plot.py` in opendeviationbar-patterns", "… in the doc
+	// and novel skills", "(via execute-checklist skill)".
+	elsewhereRE = regexp.MustCompile(`(?i)^[^.;:!?]{0,40}?\b(?:in|from|via|of) (?:the )?(?:[\w./+-]+ ){0,4}?(?:skills?|repo(?:sitory)?|project|package|plugin)\b|^\s*(?:§\S+\s+)?in [\w.-]+\s*(?:[.,;)]|$)`)
 	// listGapRE is what separates the items of a list of examples: "e.g. `a/b.py`, `c/d.py`
 	// or `e/f.py`".
 	listGapRE = regexp.MustCompile(`(?i)^[\s,;:/"'“”]*(?:(?:or|and)[\s,:"'“”]+)?$`)
@@ -158,6 +166,9 @@ func references(lines []bodyLine) []reference {
 			if createRE.MatchString(gap) {
 				created[path.Clean(span.text)] = true
 				continue
+			}
+			if othersRE.MatchString(gap) || elsewhereRE.MatchString(bl.prose[span.end:]) {
+				continue // another skill's or project's file, named as such
 			}
 			if !example && !history && !lineExample {
 				add(span.text, bl.line, refInlineCode)
@@ -241,11 +252,19 @@ func (r reference) checkable(dir string) bool {
 	// In a code block, only a directory the skill has: a skill that documents a tool shows
 	// commands run in the user's project ("./scripts/ralph-loop.sh"), which has its own
 	// scripts/.
-	if r.kind != refCode && (slices.Contains(conventionalDirs, first) || slices.Contains(conventionalDirs, first+"s")) {
+	if info, err := os.Stat(filepath.Join(dir, first)); err == nil && info.IsDir() {
 		return true
 	}
-	info, err := os.Stat(filepath.Join(dir, first))
-	return err == nil && info.IsDir()
+	// A conventional directory the skill does not have: the path is more often the user's
+	// project or another one the text describes ("the wrapper `scripts/run.sh`") than a
+	// missing directory, unless the file is in the skill under another directory (a near
+	// miss, `reference/x.md` beside references/x.md) or resolves above it (a plugin's
+	// scripts/, references.outside).
+	if slices.Contains(conventionalDirs, first) || slices.Contains(conventionalDirs, first+"s") {
+		c := path.Clean(r.target)
+		return nearMiss(dir, c) != "" || resolvesAbove(dir, c) != ""
+	}
+	return false
 }
 
 // ancestorLevels bounds how far above the skill a reference is looked for: a repository
@@ -337,6 +356,9 @@ func nearMiss(dir, c string) string {
 		}
 		return nil
 	})
+	if folded == c {
+		return "" // the path itself, a dangling symlink: no other file is meant
+	}
 	if folded != "" {
 		return folded
 	}

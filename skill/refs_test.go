@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -120,6 +121,7 @@ func TestReferencesOutside(t *testing.T) {
 	writeFile(t, filepath.Join(root, "plugin", "skills", "other", FileName), minimalSkill("other"))
 	dir := filepath.Join(root, "plugin", "skills", "mine")
 	writeFile(t, filepath.Join(dir, FileName), minimalSkill("mine"))
+	writeFile(t, filepath.Join(dir, "scripts", "keep.sh"), "x") // the skill has scripts/
 	tests := []struct {
 		body string
 		rule string // "" when nothing fires
@@ -162,6 +164,9 @@ func TestReferencesAdvice(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "assets", "templates", "header.py"), "x")
 	writeFile(t, filepath.Join(dir, "wiki", "api", "models.md"), "x")
 	writeFile(t, filepath.Join(dir, "Scripts", "Run.sh"), "x")
+	if err := os.Symlink("../../nowhere/dangling.md", filepath.Join(dir, "references", "dangling.md")); err != nil {
+		t.Skip("symlinks:", err)
+	}
 	tests := []struct {
 		name, desc, body string
 		want             string // the message's tail, "" when nothing fires
@@ -170,13 +175,23 @@ func TestReferencesAdvice(t *testing.T) {
 		{"case", "Does x.", "Run [it](scripts/run.sh).", `did you mean "Scripts/Run.sh"?`},
 		{"moved file", "Does x.", "Use `scripts/header.py`.", `did you mean "assets/templates/header.py"?`},
 		{"moved in an existing directory", "Does x.", "See wiki/guides/models.md.", `did you mean "wiki/api/models.md"?`},
-		{"no near miss", "Does x.", "Run `scripts/gone.py`.", "does not exist in the skill directory"},
+		{"no near miss", "Does x.", "Read `references/gone.md`.", "does not exist in the skill directory"},
+		// A conventional directory the skill lacks (it has Scripts/, not scripts/): the path
+		// is the user's project's or another's, unless it is a near miss (above).
+		{"directory the skill lacks", "Does x.", "The wrapper `scripts/gone.py` loads secrets.", ""},
+		{"dangling symlink", "Does x.", "See `references/dangling.md`.", "does not exist in the skill directory"},
+		// A path the line gives to another skill or project.
+		{"another skill's", "Does x.", "See `design-system`'s `references/gone.md`.", ""},
+		{"in another repository", "Does x.", "Reference: `references/gone.md` in opendeviationbar-patterns.", ""},
+		{"via another skill", "Does x.", "- `references/gone.md` - criteria (via execute-checklist skill)", ""},
+		{"in other skills", "Does x.", "See `references/gone.md` §M3 in the doc + novel skills.", ""},
+		{"shell test", "Does x.", "```bash\nif [[ -f references/gone.md ]]; then\n```", ""},
 		{"docs-site link", "Does x.", "See [hooks](/en/hooks).", "write the full URL (https://...)"},
 		{"file-system path", "Does x.", "See [log](/home/me/log.md).", "use a path relative to the skill directory"},
 		{"authoring guide prose", "Guide for creating effective skills.", "Put it in `scripts/rotate_pdf.py`.", ""},
 		{"authoring guide code", "Helps authors write SKILL.md files.", "```\npython scripts/rotate.py\n```", ""},
 		{"authoring guide link", "Guide for creating effective skills.", "See [the guide](references/gone.md).", "does not exist in the skill directory"},
-		{"this skill is no subject", "Use this skill when the user asks.", "Run `scripts/gone.py`.", "does not exist in the skill directory"},
+		{"this skill is no subject", "Use this skill when the user asks.", "Read `references/gone.md`.", "does not exist in the skill directory"},
 	}
 	for _, tc := range tests {
 		s := &Skill{Name: "mine", Description: tc.desc, File: filepath.Join(dir, FileName), Dir: dir, Body: tc.body, BodyLine: 5}
