@@ -232,7 +232,7 @@ func TestHeading(t *testing.T) {
 func TestLintHandBuiltSkill(t *testing.T) {
 	// A skill built in code, without a directory, is linted without touching the disk.
 	s := &Skill{Name: "x", Description: "Does x.", Body: strings.Repeat("line\n", 60), BodyLine: 4}
-	got := ruleSet(Lint(s))
+	got := ruleSet(Lint(s, OptInRules()...))
 	want := []string{RuleLintDescriptionQuality, RuleLintGotchasPresent}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("rules %v, want %v", got, want)

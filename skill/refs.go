@@ -90,6 +90,9 @@ var (
 	// repository or project: "`scripts/plot.py` in opendeviationbar-patterns", "… in the doc
 	// and novel skills", "(via execute-checklist skill)".
 	elsewhereRE = regexp.MustCompile(`(?i)^[^.;:!?]{0,40}?\b(?:in|from|via|of) (?:the )?(?:[\w./+-]+ ){0,4}?(?:skills?|repo(?:sitory)?|project|package|plugin)\b|^\s*(?:§\S+\s+)?in [\w.-]+\s*(?:[.,;)]|$)`)
+	// elsewhereReach bounds the prose elsewhereRE reads after a span: its forty characters, a
+	// few words and the place's name fit in it.
+	elsewhereReach = 160
 	// listGapRE is what separates the items of a list of examples: "e.g. `a/b.py`, `c/d.py`
 	// or `e/f.py`".
 	listGapRE = regexp.MustCompile(`(?i)^[\s,;:/"'“”]*(?:(?:or|and)[\s,:"'“”]+)?$`)
@@ -167,7 +170,10 @@ func references(lines []bodyLine) []reference {
 				created[path.Clean(span.text)] = true
 				continue
 			}
-			if othersRE.MatchString(gap) || elsewhereRE.MatchString(bl.prose[span.end:]) {
+			// The prose after the span is read no further than elsewhereRE can match, so a
+			// line of many spans costs linear time.
+			after := bl.prose[span.end:min(len(bl.prose), span.end+elsewhereReach)]
+			if othersRE.MatchString(gap) || elsewhereRE.MatchString(after) {
 				continue // another skill's or project's file, named as such
 			}
 			if !example && !history && !lineExample {
