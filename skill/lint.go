@@ -598,10 +598,14 @@ func lintGotchas(s *Skill, lines []bodyLine) diag.Diagnostics {
 			continue
 		}
 		h := heading(bl.text)
-		if m := labelRE.FindStringSubmatch(bl.text); h == "" && m != nil {
-			h = m[1]
+		// Only a line ending in a colon can be a label; the test spares the regular
+		// expression most lines.
+		if h == "" && strings.HasSuffix(strings.TrimRight(bl.text, " \t*_"), ":") {
+			if m := labelRE.FindStringSubmatch(bl.text); m != nil {
+				h = m[1]
+			}
 		}
-		if gotchasRE.MatchString(h) && !whenNotRE.MatchString(h) {
+		if h != "" && gotchasRE.MatchString(h) && !whenNotRE.MatchString(h) {
 			return nil
 		}
 		if warnLineRE.MatchString(bl.text) {

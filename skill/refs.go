@@ -127,11 +127,26 @@ func references(lines []bodyLine) []reference {
 			if i == 0 || !lines[i-1].code {
 				userBlock = blockInProject(lines, i)
 			}
-			if !userBlock && !codeWriteRE.MatchString(bl.text) {
+			if !userBlock && hasConventionalDir(bl.text) && !codeWriteRE.MatchString(bl.text) {
 				for _, m := range codePathRE.FindAllStringSubmatch(bl.text, -1) {
 					add(m[1], bl.line, refCode)
 				}
 			}
+			continue
+		}
+		// A line that is an example ("Example: `scripts/rotate_pdf.py` for PDF rotation",
+		// "Valid: `./scripts/tool.py`", a line of an anti-example) illustrates a path.
+		label, _ := exampleLabel(bl.prose)
+		labelled := exampleLabelRE.MatchString(label)
+		switch {
+		case labelled && exampleLabelOnlyRE.MatchString(label):
+			underLabel = true
+		case strings.TrimSpace(bl.prose) == "" || heading(bl.text) != "":
+			underLabel = false
+		}
+		lineExample := anti[i] || labelled || underLabel
+		// A reference needs a link's bracket, a code span or a slash: most lines have none.
+		if !strings.ContainsAny(bl.text, "]`/") {
 			continue
 		}
 		prose := bl.prose
@@ -147,17 +162,6 @@ func references(lines []bodyLine) []reference {
 		// Each span's gap is the prose since the previous span, so the look-behind for an
 		// example marker costs linear time however many spans a line holds.
 		history := changeRE.MatchString(prose)
-		// A line that is an example ("Example: `scripts/rotate_pdf.py` for PDF rotation",
-		// "Valid: `./scripts/tool.py`", a line of an anti-example) illustrates a path.
-		label, _ := exampleLabel(prose)
-		labelled := exampleLabelRE.MatchString(label)
-		switch {
-		case labelled && exampleLabelOnlyRE.MatchString(label):
-			underLabel = true
-		case strings.TrimSpace(prose) == "" || heading(bl.text) != "":
-			underLabel = false
-		}
-		lineExample := anti[i] || labelled || underLabel
 		prevEnd, prevExample := 0, false
 		for _, span := range codeSpans(bl.text) {
 			gap := bl.prose[prevEnd:span.start]
@@ -180,7 +184,7 @@ func references(lines []bodyLine) []reference {
 				add(span.text, bl.line, refInlineCode)
 			}
 		}
-		if !history && !lineExample {
+		if !history && !lineExample && strings.Contains(prose, "/") {
 			for _, m := range barePathRE.FindAllStringSubmatch(prose, -1) {
 				add(m[1], bl.line, refBare)
 			}
@@ -188,6 +192,17 @@ func references(lines []bodyLine) []reference {
 	}
 	// A file the body has the agent create may be mentioned before the step that creates it.
 	return slices.DeleteFunc(out, func(r reference) bool { return created[path.Clean(r.target)] })
+}
+
+// hasConventionalDir reports whether a line may name a path into a conventional directory:
+// the test spares codePathRE and codeWriteRE most lines of code.
+func hasConventionalDir(t string) bool {
+	for _, d := range conventionalDirs {
+		if strings.Contains(t, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // projectRE is what says that commands run in the user's project, not in the skill: "from
