@@ -165,7 +165,7 @@ func runPipeline(roots []string, opts Options, readDir func(string) ([]os.DirEnt
 	ds = append(ds, cat.EmptyRoots(ds)...)
 	for _, s := range cat.All() {
 		ds = append(ds, Validate(s, opts)...)
-		ds = append(ds, Lint(s)...)
+		ds = append(ds, Lint(s, OptInRules()...)...)
 	}
 	_, rds := Resolve(cat, opts)
 	ds = append(ds, rds...)
