@@ -97,6 +97,10 @@ type Transcript struct {
 	// Stop says why the run ended: "final" (an answer), "turns", "tokens", "time" (a limit),
 	// or "error" (the endpoint, the sandbox, an empty answer, cancellation).
 	Stop string
+	// AgentVersion is a command agent's CLI name and version as it told the gateway
+	// ("claude-cli/2.1.240", "codex_exec/0.162.1", "GeminiCLI/0.56.0"); "" when unknown, and
+	// for the built-in agent.
+	AgentVersion string
 	// Trajectory is the whole conversation as the model saw it, in ATIF (see package atif):
 	// tool outputs as shown to the model, arguments as the model wrote them, tokens per turn.
 	// It is set on every return, an error's included, with what happened until then.

@@ -35,8 +35,8 @@ const (
 	stderrExcerpt = 2048
 	// CommandAgentName is the agent name of a gateway's trajectories when its config names none.
 	CommandAgentName = "agent-cli"
-	// CommandAgentVersion is the agent version of a gateway's trajectories: the gateway cannot
-	// know which version of a CLI ran.
+	// CommandAgentVersion is the agent version of a gateway's trajectories when the CLI named
+	// none in its User-Agent.
 	CommandAgentVersion = "unknown"
 )
 
@@ -56,6 +56,9 @@ type GatewaySession interface {
 	Record() (t *atif.Trajectory, complete bool)
 	// BudgetExhausted says the gateway refused a request for the job's token budget.
 	BudgetExhausted() bool
+	// AgentVersion is the CLI's name and version from the User-Agent it sent
+	// ("claude-cli/2.1.240"); "" when it named none.
+	AgentVersion() string
 	Close()
 }
 
@@ -197,6 +200,7 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			tr.Activated = append(tr.Activated, a.Skill)
 		}
 		tr.Trajectory, tr.ToolsSeen = sess.Record()
+		tr.AgentVersion = sess.AgentVersion()
 		// The calls the model asked for, as the gateway saw them: complete only when every
 		// request matched a step of one conversation, no message was skipped and no answer
 		// was cut (a CLI that compacts its history or runs sub-agents leaves calls out of

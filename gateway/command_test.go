@@ -76,6 +76,10 @@ func TestCommandThroughTheGateway(t *testing.T) {
 				traj.Steps[1].Message != "answer to the question" || traj.Steps[1].Metrics == nil || traj.Steps[1].Metrics.PromptTokens != 12 {
 				t.Errorf("trajectory %+v", traj)
 			}
+			// The stand-in CLI's version, from the User-Agent Python's urllib sends.
+			if !strings.HasPrefix(tr.AgentVersion, "Python-urllib/3.") {
+				t.Errorf("agent version %q, want Python-urllib/3.x", tr.AgentVersion)
+			}
 			// One whole conversation, no call: the (empty) list of calls is complete.
 			if !tr.ToolsSeen || len(tr.ToolCalls) != 0 {
 				t.Errorf("tools seen %v, calls %v; want a complete empty list", tr.ToolsSeen, tr.ToolCalls)

@@ -344,6 +344,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, only *Session) {
 		return
 	}
 	seq := s.observe(rt.Kind, req)
+	if hf, ok := p.(headerFilter); ok {
+		s.noteDropped(hf.Dropped(r.Header))
+	}
+	s.noteClient(r.Header.Get("User-Agent"))
 	g.forward(w, r, p, rt, req, s, exchange{seq: seq, res: res, maxOutput: maxOutput, tools: req.Tools() > 0}, log)
 }
 

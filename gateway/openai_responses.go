@@ -85,10 +85,33 @@ func parseResponses(body []byte, compact bool, serviceTier string) (*responsesRe
 	if p.tools, p.removed, ref = openAICommon(params, "input", &p.model, &p.stream); ref != nil {
 		return nil, ref
 	}
+	if err := untypedReferences(params["input"]); err != nil {
+		return nil, badRequest("%v", err)
+	}
 	if raw, ok := params["max_output_tokens"]; ok {
 		_ = decodeChecked(raw, &p.maxOutput)
 	}
 	return p, nil
+}
+
+// untypedReferences refuses an input item with neither a type nor a role: the API reads it as
+// an item_reference (whose type is optional), which needs stored state. Messages may leave
+// their type out, never their role.
+func untypedReferences(input json.RawMessage) error {
+	var items []any
+	if json.Unmarshal(input, &items) != nil {
+		return nil // a string input
+	}
+	for i, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		if jsonString(obj, "type") == "" && jsonString(obj, "role") == "" {
+			return fmt.Errorf("input[%d]: an item without a type or a role is an item_reference, which needs stored state, and the gateway sends store: false; send the item itself", i)
+		}
+	}
+	return nil
 }
 
 // Build is the body sent upstream: the checked fields, the configured model, store: false

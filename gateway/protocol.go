@@ -46,6 +46,14 @@ type Protocol interface {
 	StreamError(code, msg string) []byte
 }
 
+// headerFilter is a Protocol whose Upstream drops some values of a client's headers rather
+// than refuse the request (Anthropic's betas). Dropped names each ("header: value"), so that
+// the trajectory says what did not reach the model: a CLI that behaves differently for it is
+// explained, not silently changed.
+type headerFilter interface {
+	Dropped(client http.Header) []string
+}
+
 // Kind is what the gateway does with a route.
 type Kind int
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/skillfleet/skillfleet/activation"
@@ -64,6 +65,8 @@ type Session struct {
 	scanned int
 	// traj is what Trajectory is built from.
 	traj trajectoryState
+	// version is the CLI's name and version as its first readable User-Agent gave them.
+	version string
 }
 
 // Open starts a session for a job with a fresh random token; jobID is only for logs. skills,
@@ -356,4 +359,56 @@ func (g *Gateway) Opener() agent.OpenGateway {
 		}
 		return s, nil
 	}
+}
+
+// AgentVersion is the name and version of the CLI that sent the session's requests
+// ("claude-cli/2.1.240", "codex_exec/0.162.1", "GeminiCLI/0.56.0"), as the first User-Agent
+// the gateway could read one from named it; "" when none did. The CLI says it of itself: it
+// tells a result which build ran, it proves nothing.
+func (s *Session) AgentVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// noteClient keeps the CLI's version from a forwarded request's User-Agent, once.
+func (s *Session) noteClient(userAgent string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == "" {
+		s.version = cliVersion(userAgent)
+	}
+}
+
+// maxVersionPart bounds a User-Agent product's name and its version.
+const maxVersionPart = 64
+
+// cliVersion is the product and version of a User-Agent's first product token ("name/version",
+// the version starting with a digit; Gemini CLI's "GeminiCLI/0.56.0/model" gives
+// "GeminiCLI/0.56.0"), "" when it has none. Both parts are bounded and limited to the
+// characters of a product token: the User-Agent comes from the sandbox, and what is kept
+// reaches results, reports and the history.
+func cliVersion(userAgent string) string {
+	first, _, _ := strings.Cut(userAgent, " ")
+	name, rest, ok := strings.Cut(first, "/")
+	version, _, _ := strings.Cut(rest, "/")
+	if !ok || !versionPart(name) || !versionPart(version) || version[0] < '0' || version[0] > '9' || name == "Go-http-client" {
+		// Go's default names its HTTP version, not the program's.
+		return ""
+	}
+	return name + "/" + version
+}
+
+// versionPart accepts a non-empty, bounded run of letters, digits, dots, dashes, underscores
+// and pluses.
+func versionPart(s string) bool {
+	if s == "" || len(s) > maxVersionPart {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '-' && c != '_' && c != '+' {
+			return false
+		}
+	}
+	return true
 }

@@ -28,6 +28,10 @@ const (
 	maxAnswerText = 1 << 20
 	// maxAnswerCalls bounds the tool calls kept of the last answer.
 	maxAnswerCalls = 256
+	// maxDroppedHeaders bounds the dropped header values named; a CLI sends a handful.
+	maxDroppedHeaders = 64
+	// maxDroppedHeader bounds one named value; real betas are a few dozen bytes.
+	maxDroppedHeader = 128
 )
 
 // The extra keys by which a gateway trajectory says it does not hold the whole conversation,
@@ -37,6 +41,7 @@ const (
 	extraSkipped    = "skipped_messages"      // messages that could not be read
 	extraIncomplete = "incomplete"            // an answer cut at a cap (on its step)
 	extraRemoved    = "removed_hosted_tools"  // hosted tools the gateway took out of requests
+	extraDropped    = "dropped_headers"       // client header values not forwarded (headerFilter)
 	extraSide       = "side_requests"         // a CLI's side queries and token counts, not turns
 	extraStop       = atif.ExtraStopReason    // a refusal or safety stop (on its step)
 	extraAPI        = "api"                   // the protocol the CLI spoke
@@ -57,11 +62,13 @@ type trajectoryState struct {
 	conv   []Message
 	// removed are the hosted tools taken out of any request, once each.
 	removed []string
+	// dropped are the header values left out of any forwarded request, once each.
+	dropped []string
 	// answer is the answer to request seq, when the CLI got one.
 	answer *Turn
-	// usage is each answered request's tokens; dropped counts those past the bound.
-	usage   []requestUsage
-	dropped int
+	// usage is each answered request's tokens; unkept counts those past the bound.
+	usage  []requestUsage
+	unkept int
 	// atMax counts the answers ended at their max output, and atMaxTokens is the largest of
 	// those max outputs.
 	atMax       int
@@ -90,6 +97,24 @@ func (s *Session) remember(seq int, conv []Message, removed []string) {
 	}
 }
 
+// noteDropped keeps the header values left out of a forwarded request (headerFilter), once
+// each, bounded: a client could send a new value with every request.
+func (s *Session) noteDropped(values []string) {
+	if len(values) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range values {
+		if len(v) > maxDroppedHeader {
+			v = v[:maxDroppedHeader] + "…"
+		}
+		if len(s.traj.dropped) < maxDroppedHeaders && !slices.Contains(s.traj.dropped, v) {
+			s.traj.dropped = append(s.traj.dropped, v)
+		}
+	}
+}
+
 // recordAnswer books an answer the CLI got: its usage, whether it ended at its max output
 // (maxOutput, the one sent; 0 when the upstream's default applied), and the answer itself
 // when it answers the kept request.
@@ -107,7 +132,7 @@ func (s *Session) recordAnswer(seq int, tools bool, u Tokens, ans *Turn, maxOutp
 	if len(s.traj.usage) < maxTrajectoryRequests {
 		s.traj.usage = append(s.traj.usage, requestUsage{seq: seq, tokens: u, tools: tools, atMax: atMax})
 	} else {
-		s.traj.dropped++
+		s.traj.unkept++
 	}
 	if seq == s.traj.seq && ans != nil {
 		ans.bound()
@@ -153,12 +178,13 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	st := s.traj
 	st.usage = slices.Clone(st.usage)
 	st.removed = slices.Clone(st.removed)
+	st.dropped = slices.Clone(st.dropped)
 	side := st.counts
 	s.mu.Unlock()
 
 	b := &trajectoryBuilder{
 		t: &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Steps: []atif.Step{},
-			Agent: atif.Agent{Name: s.g.agentName, Version: agent.CommandAgentVersion, ModelName: s.g.cfg.Model,
+			Agent: atif.Agent{Name: s.g.agentName, Version: cmp.Or(s.AgentVersion(), agent.CommandAgentVersion), ModelName: s.g.cfg.Model,
 				Extra: map[string]any{extraAPI: s.g.api.Name()}}},
 		byCall: map[string]int{}, open: -1,
 	}
@@ -219,7 +245,7 @@ func (s *Session) Trajectory() *atif.Trajectory {
 		used++
 	}
 	extra := map[string]any{}
-	if n := len(st.usage) - used + st.dropped; n > 0 {
+	if n := len(st.usage) - used + st.unkept; n > 0 {
 		extra[extraUnmatched] = n
 	}
 	if b.skipped > 0 {
@@ -227,6 +253,9 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	}
 	if len(st.removed) > 0 {
 		extra[extraRemoved] = st.removed
+	}
+	if len(st.dropped) > 0 {
+		extra[extraDropped] = st.dropped
 	}
 	if side > 0 {
 		extra[extraSide] = side
