@@ -246,7 +246,7 @@ func anthropicStrings(name string, raw json.RawMessage) error {
 // forwarded.
 func anthropicSpeed(name string, raw json.RawMessage) error {
 	var s string
-	if json.Unmarshal(raw, &s) != nil || (s != "standard" && s != "fast") {
+	if decodeChecked(raw, &s) != nil || (s != "standard" && s != "fast") {
 		return fmt.Errorf("%q must be \"standard\" or \"fast\"", name)
 	}
 	return nil
@@ -258,7 +258,7 @@ func anthropicCacheControl(name string, raw json.RawMessage) error {
 	var c struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(raw, &c) != nil || c.Type == "" {
+	if decodeChecked(raw, &c) != nil || c.Type == "" {
 		return fmt.Errorf("%q must be an object with a type", name)
 	}
 	return nil

@@ -98,20 +98,26 @@ func parseResponses(body []byte, compact bool, serviceTier string) (*responsesRe
 // an item_reference (whose type is optional), which needs stored state. Messages may leave
 // their type out, never their role.
 func untypedReferences(input json.RawMessage) error {
-	var items []any
-	if json.Unmarshal(input, &items) != nil {
-		return nil // a string input
-	}
-	for i, it := range items {
-		obj, ok := it.(map[string]any)
-		if !ok {
-			continue
+	var err error
+	eachElement(input, func(i int, raw []byte) bool {
+		// Only the keys jsonString could read as type or role are decoded: the items are
+		// most of the body.
+		obj := map[string]any{}
+		if !eachMember(raw, func(k string, v []byte) bool {
+			if strings.EqualFold(k, "type") || strings.EqualFold(k, "role") {
+				obj[k], _ = decodeAny(v)
+			}
+			return true
+		}) {
+			return true
 		}
 		if jsonString(obj, "type") == "" && jsonString(obj, "role") == "" {
-			return fmt.Errorf("input[%d]: an item without a type or a role is an item_reference, which needs stored state, and the gateway sends store: false; send the item itself", i)
+			err = fmt.Errorf("input[%d]: an item without a type or a role is an item_reference, which needs stored state, and the gateway sends store: false; send the item itself", i)
+			return false
 		}
-	}
-	return nil
+		return true
+	})
+	return err
 }
 
 // Build is the body sent upstream: the checked fields, the configured model, store: false

@@ -96,3 +96,18 @@ func TestFetchCheckReadsPastHugeNumbers(t *testing.T) {
 		t.Error("an image by URL beside 1e400 was not refused")
 	}
 }
+
+// So for the Responses API's untyped items: an item without a type or a role beside such a
+// number is still refused.
+func TestUntypedReferencesPastHugeNumbers(t *testing.T) {
+	for in, refused := range map[string]bool{
+		`[{"role":"user","content":"x","n":1e400},{"id":"msg_1"}]`: true,
+		`[{"ROLE":"user","content":"x"},{"Type":"message"}]`:       false,
+		`[{"type":5,"role":"user"},{"type":"","role":null}]`:       true,
+		`"a string input"`: false,
+	} {
+		if err := untypedReferences(json.RawMessage(in)); (err != nil) != refused {
+			t.Errorf("%s: %v, want refused %v", in, err, refused)
+		}
+	}
+}
