@@ -331,11 +331,14 @@ func (s *Session) observe(kind Kind, req Request) int {
 	if s.traj.sawTools && !tools {
 		return seq
 	}
-	msgs := req.Conversation()
-	s.remember(seq, msgs, req.Removed())
 	if s.skills == nil {
+		// Nothing to scan: the conversation is read when a trajectory is built, not on every
+		// turn of a conversation that grows with each.
+		s.remember(seq, req, nil, req.Removed())
 		return seq
 	}
+	msgs := req.Conversation()
+	s.remember(seq, req, msgs, req.Removed())
 	if len(msgs) < s.scanned {
 		s.scanned = 0
 	}

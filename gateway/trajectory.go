@@ -60,6 +60,9 @@ type trajectoryState struct {
 	// counts is how many token counts were forwarded.
 	counts int
 	conv   []Message
+	// convOf is the request whose conversation conv is, when it was not read yet (a
+	// Request is not changed once parsed: reading it outside s.mu is safe).
+	convOf Request
 	// removed are the hosted tools taken out of any request, once each.
 	removed []string
 	// dropped are the header values left out of any forwarded request, once each.
@@ -85,11 +88,15 @@ type requestUsage struct {
 	atMax int64
 }
 
-// remember keeps a main request's conversation as the session's latest. Called with s.mu
-// held.
-func (s *Session) remember(seq int, conv []Message, removed []string) {
+// remember keeps a main request's conversation as the session's latest: conv when it was
+// read already, else req, whose conversation is read when a trajectory is built. Called with
+// s.mu held.
+func (s *Session) remember(seq int, req Request, conv []Message, removed []string) {
 	t := &s.traj
-	t.seq, t.conv, t.answer = seq, conv, nil
+	t.seq, t.conv, t.convOf, t.answer = seq, conv, nil, nil
+	if conv == nil {
+		t.convOf = req
+	}
 	for _, r := range removed {
 		if !slices.Contains(t.removed, r) {
 			t.removed = append(t.removed, r)
@@ -188,7 +195,11 @@ func (s *Session) Trajectory() *atif.Trajectory {
 				Extra: map[string]any{extraAPI: s.g.api.Name()}}},
 		byCall: map[string]int{}, open: -1,
 	}
-	b.conversation(st.conv)
+	conv := st.conv
+	if conv == nil && st.convOf != nil {
+		conv = st.convOf.Conversation()
+	}
+	b.conversation(conv)
 	convSteps := len(b.t.Steps)
 	if st.answer != nil {
 		b.answer(st.answer)
