@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -194,28 +195,34 @@ func fetchedContent(raw json.RawMessage, root string, bad func(obj map[string]an
 	// Walked whole even when a number in it is too large for a float64: such a number must
 	// not hide the objects beside it.
 	v, _ := decodeAny(raw)
-	var walk func(v any, path string) error
-	walk = func(v any, path string) error {
+	// The path is spelled only for a refusal: where collects its segments on the way back.
+	var walk func(v any) (why string, where []string)
+	walk = func(v any) (string, []string) {
 		switch x := v.(type) {
 		case []any:
 			for i, e := range x {
-				if err := walk(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-					return err
+				if why, where := walk(e); why != "" {
+					return why, append(where, "["+strconv.Itoa(i)+"]")
 				}
 			}
 		case map[string]any:
 			if why := bad(x); why != "" {
-				return fmt.Errorf("%s: %s; send the content inline (base64 data) instead", path, why)
+				return why, nil
 			}
 			for _, k := range slices.Sorted(maps.Keys(x)) {
-				if err := walk(x[k], path+"."+k); err != nil {
-					return err
+				if why, where := walk(x[k]); why != "" {
+					return why, append(where, "."+k)
 				}
 			}
 		}
+		return "", nil
+	}
+	why, where := walk(v)
+	if why == "" {
 		return nil
 	}
-	return walk(v, root)
+	slices.Reverse(where)
+	return fmt.Errorf("%s%s: %s; send the content inline (base64 data) instead", root, strings.Join(where, ""), why)
 }
 
 // isRemoteURL says a URL is one the provider would fetch: anything but inline data.

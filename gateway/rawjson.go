@@ -453,36 +453,61 @@ func structFields(t reflect.Type) (fieldSet, bool) {
 // string, float64, bool, nil); ok is false when it holds a number float64 cannot hold, which
 // json.Unmarshal refuses (the rest is decoded all the same, such a number as 0).
 func decodeAny(raw []byte) (any, bool) {
-	switch raw[0] {
+	v, _, ok := parseAny(raw, skipSpace(raw, 0))
+	return v, ok
+}
+
+// parseAny decodes the value that starts at b[i] in one pass (see decodeAny) and returns
+// the index just past it.
+func parseAny(b []byte, i int) (v any, next int, ok bool) {
+	if i >= len(b) {
+		return nil, i, true
+	}
+	ok = true
+	switch b[i] {
 	case '{':
 		m := map[string]any{}
-		ok := true
-		eachMember(raw, func(k string, e []byte) bool {
-			x, xok := decodeAny(e)
+		i = skipSpace(b, i+1)
+		for i < len(b) && b[i] == '"' {
+			end := skipString(b, i)
+			k := unquote(b[i:end])
+			i = skipSpace(b, skipSpace(b, end)+1) // past the colon
+			var x any
+			var xok bool
+			x, i, xok = parseAny(b, i)
 			m[k], ok = x, ok && xok
-			return true
-		})
-		return m, ok
+			if i = skipSpace(b, i); i < len(b) && b[i] == ',' {
+				i = skipSpace(b, i+1)
+			}
+		}
+		return m, i + 1, ok // past the brace
 	case '[':
 		a := []any{}
-		ok := true
-		eachElement(raw, func(_ int, e []byte) bool {
-			x, xok := decodeAny(e)
+		i = skipSpace(b, i+1)
+		for i < len(b) && b[i] != ']' {
+			x, end, xok := parseAny(b, i)
+			if end == i {
+				break // not JSON: never so in what the gateway checked
+			}
 			a, ok = append(a, x), ok && xok
-			return true
-		})
-		return a, ok
+			if i = skipSpace(b, end); i < len(b) && b[i] == ',' {
+				i = skipSpace(b, i+1)
+			}
+		}
+		return a, i + 1, ok
 	case '"':
-		return unquote(raw), true
+		end := skipString(b, i)
+		return unquote(b[i:end]), end, true
 	case 't':
-		return true, true
+		return true, i + 4, true
 	case 'f':
-		return false, true
+		return false, i + 5, true
 	case 'n':
-		return nil, true
+		return nil, i + 4, true
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	return f, err == nil
+	end := skipValue(b, i)
+	f, err := strconv.ParseFloat(string(b[i:end]), 64)
+	return f, end, err == nil
 }
 
 // appendObject appends m as a JSON object, its keys sorted as json.Marshal sorts a map's, its

@@ -111,3 +111,30 @@ func TestUntypedReferencesPastHugeNumbers(t *testing.T) {
 		}
 	}
 }
+
+// Gemini's one-pass canonical spelling writes what the member-by-member one does, for the
+// CLI's bodies and a body of every spelling.
+func TestGeminiCanonicalFastAsExact(t *testing.T) {
+	bodies := []string{
+		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generation_config":{"max_output_tokens":5,"thinking_config":{"thinking_budget":-1}},"system_instruction":{"parts":[{"text":"S"}]},"tools":[{"function_declarations":[{"name":"f","parameters":{"snake_key":{"a_b":1}}}]}]}`,
+		`{"a":[[[[[[[[[[[[[[[[[[{"b_c":1}]]]]]]]]]]]]]]]]]]}`,
+	}
+	for _, f := range []string{"gemini-cli-0.56.stream.json", "gemini-cli-0.56.count-tokens.json"} {
+		bodies = append(bodies, string(loadGolden(t, f).Body))
+	}
+	for _, body := range bodies {
+		fast, ok := appendGeminiCanonicalFast(nil, []byte(body), 0)
+		exact, err := appendGeminiCanonical(nil, []byte(body), "", 0)
+		if !ok || err != nil || string(fast) != string(exact) {
+			t.Errorf("%.60s: one pass %v %s\nmember by member %v %s", body, ok, fast, err, exact)
+		}
+	}
+	for _, body := range []string{`{"contents":[{"parts":[{"file_data":{}}]}]}`, `{"generationConfig":{},"generation_config":{}}`, `{"a":{"FileData":1}}`} {
+		if _, ok := appendGeminiCanonicalFast(nil, []byte(body), 0); ok {
+			t.Errorf("%s: accepted by the one pass", body)
+		}
+		if _, err := appendGeminiCanonical(nil, []byte(body), "", 0); err == nil {
+			t.Errorf("%s: accepted member by member", body)
+		}
+	}
+}
