@@ -378,17 +378,16 @@ func anthropicTools(raw json.RawMessage) (kept []json.RawMessage, removed, remov
 // anthropicFetched says why a content object is refused: an image or document the provider
 // would fetch from a URL, one stored with the Files API, or a file for a container. Inline
 // sources (base64, text, content blocks) and search results are content the CLI sent.
-func anthropicFetched(obj map[string]any) string {
-	if jsonIs(obj, "type", "container_upload") {
+func anthropicFetched(obj jsonObject) string {
+	if obj.is("type", "container_upload") {
 		return "a container_upload puts a stored file into a container the provider keeps"
 	}
-	v, _ := jsonField(obj, "source")
-	src, ok := v.(map[string]any)
+	src, ok := obj.object("source")
 	switch {
 	case !ok:
-	case jsonIs(src, "type", "url"):
+	case src.is("type", "url"):
 		return "a source by URL is fetched by the provider, outside the sandbox"
-	case jsonIs(src, "type", "file"):
+	case src.is("type", "file"):
 		return "a file source names a file stored with the provider (Files API), which outlives the job"
 	}
 	return ""

@@ -186,43 +186,102 @@ func isFalse(why string) fieldCheck {
 // fetch something the sandbox cannot reach (a URL) or read state that outlives the job (a
 // stored file or item). bad says, for one JSON object at path, why it is refused ("" when it
 // is not). Only the JSON structure is walked: a tool result's text that merely mentions a URL
-// is a string, not such an object.
-func fetchedContent(raw json.RawMessage, root string, bad func(obj map[string]any) string) error {
+// is a string, not such an object. Nothing is decoded but what bad reads: a conversation is
+// mostly tool output, which no check reads.
+func fetchedContent(raw json.RawMessage, root string, bad func(obj jsonObject) string) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return nil // no such field
 	}
-	// Walked whole even when a number in it is too large for a float64: such a number must
-	// not hide the objects beside it.
-	v, _ := decodeAny(raw)
-	// The path is spelled only for a refusal: where collects its segments on the way back.
-	var walk func(v any) (why string, where []string)
-	walk = func(v any) (string, []string) {
-		switch x := v.(type) {
-		case []any:
-			for i, e := range x {
-				if why, where := walk(e); why != "" {
-					return why, append(where, "["+strconv.Itoa(i)+"]")
-				}
-			}
-		case map[string]any:
-			if why := bad(x); why != "" {
-				return why, nil
-			}
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				if why, where := walk(x[k]); why != "" {
-					return why, append(where, "."+k)
-				}
-			}
-		}
-		return "", nil
-	}
-	why, where := walk(v)
+	why, where := walkFetched(raw, bad)
 	if why == "" {
 		return nil
 	}
+	// The path is spelled only for a refusal: where collected its segments on the way back.
 	slices.Reverse(where)
 	return fmt.Errorf("%s%s: %s; send the content inline (base64 data) instead", root, strings.Join(where, ""), why)
+}
+
+// walkFetched walks a value for fetchedContent, an object's members in the order of their
+// keys, and says why the first object bad refuses is refused, and where (innermost first).
+func walkFetched(raw []byte, bad func(obj jsonObject) string) (why string, where []string) {
+	switch raw[0] {
+	case '[':
+		eachElement(raw, func(i int, e []byte) bool {
+			if why, where = walkFetched(e, bad); why != "" {
+				where = append(where, "["+strconv.Itoa(i)+"]")
+				return false
+			}
+			return true
+		})
+	case '{':
+		obj := readObject(raw)
+		if why = bad(obj); why != "" {
+			return why, nil
+		}
+		slices.SortFunc(obj, func(a, b jsonMember) int { return strings.Compare(a.key, b.key) })
+		for _, m := range obj {
+			if why, where = walkFetched(m.val, bad); why != "" {
+				return why, append(where, "."+m.key)
+			}
+		}
+	}
+	return why, where
+}
+
+// jsonObject is a JSON object's members, their values as they are: what a check reads of an
+// object without decoding what it does not read.
+type jsonObject []jsonMember
+
+type jsonMember struct {
+	key string
+	val []byte
+}
+
+// readObject reads the members of an object (none when raw is no object).
+func readObject(raw []byte) jsonObject {
+	var obj jsonObject
+	eachMember(raw, func(k string, v []byte) bool {
+		obj = append(obj, jsonMember{k, v})
+		return true
+	})
+	return obj
+}
+
+// field is an object's field as jsonField reads one: by its exact key, else
+// case-insensitively.
+func (o jsonObject) field(key string) ([]byte, bool) {
+	for _, m := range o {
+		if m.key == key {
+			return m.val, true
+		}
+	}
+	for _, m := range o {
+		if strings.EqualFold(m.key, key) {
+			return m.val, true
+		}
+	}
+	return nil, false
+}
+
+// str is a string field (field; "" when absent or not a string).
+func (o jsonObject) str(key string) string {
+	if v, ok := o.field(key); ok && v[0] == '"' {
+		return unquote(v)
+	}
+	return ""
+}
+
+// is says a string field holds want, compared case-insensitively: refusing "URL" with "url"
+// costs nothing, and a lenient reader could take one for the other.
+func (o jsonObject) is(key, want string) bool { return strings.EqualFold(o.str(key), want) }
+
+// object is an object field (ok false when absent or not an object).
+func (o jsonObject) object(key string) (jsonObject, bool) {
+	if v, ok := o.field(key); ok && v[0] == '{' {
+		return readObject(v), true
+	}
+	return nil, false
 }
 
 // isRemoteURL says a URL is one the provider would fetch: anything but inline data.
@@ -253,10 +312,4 @@ func jsonString(obj map[string]any, key string) string {
 	v, _ := jsonField(obj, key)
 	s, _ := v.(string)
 	return s
-}
-
-// jsonIs says an object's string field holds want, compared case-insensitively: refusing
-// "URL" with "url" costs nothing, and a lenient reader could take one for the other.
-func jsonIs(obj map[string]any, key, want string) bool {
-	return strings.EqualFold(jsonString(obj, key), want)
 }

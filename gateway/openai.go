@@ -248,25 +248,26 @@ func openAIToolChoice(name string, raw json.RawMessage) error {
 // openAIFetched says why a content object of a Chat or Responses conversation is refused:
 // an image, file or audio the provider would fetch from a URL, a stored file, or a reference
 // to a stored item.
-func openAIFetched(obj map[string]any) string {
-	if jsonIs(obj, "type", "item_reference") {
+func openAIFetched(obj jsonObject) string {
+	if obj.is("type", "item_reference") {
 		return "an item_reference needs stored state, and the gateway sends store: false"
 	}
-	iu, _ := jsonField(obj, "image_url")
-	switch iu := iu.(type) {
-	case string:
-		if isRemoteURL(iu) {
-			return "an image by URL is fetched by the provider, outside the sandbox"
-		}
-	case map[string]any:
-		if isRemoteURL(jsonString(iu, "url")) {
-			return "an image by URL is fetched by the provider, outside the sandbox"
+	if iu, ok := obj.field("image_url"); ok {
+		switch iu[0] {
+		case '"':
+			if isRemoteURL(unquote(iu)) {
+				return "an image by URL is fetched by the provider, outside the sandbox"
+			}
+		case '{':
+			if isRemoteURL(readObject(iu).str("url")) {
+				return "an image by URL is fetched by the provider, outside the sandbox"
+			}
 		}
 	}
-	if _, ok := jsonField(obj, "file_url"); ok {
+	if _, ok := obj.field("file_url"); ok {
 		return "a file by URL is fetched by the provider, outside the sandbox"
 	}
-	if _, ok := jsonField(obj, "file_id"); ok {
+	if _, ok := obj.field("file_id"); ok {
 		return "a file_id names a file stored with the provider, which outlives the job"
 	}
 	return ""
