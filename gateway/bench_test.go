@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -92,50 +93,112 @@ func percentiles(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds()), "p95-µs")
 }
 
+// benchTurns are the conversation lengths BenchmarkGatewayRequest sends: a CLI's first
+// request as the golden holds it, and the same conversation at turn 40 (grow), where a
+// gateway that reads the conversation more than once shows it (issue 31).
+var benchTurns = []int{1, 40}
+
+// grow turns a golden first request into its turn-n conversation: n-1 more turns of what
+// each CLI sends when its agent runs a command, each a tool call and about perTurn bytes of
+// its output (Codex: a reasoning item, a function_call and its function_call_output; Claude
+// Code: an assistant tool_use and the user's tool_result; Gemini CLI: a model functionCall
+// and the user's functionResponse). n of 1 is the golden itself.
+func grow(tb testing.TB, g cliGolden, n, perTurn int) cliGolden {
+	if n <= 1 {
+		return g
+	}
+	var body map[string]any
+	if err := json.Unmarshal(g.Body, &body); err != nil {
+		tb.Fatal(err)
+	}
+	out := strings.Repeat("ok  \tgithub.com/acme/app/pkg/sub\t0.012s\n", perTurn/40)
+	switch {
+	case body["input"] != nil:
+		in := body["input"].([]any)
+		for i := range n - 1 {
+			id := fmt.Sprintf("call_%d", i)
+			in = append(in,
+				map[string]any{"type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": "**Reading**"}}, "encrypted_content": "gAAAAABp" + strings.Repeat("x", 400)},
+				map[string]any{"type": "function_call", "name": "shell", "arguments": `{"command":["bash","-lc","go test ./pkg/..."],"workdir":"/workspace"}`, "call_id": id},
+				map[string]any{"type": "function_call_output", "call_id": id, "output": out})
+		}
+		body["input"] = in
+	case body["messages"] != nil:
+		ms := body["messages"].([]any)
+		for i := range n - 1 {
+			id := fmt.Sprintf("toolu_%024d", i)
+			ms = append(ms,
+				map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "I'll run it."}, map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]any{"command": "go test ./..."}}}},
+				map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": out}}})
+		}
+		body["messages"] = ms
+	case body["contents"] != nil:
+		cs := body["contents"].([]any)
+		for i := range n - 1 {
+			cs = append(cs,
+				map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"id": fmt.Sprint("c", i), "name": "run_shell_command", "args": map[string]any{"command": "go test ./..."}}}}},
+				map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"id": fmt.Sprint("c", i), "name": "run_shell_command", "response": map[string]any{"output": out}}}}})
+		}
+		body["contents"] = cs
+	default:
+		tb.Fatalf("%s: no conversation to grow", g.CLI)
+	}
+	var err error
+	if g.Body, err = json.Marshal(body); err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
 // BenchmarkGatewayRequest is the gateway's cost per request of each protocol's CLI (a real
-// request body, a short streamed answer), beside a plain reverse proxy to the same upstream
-// on the same kind of socket: the difference is the gateway's checks, rebuilding, metering and
-// trajectory. Run: go test -run '^$' -bench GatewayRequest -benchtime 2000x ./gateway
+// request body, at its first turn and grown to turn 40, ~270–290 KB; a short streamed
+// answer), beside a plain reverse proxy to the same upstream on the same kind of socket, in
+// the same run: the difference is the gateway's checks, rebuilding, metering and trajectory.
+// Compare the p50-µs of gateway and raw-proxy of one protocol and turn.
+// Run: go test -run '^$' -bench GatewayRequest -benchtime 400x -count 3 ./gateway
 func BenchmarkGatewayRequest(b *testing.B) {
 	up := agenttest.NewAny(b, agenttest.Scripted(func(int, agenttest.Conv) (agenttest.Turn, *agenttest.Reply) {
 		return agenttest.Turn{Text: "The notes are written.", Usage: agenttest.Tokens{Prompt: 900, Completion: 12}}, nil
 	}), agenttest.NoRecord())
 	for _, br := range benchRequests {
-		g := loadGolden(b, br.golden)
 		base := up.URL
 		if br.api == APIOpenAI {
 			base = up.BaseURL()
 		}
-		b.Run(br.api+"/gateway", func(b *testing.B) {
-			f := serveGateway(b, base, func(c *Config) { c.API = br.api })
-			s, err := f.g.Open("bench", Budget{}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c := unixClient(b, f.socket)
-			ds := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				send(b, c, g, s.Token())
-				ds = append(ds, time.Since(start))
-			}
-			b.StopTimer()
-			percentiles(b, ds)
-			b.ReportMetric(float64(len(g.Body)), "body-bytes")
-		})
-		b.Run(br.api+"/raw-proxy", func(b *testing.B) {
-			c := rawProxy(b, up.URL)
-			ds := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				send(b, c, g, "raw")
-				ds = append(ds, time.Since(start))
-			}
-			b.StopTimer()
-			percentiles(b, ds)
-		})
+		for _, turn := range benchTurns {
+			g := grow(b, loadGolden(b, br.golden), turn, 6000)
+			name := fmt.Sprintf("%s/turn%d", br.api, turn)
+			b.Run(name+"/gateway", func(b *testing.B) {
+				f := serveGateway(b, base, func(c *Config) { c.API = br.api })
+				s, err := f.g.Open("bench", Budget{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := unixClient(b, f.socket)
+				ds := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					start := time.Now()
+					send(b, c, g, s.Token())
+					ds = append(ds, time.Since(start))
+				}
+				b.StopTimer()
+				percentiles(b, ds)
+				b.ReportMetric(float64(len(g.Body)), "body-bytes")
+			})
+			b.Run(name+"/raw-proxy", func(b *testing.B) {
+				c := rawProxy(b, up.URL)
+				ds := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					start := time.Now()
+					send(b, c, g, "raw")
+					ds = append(ds, time.Since(start))
+				}
+				b.StopTimer()
+				percentiles(b, ds)
+			})
+		}
 	}
 }
 

@@ -526,8 +526,17 @@ func appendObject(b []byte, m map[string]json.RawMessage) []byte {
 
 // appendKey appends a key and its colon, quoted as json.Marshal quotes it.
 func appendKey(b []byte, k string) []byte {
-	b = append(b, mustJSON(k)...)
-	return append(b, ':')
+	for i := range len(k) {
+		// What json.Marshal would escape: quotes, backslashes, control bytes, HTML's
+		// characters, anything not ASCII (invalid UTF-8, U+2028 and U+2029).
+		if c := k[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b = append(b, mustJSON(k)...)
+			return append(b, ':')
+		}
+	}
+	b = append(b, '"')
+	b = append(b, k...)
+	return append(b, '"', ':')
 }
 
 // marshalObject is m as a JSON object (see appendObject).
