@@ -64,7 +64,7 @@ type anthropicEvent struct {
 
 func (s *anthropicStream) Event(_ string, data []byte) bool {
 	var ev anthropicEvent
-	if json.Unmarshal(data, &ev) != nil {
+	if decodeEvent(data, &ev) != nil {
 		return false
 	}
 	switch ev.Type {

@@ -383,7 +383,12 @@ func (g *Gateway) redactBytes(b []byte) []byte {
 	if g.cfg.APIKey == "" {
 		return b
 	}
-	return bytes.ReplaceAll(b, []byte(g.cfg.APIKey), []byte("[redacted]"))
+	key := []byte(g.cfg.APIKey)
+	if !bytes.Contains(b, key) {
+		// ReplaceAll copies even what it leaves as it was: a relayed stream is all lines.
+		return b
+	}
+	return bytes.ReplaceAll(b, key, []byte("[redacted]"))
 }
 
 // isDialError says a transport error happened before the request left: nothing was spent.

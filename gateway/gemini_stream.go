@@ -147,7 +147,7 @@ type geminiStream struct {
 
 func (s *geminiStream) Event(_ string, data []byte) bool {
 	var r geminiResponse
-	if json.Unmarshal(data, &r) != nil {
+	if decodeEvent(data, &r) != nil {
 		return false
 	}
 	s.ans.model = cmp.Or(r.ModelVersion, s.ans.model)

@@ -255,7 +255,7 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 			} `json:"delta"`
 		} `json:"choices"`
 	}
-	if json.Unmarshal(data, &chunk) != nil {
+	if decodeEvent(data, &chunk) != nil {
 		return false
 	}
 	s.ans.model = cmp.Or(s.ans.model, chunk.Model)

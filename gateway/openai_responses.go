@@ -323,7 +323,7 @@ func (s *responsesStream) Event(_ string, data []byte) bool {
 			} `json:"incomplete_details"`
 		} `json:"response"`
 	}
-	if json.Unmarshal(data, &ev) != nil {
+	if decodeEvent(data, &ev) != nil {
 		return false
 	}
 	switch {

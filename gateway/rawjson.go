@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding"
 	"encoding/json"
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -569,4 +570,17 @@ func marshalArray(a []json.RawMessage) json.RawMessage {
 func mustObject(m map[string]json.RawMessage) json.RawMessage {
 	b, _ := marshalObject(m)
 	return b
+}
+
+// errNotJSON is decodeEvent's error for a text that is not one JSON value.
+var errNotJSON = errors.New("not JSON")
+
+// decodeEvent is json.Unmarshal(data, v) for an event of a streamed answer, which no check
+// read before: validated (json.Valid), then decoded by decodeChecked, which a stream of tens
+// of thousands of small events otherwise spends most of its relay's time in.
+func decodeEvent(data []byte, v any) error {
+	if !json.Valid(data) {
+		return errNotJSON
+	}
+	return decodeChecked(data, v)
 }
