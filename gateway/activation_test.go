@@ -138,3 +138,28 @@ func TestGatewayRetriedRequestIsNotATurn(t *testing.T) {
 		t.Errorf("activations %v, want %v", got, want)
 	}
 }
+
+// A conversation whose already scanned messages changed (a CLI that compacted its history
+// into as many messages as before, or more) is scanned again: a skill's body that arrives in
+// an earlier position is not missed because the conversation did not get shorter.
+func TestGatewayScansARewrittenConversationAgain(t *testing.T) {
+	f := newGatewayFixture(t, textReply(1, 1), nil)
+	det := activation.New([]activation.Skill{{Name: "release-notes", Body: fixtureBody}})
+	s, err := f.g.Open("job", Budget{}, det)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{
+		chatBodyOf(t, map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "hello"}),
+		// The same length, the second message rewritten to hold the body.
+		chatBodyOf(t, map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "Summary so far:\n" + fixtureBody}),
+	}
+	for i, b := range bodies {
+		if r := f.do(t, http.MethodPost, "/v1/chat/completions", s.Token(), b); r.Status != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if a := s.Activations(); len(a) != 1 || a[0].Skill != "release-notes" || a[0].Turn != 2 {
+		t.Errorf("activations %v, want release-notes at turn 2", a)
+	}
+}

@@ -562,6 +562,14 @@ func anthropicText(raw json.RawMessage) string {
 // its own part of the message (a tool_result block, the other blocks), so that the message
 // is scanned for activations whole and once. An assistant message is one Agent message:
 // text, thinking as reasoning, tool_use blocks as calls.
+func (p *anthropicRequest) RawConversation() []json.RawMessage {
+	var out []json.RawMessage
+	if raw, ok := p.params["system"]; ok {
+		out = append(out, raw)
+	}
+	return appendElements(out, p.params["messages"])
+}
+
 func (p *anthropicRequest) Conversation() []Message {
 	var out []Message
 	if raw, ok := p.params["system"]; ok {

@@ -714,6 +714,14 @@ type geminiContent struct {
 // message: its text, its thought parts as reasoning, its function calls. Gemini's calls and
 // responses may carry no id: a call without one gets fc-<content>-<part>, and a response
 // without one answers the oldest call of its name not yet answered, as the API matches them.
+func (p *geminiRequest) RawConversation() []json.RawMessage {
+	var out []json.RawMessage
+	if raw, ok := p.params["systemInstruction"]; ok {
+		out = append(out, raw)
+	}
+	return appendElements(out, p.params["contents"])
+}
+
 func (p *geminiRequest) Conversation() []Message {
 	var out []Message
 	if raw, ok := p.params["systemInstruction"]; ok {

@@ -151,6 +151,10 @@ func (c chatToolCall) call() Call {
 	return Call{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments}
 }
 
+func (p *chatRequest) RawConversation() []json.RawMessage {
+	return appendElements(nil, p.params["messages"])
+}
+
 // Conversation converts the messages; a message that is not one is Unreadable.
 func (p *chatRequest) Conversation() []Message {
 	var raws []json.RawMessage

@@ -181,6 +181,18 @@ func (it responsesItem) reasoningText() string {
 // the other, its calls after its message, so calls (and reasoning) join the agent message
 // before them. Items that are not messages or calls are Unreadable, reasoning is kept as
 // reasoning.
+func (p *responsesRequest) RawConversation() []json.RawMessage {
+	var out []json.RawMessage
+	if raw, ok := p.params["instructions"]; ok {
+		out = append(out, raw)
+	}
+	in := p.params["input"]
+	if len(in) > 0 && in[0] == '"' {
+		return append(out, in)
+	}
+	return appendElements(out, in)
+}
+
 func (p *responsesRequest) Conversation() []Message {
 	var out []Message
 	if raw, ok := p.params["instructions"]; ok {

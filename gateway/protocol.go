@@ -95,6 +95,10 @@ type Request interface {
 	Build(model string, maxOutput int64) ([]byte, error)
 	// Conversation is what the request shows the model, in order, system prompt first.
 	Conversation() []Message
+	// RawConversation is the same conversation as the JSON values it came in (the system
+	// prompt, then each message or input item), unread: what skill detection scans, the new
+	// values of each request only, without converting a conversation the CLI resent whole.
+	RawConversation() []json.RawMessage
 	// Tools is how many tools the request offers the model: an agent's main loop always
 	// offers its tools, a CLI's side query (a title, a topic check) offers none.
 	Tools() int

@@ -584,3 +584,12 @@ func decodeEvent(data []byte, v any) error {
 	}
 	return decodeChecked(data, v)
 }
+
+// appendElements appends the elements of the array raw to out (none when raw is no array).
+func appendElements(out []json.RawMessage, raw json.RawMessage) []json.RawMessage {
+	eachElement(raw, func(_ int, e []byte) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,9 +61,13 @@ type Session struct {
 	// refused: a request was turned away because the budget could not cover it.
 	refused bool
 	// skills detects activations in the requests' messages; scanned is how many messages of
-	// the conversation were scanned already.
-	skills  *activation.Tracker
-	scanned int
+	// the conversation (RawConversation's values) were scanned already, and scannedSum their
+	// hash under seed, which tells a conversation that grew from one whose scanned part
+	// changed.
+	skills     *activation.Tracker
+	scanned    int
+	scannedSum uint64
+	seed       maphash.Seed
 	// traj is what Trajectory is built from.
 	traj trajectoryState
 	// version is the CLI's name and version as its first readable User-Agent gave them.
@@ -81,7 +86,7 @@ func (g *Gateway) Open(jobID string, budget Budget, skills *activation.Detector)
 	s := &Session{g: g, token: hex.EncodeToString(b[:32]), jobID: jobID, budget: budget,
 		slots: make(chan struct{}, g.cfg.MaxInFlight)}
 	if skills != nil {
-		s.skills = activation.NewTracker(skills)
+		s.skills, s.seed = activation.NewTracker(skills), maphash.MakeSeed()
 	}
 	g.mu.Lock()
 	dir := g.dir
@@ -326,30 +331,43 @@ func (s *Session) observe(kind Kind, req Request) int {
 	tools := req.Tools() > 0
 	if tools && !s.traj.sawTools {
 		// The main loop starts here: what side queries before it showed is not its context.
-		s.traj.sawTools, s.scanned = true, 0
+		s.traj.sawTools, s.scanned, s.scannedSum = true, 0, 0
 	}
 	if s.traj.sawTools && !tools {
 		return seq
 	}
+	// The conversation is converted when a trajectory is built, not on every turn of a
+	// conversation that grows with each.
+	s.remember(seq, req, req.Removed())
 	if s.skills == nil {
-		// Nothing to scan: the conversation is read when a trajectory is built, not on every
-		// turn of a conversation that grows with each.
-		s.remember(seq, req, nil, req.Removed())
 		return seq
 	}
-	msgs := req.Conversation()
-	s.remember(seq, req, msgs, req.Removed())
-	if len(msgs) < s.scanned {
+	raws := req.RawConversation()
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	if len(raws) < s.scanned {
 		s.scanned = 0
+	}
+	for _, r := range raws[:s.scanned] {
+		_, _ = h.Write(r)
+		_ = h.WriteByte(0)
+	}
+	if h.Sum64() != s.scannedSum {
+		// What was scanned is not this conversation's start (compacted, or rewritten):
+		// scanned again whole.
+		s.scanned = 0
+		h.Reset()
 	}
 	turn := s.answered + 1
 	if s.traj.sawTools {
 		turn = s.answeredTools + 1
 	}
-	for _, m := range msgs[s.scanned:] {
-		s.skills.Observe(turn, jsonText(m.Raw))
+	for _, r := range raws[s.scanned:] {
+		s.skills.Observe(turn, jsonText(r))
+		_, _ = h.Write(r)
+		_ = h.WriteByte(0)
 	}
-	s.scanned = len(msgs)
+	s.scanned, s.scannedSum = len(raws), h.Sum64()
 	return seq
 }
 

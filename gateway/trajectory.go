@@ -59,10 +59,9 @@ type trajectoryState struct {
 	sawTools bool
 	// counts is how many token counts were forwarded.
 	counts int
-	conv   []Message
-	// convOf is the request whose conversation conv is, when it was not read yet (a
-	// Request is not changed once parsed: reading it outside s.mu is safe).
-	convOf Request
+	// conv is the request whose conversation is kept (nil: none yet). A Request is not
+	// changed once parsed: reading it outside s.mu is safe.
+	conv Request
 	// removed are the hosted tools taken out of any request, once each.
 	removed []string
 	// dropped are the header values left out of any forwarded request, once each.
@@ -88,15 +87,11 @@ type requestUsage struct {
 	atMax int64
 }
 
-// remember keeps a main request's conversation as the session's latest: conv when it was
-// read already, else req, whose conversation is read when a trajectory is built. Called with
-// s.mu held.
-func (s *Session) remember(seq int, req Request, conv []Message, removed []string) {
+// remember keeps a main request as the session's latest: its conversation is read when a
+// trajectory is built. Called with s.mu held.
+func (s *Session) remember(seq int, req Request, removed []string) {
 	t := &s.traj
-	t.seq, t.conv, t.convOf, t.answer = seq, conv, nil, nil
-	if conv == nil {
-		t.convOf = req
-	}
+	t.seq, t.conv, t.answer = seq, req, nil
 	for _, r := range removed {
 		if !slices.Contains(t.removed, r) {
 			t.removed = append(t.removed, r)
@@ -195,9 +190,9 @@ func (s *Session) Trajectory() *atif.Trajectory {
 				Extra: map[string]any{extraAPI: s.g.api.Name()}}},
 		byCall: map[string]int{}, open: -1,
 	}
-	conv := st.conv
-	if conv == nil && st.convOf != nil {
-		conv = st.convOf.Conversation()
+	var conv []Message
+	if st.conv != nil {
+		conv = st.conv.Conversation()
 	}
 	b.conversation(conv)
 	convSteps := len(b.t.Steps)
