@@ -306,7 +306,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, only *Session) {
 		}
 	}
 	defer func() { <-s.slots }()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes), r.ContentLength, g.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -349,6 +349,31 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, only *Session) {
 	}
 	s.noteClient(r.Header.Get("User-Agent"))
 	g.forward(w, r, p, rt, req, s, exchange{seq: seq, res: res, maxOutput: maxOutput, tools: req.Tools() > 0}, log)
+}
+
+// readBody reads a request body whole. A body that says its length (every CLI's does) is read
+// into a buffer of that size, bounded by max, rather than one io.ReadAll grows, and copies,
+// from 512 bytes up; the limit reader still decides where it ends.
+func readBody(r io.Reader, length, max int64) ([]byte, error) {
+	if length <= 0 || length > max {
+		return io.ReadAll(r)
+	}
+	// One byte more than said: a body that ends where it said sees its EOF without growing.
+	buf := make([]byte, 0, length+1)
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			return buf, nil
+		case err != nil:
+			return buf, err
+		case len(buf) == cap(buf):
+			// Longer than it said: the rest as any other body.
+			rest, err := io.ReadAll(r)
+			return append(buf, rest...), err
+		}
+	}
 }
 
 // bytesPerToken turns a request's size into its prompt estimate for a reservation. Four bytes

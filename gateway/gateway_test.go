@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -449,5 +451,22 @@ func TestGatewayMetrics(t *testing.T) {
 	}
 	if got := testutil.CollectAndCount(m.Latency); got != 1 {
 		t.Errorf("%d latency series, want 1", got)
+	}
+}
+
+// readBody reads a body whole whatever length it says, and the limit reader still refuses one
+// over the cap.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	for _, length := range []int64{-1, 0, 10, 999, 1000, 1001, 5000} {
+		got, err := readBody(strings.NewReader(body), length, 4096)
+		if err != nil || string(got) != body {
+			t.Errorf("length %d: %d bytes, %v", length, len(got), err)
+		}
+	}
+	var tooBig *http.MaxBytesError
+	rec := httptest.NewRecorder()
+	if _, err := readBody(http.MaxBytesReader(rec, io.NopCloser(strings.NewReader(body)), 100), 50, 100); !errors.As(err, &tooBig) {
+		t.Errorf("over the cap: %v, want a MaxBytesError", err)
 	}
 }
