@@ -231,6 +231,7 @@ var (
 	rawMessageType      = reflect.TypeFor[json.RawMessage]()
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	numberType          = reflect.TypeFor[json.Number]()
 )
 
 // decodeChecked is json.Unmarshal(raw, v) for raw that the gateway checked (a part of a body
@@ -268,8 +269,9 @@ func (d *checkedDecoder) value(raw []byte, v reflect.Value) {
 		v.SetBytes(raw)
 		return
 	}
-	if pt := reflect.PointerTo(t); pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType) {
-		// A type that reads itself: encoding/json's own reading, of this value alone.
+	if pt := reflect.PointerTo(t); pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType) || t == numberType {
+		// A type that reads itself (or json.Number, which takes a number as a string):
+		// encoding/json's own reading, of this value alone.
 		d.fallback(raw, v)
 		return
 	}
@@ -422,8 +424,8 @@ func (fs fieldSet) find(k string) int {
 
 var structCache sync.Map // reflect.Type → fieldSet, or nil when decodeChecked leaves it to encoding/json
 
-// structFields are a struct type's JSON names; ok is false for a struct with an embedded field
-// or a tag option (its decoding is encoding/json's).
+// structFields are a struct type's JSON names; ok is false for a struct with an embedded field,
+// a tag option or two fields of one name (its decoding is encoding/json's).
 func structFields(t reflect.Type) (fieldSet, bool) {
 	if c, ok := structCache.Load(t); ok {
 		fs, _ := c.(fieldSet)
@@ -441,6 +443,11 @@ func structFields(t reflect.Type) (fieldSet, bool) {
 			continue
 		}
 		fs[i] = cmp.Or(tag, f.Name)
+		if slices.Contains(fs[:i], fs[i]) {
+			// Two fields of one name: encoding/json fills neither.
+			fs = nil
+			break
+		}
 	}
 	if fs == nil {
 		structCache.Store(t, nil)

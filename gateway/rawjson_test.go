@@ -30,6 +30,15 @@ var decodeTargets = []func() any{
 	func() any { return new(geminiContent) },
 	func() any { return new(geminiPart) },
 	func() any { return new(struct{ Name string }) },
+	func() any { return new(json.Number) },
+	func() any {
+		return new(struct {
+			A string `json:"x"`
+			B string `json:"X"`
+		})
+	},
+	func() any { return new([]byte) },
+	func() any { return new(uint8) },
 }
 
 // checkDecodes says decodeChecked reads raw into every target as json.Unmarshal does: the
@@ -78,7 +87,7 @@ func TestDecodeCheckedAsUnmarshal(t *testing.T) {
 		`{"type":"text","text":"t","TEXT":null}`, `{"Type":"tool_use","ID":"x","input":{"a":1}}`, `{"type":5,"text":"kept"}`,
 		`{"role":"user","content":null}`, `{"role":["no"],"content":"c"}`, `{"functionCall":{"id":"1","args":null}}`,
 		`{"functionResponse":null,"text":"t","thought":true}`, `{"name":"k\u0065y","na\u006de":1}`, `{"NAME":"upper"}`,
-		`{"ſtatus":1,"ﬀ":2}`, `[1,2,"3"]`, `{"a":{"b":{"c":[{"d":"e"}]}}}`,
+		`{"ſtatus":1,"ﬀ":2}`, `[1,2,"3"]`, `{"X":"b"}`, `{"x":"a"}`, `"123"`, `{"a":{"b":{"c":[{"d":"e"}]}}}`,
 	} {
 		if err := jsonscan.Check([]byte(in), jsonscan.Options{}); err != nil {
 			// Only what the gateway's check accepts is read this way.
