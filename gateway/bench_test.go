@@ -155,7 +155,7 @@ func grow(tb testing.TB, g cliGolden, n, perTurn int) cliGolden {
 // answer), beside a plain reverse proxy to the same upstream on the same kind of socket, in
 // the same run: the difference is the gateway's checks, rebuilding, metering and trajectory.
 // Compare the p50-µs of gateway and raw-proxy of one protocol and turn.
-// Run: go test -run '^$' -bench GatewayRequest -benchtime 400x -count 3 ./gateway
+// Run: go test -run '^$' -bench GatewayRequest -benchtime 200x -count 3 ./gateway
 func BenchmarkGatewayRequest(b *testing.B) {
 	up := agenttest.NewAny(b, agenttest.Scripted(func(int, agenttest.Conv) (agenttest.Turn, *agenttest.Reply) {
 		return agenttest.Turn{Text: "The notes are written.", Usage: agenttest.Tokens{Prompt: 900, Completion: 12}}, nil
