@@ -20,8 +20,8 @@ type RateStore interface {
 	// once) and says how long to wait before sending. A negative cost gives cells back;
 	// interval 0 books nothing and reads what Defer set.
 	Reserve(ctx context.Context, key string, interval time.Duration, burst int, cost float64, now time.Time) (time.Duration, error)
-	// Defer holds key's budget until at least until.
-	Defer(ctx context.Context, key string, until time.Time) error
+	// Defer holds key's budget until at least until (now is the caller's clock).
+	Defer(ctx context.Context, key string, until, now time.Time) error
 }
 
 // RateLimit is an endpoint's configured rate: requests and tokens per minute (0: none).
@@ -205,7 +205,7 @@ func (g *RateGate) Observe(status int, h http.Header) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	g.storeMu.Lock()
-	err := g.store.Defer(ctx, g.reqKey, until)
+	err := g.store.Defer(ctx, g.reqKey, until, now)
 	g.storeMu.Unlock()
 	g.noteStore(err)
 }

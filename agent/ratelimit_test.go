@@ -58,7 +58,7 @@ func (s *memStore) Reserve(ctx context.Context, key string, interval time.Durati
 	return gcra(s.tats, key, interval, burst, cost, now), nil
 }
 
-func (s *memStore) Defer(ctx context.Context, key string, until time.Time) error {
+func (s *memStore) Defer(ctx context.Context, key string, until, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.fail(ctx); err != nil {
