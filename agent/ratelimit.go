@@ -63,14 +63,14 @@ const (
 	maxAnnouncedRequests = 1_000_000
 	maxAnnouncedTokens   = 1_000_000_000
 	// A refusal (429, 529) while pacing widens this process's intervals by widenStep, up to
-	// maxStretch; each answer narrows them by narrowStep (a widening lasts 50 answers), back
-	// to the headroom alone. Paced at the limit less 2%, a process the machine's load delays
-	// by more than 2% of two intervals sends into the window of the request two before it: on
-	// 2 cores shared with a load of 20, 8 of 100 were refused. A refusal costs its booking and
-	// a retry; a few percent of slack once refusals start costs less.
-	widenStep  = 0.05
-	narrowStep = 0.001
-	maxStretch = 1.25
+	// maxStretch; each answer narrows them by narrowStep, back to the headroom alone. Paced
+	// at the limit less 2%, a process the machine's load delays by more than 2% of two
+	// intervals sends into the window of the request two before it: on 2 cores shared with a
+	// load of 20, 8 of 100 were refused. Refusals waste their booking as much as the slack
+	// would: a few percent of slack once refusals start costs less than the refusals.
+	widenStep  = 0.04
+	narrowStep = 0.002
+	maxStretch = 1.2
 	// storeRetryAfter is how long the gate paces on its own after the store failed before it
 	// asks the store again: an outage costs each request nothing once it is noticed.
 	storeRetryAfter = 5 * time.Second
@@ -119,10 +119,8 @@ type RateGate struct {
 	// when the store is asked again.
 	down    bool
 	retryAt time.Time
-	// probeAt is when the next request may go while the limit is unknown; unbooked counts the
-	// requests that went so, which the first paced booking books (Wait).
-	probeAt  time.Time
-	unbooked int
+	// probeAt is when the next request may go while the limit is unknown.
+	probeAt time.Time
 	// stretch widens the intervals after refusals (1: the headroom alone).
 	stretch float64
 }
@@ -212,20 +210,12 @@ func (g *RateGate) Wait(ctx context.Context, estimatedTokens int64) error {
 	now := g.now()
 	reqInterval, tokInterval := g.intervals()
 	// A request is always checked against its budget, limited or not: a deferral (Observe)
-	// holds it. The first one paced books the requests this process sent before it knew the
-	// limit too: the others of the fleet would otherwise send into the same window as those.
-	cost := 1.0
-	if reqInterval > 0 {
-		g.mu.Lock()
-		cost += float64(g.unbooked)
-		g.unbooked = 0
-		g.mu.Unlock()
-	}
-	wait := g.reserve(ctx, g.reqKey, reqInterval, 1, cost, now)
+	// holds it.
+	wait := g.reserve(ctx, g.reqKey, reqInterval, 1, 1, now)
 	if tokInterval > 0 && estimatedTokens > 0 {
-		tokens := min(estimatedTokens, minuteOf(tokInterval))
-		burst := int(min(tokens, math.MaxInt32))
-		wait = max(wait, g.reserve(ctx, g.tokKey, tokInterval, burst, float64(tokens), now))
+		cost := min(estimatedTokens, minuteOf(tokInterval))
+		burst := int(min(cost, math.MaxInt32))
+		wait = max(wait, g.reserve(ctx, g.tokKey, tokInterval, burst, float64(cost), now))
 	}
 	// The store bounds its waits too; this bound holds whatever store, or local budget, the
 	// gate paces on.
@@ -254,7 +244,6 @@ func (g *RateGate) probe(ctx context.Context) error {
 		g.mu.Lock()
 		if !now.Before(g.probeAt) {
 			g.probeAt = now.Add(probeEvery)
-			g.unbooked++
 			g.mu.Unlock()
 			return nil
 		}

@@ -431,30 +431,6 @@ func TestRateGateProbes(t *testing.T) {
 	}
 }
 
-// TestRateGateBooksItsProbes: the first request paced to an announced limit books the requests
-// sent before it was known, so that it and the fleet's next ones keep their distance from them.
-func TestRateGateBooksItsProbes(t *testing.T) {
-	clk := &fakeClock{t: testNow}
-	store := newMemStore()
-	g := newGate(store, RateLimit{}, clk, nil)
-	for range 2 { // two probes, a second apart
-		if err := g.Wait(context.Background(), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g.Observe(http.StatusOK, http.Header{"X-Ratelimit-Limit-Requests": {"60"}})
-	for range 2 {
-		if err := g.Wait(context.Background(), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The probes' sleep, then the first paced request behind the two probes' cells, then the
-	// next one a cell later.
-	if got, want := clk.sleeps(), []time.Duration{probeEvery, 2 * paced(time.Second), paced(time.Second)}; !equalDurations(got, want) {
-		t.Errorf("sleeps %v, want %v", got, want)
-	}
-}
-
 // TestRateGateProbeEndsWithTheAnswer: a request held back while the limit is unknown goes as
 // soon as an answer is read, not when its second is up.
 func TestRateGateProbeEndsWithTheAnswer(t *testing.T) {
@@ -471,7 +447,7 @@ func TestRateGateProbeEndsWithTheAnswer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(context.Background(), 0) }()
 	<-asleep
-	g.Observe(http.StatusOK, http.Header{}) // announcing nothing: the request then goes at once
+	g.Observe(http.StatusOK, http.Header{"X-Ratelimit-Limit-Requests": {"6000"}})
 	select {
 	case err := <-done:
 		if err != nil {
