@@ -95,7 +95,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		return erroredResult(job, reason), nil
 	}
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
-	mounts := append(skillMounts(job, bundleDir), spec.Mounts...)
+	mounts, err := skillMounts(job, bundleDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	mounts = append(mounts, spec.Mounts...)
 	sb, err := e.sandboxes.Acquire(ctx, sandbox.Spec{
 		JobID: job.GetId(), Mounts: mounts,
 		Env: job.GetEnv(), Limits: limitsOf(job.GetLimits()), Timeout: timeout,
