@@ -89,7 +89,7 @@ func sandboxPath(bundlePath string) string {
 // changed (issue 25: with the whole bundle mounted, a case running a sibling skill's script
 // was reused after that script changed). The directories of the job's closure (its skill and
 // what it requires, transitively: the closure digest of the key) are mounted whole but for
-// their test definitions (see hidden). A prompt job is also shown a catalog of every skill,
+// their test definitions (see mounter). A prompt job is also shown a catalog of every skill,
 // and its agent must be able to read any of their SKILL.md to activate it (activation cases
 // would fail otherwise): each other catalog skill's SKILL.md is mounted alone, and the key
 // covers every SKILL.md of the catalog, not the rest of those skills' files, which the job
