@@ -148,10 +148,13 @@ func skillMounts(job *pb.Job, bundleDir string) ([]sandbox.Mount, error) {
 	return m.mounts, nil
 }
 
-// conventionalTests are the directories of a skill that hold test definitions whatever its
-// frontmatter says (suite.TestPaths): hidden in every skill directory a job mounts, so that
-// a job from a coordinator older than pb.Job.hidden does not show them either.
-var conventionalTests = []string{"tests", "evals"}
+// The directories of a skill that hold test definitions whatever its frontmatter says
+// (suite.TestPaths): hidden in every skill directory a job mounts, so that a job from a
+// coordinator older than pb.Job.hidden does not show them either.
+const (
+	testsDir = "tests"
+	evalsDir = "evals"
+)
 
 // mounter collects the read-only mounts of a job's sandbox from the extracted bundle in
 // bundleDir. Paths are bundle paths, cleaned against a root ("/s/scripts"), so none can leave
@@ -190,7 +193,7 @@ func (m *mounter) dir(p string) error {
 	if p == "/" || m.mounted[p] {
 		return nil
 	}
-	for _, t := range conventionalTests {
+	for _, t := range [...]string{testsDir, evalsDir} {
 		m.hidden[path.Join(p, t)] = true
 	}
 	return m.tree(p)
