@@ -554,7 +554,8 @@ type Job struct {
 	// Prompt cases: input files of the case (an eval's `files`), as paths relative to the job's
 	// skill directory in the bundle. The worker copies each into the agent's work directory at
 	// the same relative path before the agent starts. A worker older than the field runs the
-	// agent without them.
+	// agent without them. Command cases: the fixtures the case declares (`input.files`), which
+	// its sandbox shows at their place in the skill directory even under a hidden path.
 	Files []string `protobuf:"bytes,29,rep,name=files,proto3" json:"files,omitempty"`
 	// Prompt cases: what a good answer looks like (an eval's `expected_output`). The judge is
 	// shown it beside each semantic_match criterion; empty when the case gives none, and the
@@ -585,7 +586,15 @@ type Job struct {
 	// case's results are read without reading the run's (a case page of a run of a million jobs).
 	// Empty from a coordinator older than the field; a worker older than it publishes on
 	// skillfleet.results.<run>, which the coordinator still reads.
-	ResultKey     string `protobuf:"bytes,43,opt,name=result_key,json=resultKey,proto3" json:"result_key,omitempty"`
+	ResultKey string `protobuf:"bytes,43,opt,name=result_key,json=resultKey,proto3" json:"result_key,omitempty"`
+	// The bundle paths (files or directories) of the test definitions of the skills the job's
+	// sandbox may show: for each skill of its closure (and, for an old_skill job, each old
+	// version), the file its `test.cases` names, its tests/ and its evals/. The worker mounts
+	// none of them, so no agent reads its test (a case's expected strings, patterns and judge
+	// criteria); a case's own declared files (files) still reach it, mounted alone. A worker
+	// hides tests/ and evals/ of every skill it mounts even when the field is empty (a
+	// coordinator older than it); a worker older than the field hides nothing.
+	Hidden        []string `protobuf:"bytes,44,rep,name=hidden,proto3" json:"hidden,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -863,6 +872,13 @@ func (x *Job) GetResultKey() string {
 		return x.ResultKey
 	}
 	return ""
+}
+
+func (x *Job) GetHidden() []string {
+	if x != nil {
+		return x.Hidden
+	}
+	return nil
 }
 
 // Reuse is the passing run a changed-only job may reuse the verdict of.
@@ -2782,7 +2798,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xa5\t\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xbd\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2825,7 +2841,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\bcell_key\x18) \x01(\tR\acellKey\x12*\n" +
 	"\x05reuse\x18* \x01(\v2\x14.skillfleet.v1.ReuseR\x05reuse\x12\x1d\n" +
 	"\n" +
-	"result_key\x18+ \x01(\tR\tresultKey\x1a6\n" +
+	"result_key\x18+ \x01(\tR\tresultKey\x12\x16\n" +
+	"\x06hidden\x18, \x03(\tR\x06hidden\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
