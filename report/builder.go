@@ -66,6 +66,8 @@ type Builder struct {
 	counts [7]int
 	// counted is how many cases counts covers.
 	counted int
+	// open is how many cases of every arm have no settled verdict yet.
+	open int
 	// closed is set by Skip: the report is final and later results are ignored.
 	closed      bool
 	closeReason string
@@ -91,6 +93,9 @@ type caseState struct {
 	// conflict, when set, makes the case errored: two different jobs reported one epoch.
 	conflict string
 	status   skillfleetv1.Verdict
+	// cut says the run ended (Skip) while the case was still open: its epochs without a
+	// result are skipped. A case settled before then did not need them.
+	cut bool
 
 	// Evidence from the lowest-numbered epoch of each kind; dropped once the verdict is
 	// certain and the evidence cannot be the one shown.
@@ -139,6 +144,7 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 		}
 	}
 	b.counts[skillfleetv1.Verdict_VERDICT_UNSPECIFIED] = b.counted
+	b.open = len(b.cases)
 	return b
 }
 
@@ -261,6 +267,11 @@ func (b *Builder) refresh(cs *caseState) {
 	if v == cs.status {
 		return
 	}
+	if cs.status == skillfleetv1.Verdict_VERDICT_UNSPECIFIED {
+		b.open--
+	} else if v == skillfleetv1.Verdict_VERDICT_UNSPECIFIED {
+		b.open++
+	}
 	if cs.arm == "" {
 		b.counts[cs.status]--
 		b.counts[v]++
@@ -290,6 +301,7 @@ func (b *Builder) Skip(reason string) {
 	b.closed = true
 	b.closeReason = clip(reason)
 	for _, cs := range b.cases {
+		cs.cut = cs.status == skillfleetv1.Verdict_VERDICT_UNSPECIFIED
 		b.refresh(cs)
 	}
 }
@@ -299,6 +311,33 @@ func (b *Builder) Done() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.jobsDone == b.jobsTotal
+}
+
+// Settled reports whether every case, of every arm, has its verdict: the epochs without a
+// result could not change any (see Decide). A run whose cases are settled needs no more of
+// its jobs.
+func (b *Builder) Settled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open == 0
+}
+
+// Open reports whether case k has no settled verdict yet (false for a case not in the plan).
+func (b *Builder) Open(k CaseKey) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cs := b.byKey[k]
+	return cs != nil && cs.status == skillfleetv1.Verdict_VERDICT_UNSPECIFIED
+}
+
+// Tally is case k's epochs reported so far by verdict (as counted: see verdict.Counted).
+func (b *Builder) Tally(k CaseKey) Tally {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cs := b.byKey[k]; cs != nil {
+		return cs.tally
+	}
+	return Tally{}
 }
 
 // JobsDone is how many planned jobs have a result.
@@ -391,12 +430,13 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		Epochs: cs.epochs, PassedEpochs: cs.tally.Passed, FailedEpochs: cs.tally.Failed,
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		ReusedEpochs: cs.tally.Reused, ReusedFrom: cs.reusedFrom,
+		EpochsRun: cs.tally.Reported() - cs.tally.Reused, EpochsPlanned: cs.epochs,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
 		Usage: cs.usageOrNil(),
 		File:  cs.file, Line: cs.line,
 	}
-	if closed {
+	if closed && cs.cut {
 		c.SkippedEpochs += missing
 	}
 	if decided := cs.tally.Passed + cs.tally.Failed; cs.epochs > 1 && decided > 0 {
@@ -416,7 +456,7 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		c.Assertions = slices.Clone(ev.assertions)
 		c.Output, c.Stdout, c.Stderr, c.OutputTruncated = ev.output, ev.stdout, ev.stderr, ev.truncated
 	}
-	c.Reason = cs.reason(c, ev, closed && missing > 0, closeReason)
+	c.Reason = cs.reason(c, ev, closed && cs.cut && missing > 0, closeReason)
 	return c
 }
 

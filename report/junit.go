@@ -195,6 +195,9 @@ func problemText(c Case) string {
 	var b strings.Builder
 	if c.Epochs > 1 {
 		fmt.Fprintf(&b, "%s (confidence %s)\n", epochTally(c), strconv.FormatFloat(c.Confidence, 'f', -1, 64))
+		if c.Curtailed() {
+			fmt.Fprintf(&b, "%s\n", epochsRunText(c))
+		}
 	}
 	if c.Reason != "" && c.Reason != epochTally(c) {
 		fmt.Fprintf(&b, "reason: %s\n", c.Reason)
