@@ -2353,13 +2353,15 @@ func (x *Counts) GetReused() int32 {
 
 // RunStatus is the run's state as kept in the KV bucket.
 type RunStatus struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	State     RunState               `protobuf:"varint,2,opt,name=state,proto3,enum=skillfleet.v1.RunState" json:"state,omitempty"`
-	Spec      *RunSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
-	Cases     *Counts                `protobuf:"bytes,4,opt,name=cases,proto3" json:"cases,omitempty"`
-	TotalJobs int32                  `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
-	DoneJobs  int32                  `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	State RunState               `protobuf:"varint,2,opt,name=state,proto3,enum=skillfleet.v1.RunState" json:"state,omitempty"`
+	Spec  *RunSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Cases *Counts                `protobuf:"bytes,4,opt,name=cases,proto3" json:"cases,omitempty"`
+	// The jobs the run runs: its planned jobs less withdrawn_jobs. It starts at the plan's
+	// count and goes down as cases settle, so done_jobs reaches it when the run completes.
+	TotalJobs int32 `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
+	DoneJobs  int32 `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
 	// Jobs of ungated skills published so far, in plan order.
 	Published  int32                  `protobuf:"varint,7,opt,name=published,proto3" json:"published,omitempty"`
 	Reason     string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -2389,7 +2391,15 @@ type RunStatus struct {
 	MisfiledOverflow bool        `protobuf:"varint,17,opt,name=misfiled_overflow,json=misfiledOverflow,proto3" json:"misfiled_overflow,omitempty"`
 	// Set on a finished run whose final report was stored: its results may then leave the
 	// streams (results_evicted_at) without its report changing.
-	ReportStored  bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
+	ReportStored bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
+	// Set at admission on a run whose cases stop their epochs once their verdicts are settled
+	// (curtailment): the rest are not published, or withdrawn. Its ungated jobs are then only
+	// each case's first epochs (published counts among those); a run admitted without it
+	// publishes every job, as before.
+	Curtailed bool `protobuf:"varint,19,opt,name=curtailed,proto3" json:"curtailed,omitempty"`
+	// Planned jobs that will not run because their case's verdict was settled without them
+	// (not counted in total_jobs).
+	WithdrawnJobs int32 `protobuf:"varint,20,opt,name=withdrawn_jobs,json=withdrawnJobs,proto3" json:"withdrawn_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2548,6 +2558,20 @@ func (x *RunStatus) GetReportStored() bool {
 		return x.ReportStored
 	}
 	return false
+}
+
+func (x *RunStatus) GetCurtailed() bool {
+	if x != nil {
+		return x.Curtailed
+	}
+	return false
+}
+
+func (x *RunStatus) GetWithdrawnJobs() int32 {
+	if x != nil {
+		return x.WithdrawnJobs
+	}
+	return 0
 }
 
 // Misfiled is one counted result stored under another case's results subject.
@@ -2931,7 +2955,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe4\x05\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xa9\x06\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -2954,7 +2978,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12results_evicted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x10resultsEvictedAt\x123\n" +
 	"\bmisfiled\x18\x10 \x03(\v2\x17.skillfleet.v1.MisfiledR\bmisfiled\x12+\n" +
 	"\x11misfiled_overflow\x18\x11 \x01(\bR\x10misfiledOverflow\x12#\n" +
-	"\rreport_stored\x18\x12 \x01(\bR\freportStored\";\n" +
+	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1c\n" +
+	"\tcurtailed\x18\x13 \x01(\bR\tcurtailed\x12%\n" +
+	"\x0ewithdrawn_jobs\x18\x14 \x01(\x05R\rwithdrawnJobs\";\n" +
 	"\bMisfiled\x12\x1d\n" +
 	"\n" +
 	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
