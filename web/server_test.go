@@ -102,6 +102,8 @@ func TestHostileContentRendersAsText(t *testing.T) {
 			"activated skill deploy-checklist",
 		}},
 		{"errored command case", "/runs/r1/cases?skill=deploy-checklist&case=usage-error", []string{"docker: " + xssScript, "sandbox failed to start"}},
+		{"settled before its last epoch", "/runs/r1/cases?skill=logging&case=logline-shape", []string{"4/5 passed", "4 of 5: the others could not change the verdict"}},
+		{"run page says so too", "/runs/r1", []string{"4/5 (4 run)"}},
 		{"transcript without trajectory", "/runs/r1/cases?skill=logging&case=flaps&agent=builtin", []string{xssImg, "echo " + xssScript}},
 		{"skill", "/skills/deploy-checklist?suite=" + url.QueryEscape("nightly "+xssScript), []string{xssScript + " [builtin]", "flips " + xssImg}},
 		{"not found names the run as text", "/runs/" + url.PathEscape(xssScript), []string{xssScript}},
