@@ -1,6 +1,10 @@
 package coordinator
 
 import (
+	"context"
+
+	"go.uber.org/zap"
+
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
 	"github.com/skillfleet/skillfleet/suite"
@@ -159,6 +163,10 @@ func (r *run) settle(row *caseEpochs) []int {
 		for _, i := range row.jobs {
 			if !r.done[i] {
 				left++
+				if r.inFlight[i] {
+					// Published: queued or running. The workers are told to skip or stop it.
+					r.withdraw = append(r.withdraw, r.plan.Jobs[i].ID)
+				}
 			}
 		}
 		r.mu.Lock()
@@ -216,4 +224,36 @@ func (r *run) countWithdrawnLocked(st *pb.RunStatus) {
 	}
 	st.WithdrawnJobs = int32(r.withdrawn)
 	st.TotalJobs = int32(len(r.plan.Jobs) - r.withdrawn)
+}
+
+// withdrawer is the part of a Queue that tells workers which jobs are no longer needed; a
+// queue without it lets them run (their results change nothing).
+type withdrawer interface {
+	NotifyWithdrawn(ctx context.Context, run string, jobs []string) error
+}
+
+// withdrawJobs tells the workers to skip or stop the published jobs of the cases settled
+// since it last did: never run if still queued, cut short if running (the cancel path of a
+// run, for single jobs).
+func (c *Coordinator) withdrawJobs(ctx context.Context, r *run) {
+	if len(r.withdraw) == 0 {
+		return
+	}
+	jobs := r.withdraw
+	r.withdraw = nil
+	wd, ok := c.queue.(withdrawer)
+	if !ok {
+		return
+	}
+	if err := wd.NotifyWithdrawn(ctx, r.id, jobs); err != nil && ctx.Err() == nil {
+		c.log.Warn("telling workers to skip withdrawn jobs failed; they run, though no longer needed", zap.String("run", r.id), zap.Int("jobs", len(jobs)), zap.Error(err))
+	}
+}
+
+// withdrawnSkip reports whether res is the skipped result of job idx, withdrawn because its
+// case was settled: the worker did not run it, and the case does not count it.
+func (r *run) withdrawnSkip(idx int, res *pb.Result) bool {
+	// The Builder, not row.settled: results replayed after a restart are taken before the
+	// rows are brought up to date, in the order the live run took them.
+	return r.curtail && res.GetVerdict() == pb.Verdict_VERDICT_SKIPPED && !r.builder.Open(r.rows[r.rowOf[idx]].key)
 }

@@ -88,13 +88,15 @@ func keys(m map[string]taken) []string {
 
 const curtailSuite = "cases:\n" +
 	"  - {name: p, input: hi, runs: 5, confidence: 0.8, assertions: {output_contains: [x]}}\n" +
-	"  - {name: f, input: hi, runs: 5, confidence: 0.8, assertions: {output_contains: [x]}}\n"
+	"  - {name: f, input: hi, runs: 5, confidence: 0.8, assertions: {output_contains: [x]}}\n" +
+	"  - {name: o, input: hi, assertions: {output_contains: [x]}}\n"
 
 // TestCurtailedRun: with runs: 5 and confidence: 0.8, four epochs of each case go out first;
 // a case whose four pass is settled and its fifth never published; a case whose first
-// fails gets its fifth, and once a second fails it is settled, its jobs still queued are
-// withdrawn, and the run completes without them. The report and the status say how many
-// ran; a coordinator restarted mid-run publishes what the results call for and no more.
+// fails gets its fifth, and once a second fails it is settled: its jobs still out are
+// withdrawn (the workers told to skip or stop them, and a skipped result of one not counted),
+// and the run completes without them. The report and the status say how many ran; a
+// coordinator restarted mid-run publishes what the results call for and no more.
 func TestCurtailedRun(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
@@ -113,17 +115,23 @@ func TestCurtailedRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer stop()
+			withdrawn := make(chan []string, 8)
+			stopW, err := topo.WatchWithdrawn(ctx, func(run string, jobs []string) { withdrawn <- jobs })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stopW()
 			st, err := c.Submit(ctx, strings.NewReader(string(bundleOf(t, writeFiles(t, map[string]string{
 				"s/SKILL.md": okSkill, "s/cases.yaml": curtailSuite,
 			})))), &pb.RunSpec{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !st.GetCurtailed() || st.GetTotalJobs() != 10 {
-				t.Fatalf("admitted: curtailed %v, %d jobs; want curtailed, 10", st.GetCurtailed(), st.GetTotalJobs())
+			if !st.GetCurtailed() || st.GetTotalJobs() != 11 {
+				t.Fatalf("admitted: curtailed %v, %d jobs; want curtailed, 11", st.GetCurtailed(), st.GetTotalJobs())
 			}
-			first := takeAll(t, topo, 8)
-			if want := []string{"f/1", "f/2", "f/3", "f/4", "p/1", "p/2", "p/3", "p/4"}; !slices.Equal(keys(first), want) {
+			first := takeAll(t, topo, 9)
+			if want := []string{"f/1", "f/2", "f/3", "f/4", "o/1", "p/1", "p/2", "p/3", "p/4"}; !slices.Equal(keys(first), want) {
 				t.Fatalf("first jobs %v, want %v", keys(first), want)
 			}
 			for e := 1; e <= 4; e++ {
@@ -143,29 +151,41 @@ func TestCurtailedRun(t *testing.T) {
 				t.Fatalf("after p passed and f/1 failed: jobs %v, want %v", keys(next), want)
 			}
 			reply(t, topo, first["f/2"], pb.Verdict_VERDICT_FAILED)
+			select {
+			case jobs := <-withdrawn:
+				want := []string{first["f/3"].GetId(), first["f/4"].GetId(), next["f/5"].GetId()}
+				if !slices.Equal(jobs, want) {
+					t.Errorf("withdrawn %v, want f/3, f/4, f/5: %v", jobs, want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("f settled, and no job of it was withdrawn")
+			}
+			// The worker running f/3 stops it and says so: not an epoch of f.
+			reply(t, topo, first["f/3"], pb.Verdict_VERDICT_SKIPPED)
+			reply(t, topo, first["o/1"], pb.Verdict_VERDICT_PASSED)
 			var fin *pb.RunStatus
 			eventually(t, "the run to complete", func() bool {
 				fin, err = c.Status(ctx, st.GetId())
 				return err == nil && fin.GetState() == pb.RunState_RUN_STATE_COMPLETED
 			})
-			if fin.GetDoneJobs() != 6 || fin.GetTotalJobs() != 6 || fin.GetWithdrawnJobs() != 4 {
-				t.Errorf("final status: %d of %d jobs done, %d withdrawn; want 6 of 6, 4", fin.GetDoneJobs(), fin.GetTotalJobs(), fin.GetWithdrawnJobs())
+			if fin.GetDoneJobs() != 7 || fin.GetTotalJobs() != 7 || fin.GetWithdrawnJobs() != 4 {
+				t.Errorf("final status: %d of %d jobs done, %d withdrawn; want 7 of 7, 4", fin.GetDoneJobs(), fin.GetTotalJobs(), fin.GetWithdrawnJobs())
 			}
-			if c := fin.GetCases(); c.GetPassed() != 1 || c.GetFailed() != 1 {
-				t.Errorf("cases %v, want 1 passed, 1 failed", c)
+			if c := fin.GetCases(); c.GetPassed() != 2 || c.GetFailed() != 1 {
+				t.Errorf("cases %v, want 2 passed, 1 failed", c)
 			}
 			rep, err := c.Report(ctx, st.GetId())
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"p": "passed 4/5", "f": "failed 2/5"}
+			want := map[string]string{"p": "passed 4/5", "f": "failed 2/5", "o": "passed 1/1"}
 			for _, cs := range rep.Cases {
 				if got := fmt.Sprintf("%s %d/%d", cs.Status, cs.EpochsRun, cs.EpochsPlanned); got != want[cs.Case] {
 					t.Errorf("case %s: %s, want %s", cs.Case, got, want[cs.Case])
 				}
 			}
-			// f/3, f/4 and f/5 were running (taken, not acked) when f settled: the workers are told
-			// to stop them, through the cancel path of the run.
+			// f/4 and f/5 were still running (taken, not acked) when the run completed: the
+			// workers are told to stop them, through the cancel path of the run.
 			eventually(t, "the cancel notice", func() bool {
 				mu.Lock()
 				defer mu.Unlock()

@@ -81,6 +81,9 @@ type run struct {
 	curtail bool
 	rows    []*caseEpochs
 	rowOf   []int32
+	// withdraw are the ids of published jobs of cases settled since the workers were last
+	// told (see withdrawJobs).
+	withdraw []string
 
 	mu     sync.Mutex
 	status *pb.RunStatus
@@ -206,6 +209,9 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		return
 	}
 	defer stopResults()
+	if r.status.GetCurtailed() {
+		r.curtailEpochs()
+	}
 
 	// Catch up on what is already stored before deciding what to publish.
 	for range existing {
@@ -226,8 +232,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	// a settled case's jobs are passed over and the deferred epochs released before the
 	// restart go out again.
 	var released []int
-	if r.status.GetCurtailed() {
-		r.curtailEpochs()
+	if r.curtail {
 		released = r.resumeEpochs()
 	}
 	// Jobs still to publish: ungated ones in plan order, then the serial skills' next jobs
@@ -276,6 +281,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 				gated = append(gated, next...)
 				c.feed.setReady(fd, max(len(ungated)+len(gated)-credit, 0))
 			}
+			c.withdrawJobs(ctx, r)
 			dirty = true
 			if max := r.spec.GetMaxTokens(); max > 0 {
 				// The budget is checked as results arrive, so jobs already running may spend a
@@ -441,6 +447,18 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 			zap.String("worker", res.GetWorkerId()), zap.String("reused_from", res.GetReusedFrom()))
 	}
 	res.ReuseProof = nil
+	if r.withdrawnSkip(idx, res) {
+		// Withdrawn and skipped by its worker: never run, so not an epoch of the case.
+		outcome("withdrawn")
+		r.done[idx] = true
+		if r.inFlight[idx] {
+			r.inFlight[idx] = false
+			if r.feed != nil {
+				c.feed.finished(r.feed, 1)
+			}
+		}
+		return 0, false
+	}
 	// Served on request (Trajectory, AcceptedResults), not with every event: they can be tens
 	// of kilobytes. The output files stay listed.
 	res.Trajectory, res.OutputsStored = nil, nil
