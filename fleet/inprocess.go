@@ -180,9 +180,10 @@ func (f *InProcess) startWorker(exec worker.Executor) error {
 		Bundles:       f.Topology,
 		Executor:      exec,
 		Artifacts:     queueArtifacts{f.Topology},
-		Cancellations: f.Topology, Withdrawals: f.Topology,
-		Log:      f.log.Named("worker"),
-		Registry: reg,
+		Cancellations: f.Topology,
+		Withdrawals:   f.Topology,
+		Log:           f.log.Named("worker"),
+		Registry:      reg,
 	})
 	if err != nil {
 		return err

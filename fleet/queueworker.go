@@ -98,9 +98,10 @@ func NewQueueWorker(ctx context.Context, cfg QueueWorkerConfig, deps QueueWorker
 		Bundles:       topo,
 		Executor:      deps.Executor,
 		Artifacts:     queueArtifacts{topo},
-		Cancellations: topo, Withdrawals: topo,
-		Log:      log.Named("worker"),
-		Registry: deps.Registry,
+		Cancellations: topo,
+		Withdrawals:   topo,
+		Log:           log.Named("worker"),
+		Registry:      deps.Registry,
 	})
 	if err != nil {
 		return nil, err
