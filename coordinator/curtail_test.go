@@ -214,9 +214,9 @@ func TestKeepAllEpochs(t *testing.T) {
 	if st.GetCurtailed() {
 		t.Fatal("curtailed with KeepAllEpochs")
 	}
-	jobs := takeAll(t, topo, 10)
-	if len(jobs) != 10 {
-		t.Fatalf("%d jobs published, want all 10: %v", len(jobs), keys(jobs))
+	jobs := takeAll(t, topo, 11)
+	if len(jobs) != 11 {
+		t.Fatalf("%d jobs published, want all 11: %v", len(jobs), keys(jobs))
 	}
 	for k, j := range jobs {
 		v := pb.Verdict_VERDICT_PASSED
@@ -230,7 +230,7 @@ func TestKeepAllEpochs(t *testing.T) {
 		fin, err = c.Status(ctx, st.GetId())
 		return err == nil && fin.GetState() == pb.RunState_RUN_STATE_COMPLETED
 	})
-	if fin.GetDoneJobs() != 10 || fin.GetTotalJobs() != 10 || fin.GetWithdrawnJobs() != 0 {
-		t.Errorf("final status: %d of %d jobs done, %d withdrawn; want 10 of 10, 0", fin.GetDoneJobs(), fin.GetTotalJobs(), fin.GetWithdrawnJobs())
+	if fin.GetDoneJobs() != 11 || fin.GetTotalJobs() != 11 || fin.GetWithdrawnJobs() != 0 {
+		t.Errorf("final status: %d of %d jobs done, %d withdrawn; want 11 of 11, 0", fin.GetDoneJobs(), fin.GetTotalJobs(), fin.GetWithdrawnJobs())
 	}
 }
