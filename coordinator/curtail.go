@@ -7,6 +7,7 @@ import (
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/stats"
 	"github.com/skillfleet/skillfleet/suite"
 	"github.com/skillfleet/skillfleet/verdict"
 )
@@ -31,6 +32,8 @@ import (
 type caseEpochs struct {
 	key  report.CaseKey
 	rule verdict.Fixed
+	// seq is a `runs: auto` case's rule, which decides it instead of rule.
+	seq *verdict.Sequential
 	// jobs are the row's plan indices in epoch order.
 	jobs []int
 	// released is how many of jobs (the first ones) may be published: the first window, then
@@ -66,6 +69,7 @@ func (r *run) curtailEpochs() {
 			r.rows = append(r.rows, &caseEpochs{
 				key:    report.CaseKey{Skill: j.Case.Skill.Name, Case: j.Case.Name, Agent: j.Agent, Arm: arm},
 				rule:   report.Rule(j.Case.Runs, j.Case.Confidence),
+				seq:    sequentialRule(j.Case),
 				serial: !j.Case.Parallel,
 			})
 		}
@@ -79,7 +83,7 @@ func (r *run) curtailEpochs() {
 			row.released = len(row.jobs)
 			continue
 		}
-		row.released = min(row.rule.Dispatch(verdict.Tally{}, 0), len(row.jobs))
+		row.released = min(row.dispatch(nil, verdict.Tally{}, 0), len(row.jobs))
 		for _, i := range row.jobs[row.released:] {
 			deferred[i] = true
 		}
@@ -183,7 +187,7 @@ func (r *run) settle(row *caseEpochs) []int {
 			inFlight++
 		}
 	}
-	n := min(row.rule.Dispatch(r.builder.Tally(row.key), inFlight), len(row.jobs)-row.released)
+	n := min(row.dispatch(r.builder.Outcomes(row.key), r.builder.Tally(row.key), inFlight), len(row.jobs)-row.released)
 	if n <= 0 {
 		return nil
 	}
@@ -256,4 +260,31 @@ func (r *run) withdrawnSkip(idx int, res *pb.Result) bool {
 	// The Builder, not row.settled: results replayed after a restart are taken before the
 	// rows are brought up to date, in the order the live run took them.
 	return r.curtail && res.GetVerdict() == pb.Verdict_VERDICT_SKIPPED && !r.builder.Open(r.rows[r.rowOf[idx]].key)
+}
+
+// dispatch is how many more of row's epochs to start (see verdict.Fixed.Dispatch and
+// verdict.Sequential.Dispatch), given its epochs' outcomes in order (a `runs: auto` case),
+// its tally and how many of its released epochs are without a result.
+func (row *caseEpochs) dispatch(outcomes []pb.Verdict, t verdict.Tally, inFlight int) int {
+	if row.seq != nil {
+		if outcomes == nil {
+			outcomes = make([]pb.Verdict, len(row.jobs))
+		}
+		// Released epochs are the first ones: the sequential rule counts them as started.
+		return row.seq.Dispatch(outcomes, row.released)
+	}
+	return row.rule.Dispatch(t, inFlight)
+}
+
+// sequentialRule is a `runs: auto` case's rule (nil for the fixed rule). The planner checked
+// its settings; settings it would refuse leave the case to the fixed rule over its max_runs.
+func sequentialRule(c *suite.Case) *verdict.Sequential {
+	if !c.Sequential {
+		return nil
+	}
+	t, err := stats.NewSPRT(c.Confidence, c.Delta, c.Alpha, c.Beta)
+	if err != nil {
+		return nil
+	}
+	return &verdict.Sequential{Test: t, MaxRuns: c.Runs, Confidence: c.Confidence}
 }

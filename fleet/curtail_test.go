@@ -27,22 +27,37 @@ type mixCase struct {
 	// pass and errored are the chances of an epoch passing and of its erroring; it fails
 	// otherwise.
 	pass, errored float64
+	// auto writes `runs: auto` with runs as its max_runs.
+	auto bool
+}
+
+// mixLine is count cases alike.
+type mixLine struct {
+	mixCase
+	count int
 }
 
 // curtailMix is the suite of the curtailment tests and of the BENCHMARKS.md figures: mostly
 // stable cases, some flaky, a few broken or erroring, under the `runs` and `confidence` teams
 // write. It repeats each line count times.
-var curtailMix = []struct {
-	mixCase
-	count int
-}{
-	{mixCase{5, 0.8, 0.98, 0}, 10},   // stable, runs: 5 at 0.8
-	{mixCase{10, 0.9, 0.97, 0}, 6},   // stable, runs: 10 at 0.9
-	{mixCase{3, 1, 0.99, 0}, 6},      // stable, runs: 3, every one must pass
-	{mixCase{5, 0.8, 0.75, 0}, 4},    // flaky near the bar
-	{mixCase{10, 0.7, 0.6, 0.05}, 4}, // flaky, some infrastructure errors
-	{mixCase{5, 0.8, 0.05, 0}, 3},    // broken
-	{mixCase{5, 0.6, 0.3, 0.3}, 2},   // erroring half the time
+var curtailMix = []mixLine{
+	{mixCase{5, 0.8, 0.98, 0, false}, 10},   // stable, runs: 5 at 0.8
+	{mixCase{10, 0.9, 0.97, 0, false}, 6},   // stable, runs: 10 at 0.9
+	{mixCase{3, 1, 0.99, 0, false}, 6},      // stable, runs: 3, every one must pass
+	{mixCase{5, 0.8, 0.75, 0, false}, 4},    // flaky near the bar
+	{mixCase{10, 0.7, 0.6, 0.05, false}, 4}, // flaky, some infrastructure errors
+	{mixCase{5, 0.8, 0.05, 0, false}, 3},    // broken
+	{mixCase{5, 0.6, 0.3, 0.3, false}, 2},   // erroring half the time
+}
+
+// autoMix is a suite of `runs: auto` cases (confidence 0.8, the zone 0.7 to 0.9): stable,
+// inside the zone, at its edges and broken, with max_runs 40.
+var autoMix = []mixLine{
+	{mixCase{40, 0.8, 0.98, 0, true}, 6},
+	{mixCase{40, 0.8, 0.9, 0, true}, 4},
+	{mixCase{40, 0.8, 0.8, 0.05, true}, 4},
+	{mixCase{40, 0.8, 0.7, 0, true}, 4},
+	{mixCase{40, 0.8, 0.2, 0, true}, 4},
 }
 
 // mixName encodes a case's probabilities in its name, for the scripted executor to read.
@@ -50,8 +65,8 @@ func mixName(c mixCase, i int) string {
 	return fmt.Sprintf("p%03d-e%03d-%d", int(c.pass*1000+0.5), int(c.errored*1000+0.5), i)
 }
 
-// writeMix writes the mix as one skill of command cases and returns its bundle.
-func writeMix(t *testing.T) []byte {
+// writeMix writes mix as one skill of command cases and returns its bundle.
+func writeMix(t *testing.T, mix []mixLine) []byte {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "mix")
@@ -62,10 +77,14 @@ func writeMix(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, line := range curtailMix {
+	for _, line := range mix {
 		for range line.count {
 			name := mixName(line.mixCase, n)
-			yaml := fmt.Sprintf("name: %s\nruns: %d\nconfidence: %g\ninput:\n  command: \"true\"\nexpected:\n  exit-code: 0\n", name, line.runs, line.confidence)
+			runs := fmt.Sprintf("runs: %d", line.runs)
+			if line.auto {
+				runs = fmt.Sprintf("runs: auto\nmax_runs: %d", line.runs)
+			}
+			yaml := fmt.Sprintf("name: %s\n%s\nconfidence: %g\ninput:\n  command: \"true\"\nexpected:\n  exit-code: 0\n", name, runs, line.confidence)
 			if err := os.WriteFile(filepath.Join(dir, "tests", "cases", name+".yaml"), []byte(yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +133,7 @@ func (e *oddsExecutor) Execute(_ context.Context, job *pb.Job, _ string) (*pb.Re
 
 // mixRun runs the mix on an in-process fleet, with or without curtailment, and returns each
 // case's status, its epochs run, the jobs the executor ran and the final status.
-func mixRun(t *testing.T, seed uint64, keepAll bool) (map[string]string, map[string]int, int64, *pb.RunStatus) {
+func mixRun(t *testing.T, mix []mixLine, seed uint64, keepAll bool) (map[string]string, map[string]int, int64, *pb.RunStatus) {
 	t.Helper()
 	exec := &oddsExecutor{seed: seed}
 	f, err := StartInProcess(context.Background(), InProcessConfig{
@@ -127,7 +146,7 @@ func mixRun(t *testing.T, seed uint64, keepAll bool) (map[string]string, map[str
 		t.Fatal(err)
 	}
 	defer f.Close(context.Background())
-	st, err := f.Coordinator.Submit(context.Background(), bytes.NewReader(writeMix(t)), &pb.RunSpec{Name: "mix"})
+	st, err := f.Coordinator.Submit(context.Background(), bytes.NewReader(writeMix(t, mix)), &pb.RunSpec{Name: "mix"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +161,9 @@ func mixRun(t *testing.T, seed uint64, keepAll bool) (map[string]string, map[str
 	status, run := map[string]string{}, map[string]int{}
 	for _, c := range rep.Cases {
 		status[c.Case], run[c.Case] = c.Status, c.EpochsRun
+		if c.Undecided {
+			status[c.Case] += " (undecided)"
+		}
 		if c.EpochsPlanned != c.Epochs || c.EpochsRun > c.EpochsPlanned {
 			t.Errorf("%s: %d of %d (runs %d) epochs run", c.Case, c.EpochsRun, c.EpochsPlanned, c.Epochs)
 		}
@@ -155,8 +177,8 @@ func mixRun(t *testing.T, seed uint64, keepAll bool) (map[string]string, map[str
 // run fewer jobs, and its status must count them honestly.
 func TestCurtailmentKeepsEveryVerdict(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
-		full, fullRun, fullCalls, fullSt := mixRun(t, seed, true)
-		cut, cutRun, cutCalls, cutSt := mixRun(t, seed, false)
+		full, fullRun, fullCalls, fullSt := mixRun(t, curtailMix, seed, true)
+		cut, cutRun, cutCalls, cutSt := mixRun(t, curtailMix, seed, false)
 		if len(full) != len(cut) || len(full) == 0 {
 			t.Fatalf("seed %d: %d cases in full, %d curtailed", seed, len(full), len(cut))
 		}
@@ -182,5 +204,30 @@ func TestCurtailmentKeepsEveryVerdict(t *testing.T) {
 		}
 		t.Logf("seed %d: verdicts %v; epochs %d of %d (%.0f%%), jobs executed %d of %d",
 			seed, decided, ran, planned, 100*float64(ran)/float64(planned), cutCalls, fullCalls)
+	}
+}
+
+// TestRunsAutoKeepsEveryVerdict: the same for `runs: auto` cases, whose sequential test reads
+// the epochs in order: every verdict, undecided mark included, is the one all max_runs
+// epochs give, in fewer jobs.
+func TestRunsAutoKeepsEveryVerdict(t *testing.T) {
+	for _, seed := range []uint64{1, 2} {
+		full, _, fullCalls, _ := mixRun(t, autoMix, seed, true)
+		cut, cutRun, cutCalls, cutSt := mixRun(t, autoMix, seed, false)
+		decided := map[string]int{}
+		ran := 0
+		for name, v := range full {
+			if cut[name] != v {
+				t.Errorf("seed %d: %s is %s with every epoch, %s curtailed", seed, name, v, cut[name])
+			}
+			decided[v]++
+			ran += cutRun[name]
+		}
+		if cutCalls >= fullCalls || int(cutSt.GetDoneJobs()) != ran {
+			t.Errorf("seed %d: %d jobs executed curtailed, %d with every epoch; %d epochs reported, status %d done",
+				seed, cutCalls, fullCalls, ran, cutSt.GetDoneJobs())
+		}
+		t.Logf("seed %d: verdicts %v; epochs %d of %d (%.0f%%), jobs executed %d",
+			seed, decided, ran, fullCalls, 100*float64(ran)/float64(fullCalls), cutCalls)
 	}
 }

@@ -43,6 +43,9 @@ type PlannedCase struct {
 	Epochs int
 	// Confidence is the fraction of epochs that must pass; 0 means 1.0.
 	Confidence float64
+	// Sequential, for a `runs: auto` case, is its rule: epochs in order until the sequential
+	// test decides, Epochs (its MaxRuns) at most; nil for the fixed rule.
+	Sequential *verdict.Sequential
 	// File and Line are where the case was written.
 	File string
 	Line int
@@ -84,6 +87,12 @@ type caseState struct {
 	line        int
 	epochs      int
 	confidence  float64
+	// seq is a `runs: auto` case's rule, outcomes its epochs' counted verdicts by epoch
+	// (VERDICT_UNSPECIFIED: none yet), and atMax says it reached its MaxRuns without the
+	// test deciding; nil, nil and false for the fixed rule.
+	seq      *verdict.Sequential
+	outcomes []skillfleetv1.Verdict
+	atMax    bool
 
 	// jobs holds, per epoch, a hash of the job id whose result was counted (0: none yet).
 	jobs     []uint64
@@ -126,6 +135,11 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 			skill: pc.Skill, name: pc.Case, agent: pc.Agent, arm: k.Arm, kind: pc.Kind, file: pc.File, line: pc.Line,
 			epochs:     NormalizeEpochs(pc.Epochs),
 			confidence: NormalizeConfidence(pc.Confidence),
+		}
+		if pc.Sequential != nil {
+			seq := *pc.Sequential
+			seq.MaxRuns = cs.epochs
+			cs.seq, cs.outcomes = &seq, make([]skillfleetv1.Verdict, cs.epochs)
 		}
 		b.byKey[k] = cs
 		b.cases = append(b.cases, cs)
@@ -204,6 +218,9 @@ func (cs *caseState) record(r *skillfleetv1.Result) {
 		cs.kind = r.GetKind()
 	}
 	epoch := r.GetEpoch()
+	if cs.outcomes != nil {
+		cs.outcomes[epoch-1] = v
+	}
 	if v != skillfleetv1.Verdict_VERDICT_PASSED && (cs.firstBadEpoch == 0 || epoch < cs.firstBadEpoch) {
 		cs.firstBadEpoch, cs.firstBadVerdict = epoch, v
 	}
@@ -261,7 +278,16 @@ func undecidedRank(v skillfleetv1.Verdict) int {
 func (b *Builder) refresh(cs *caseState) {
 	cs.fresh = false
 	v := skillfleetv1.Verdict_VERDICT_ERRORED
-	if cs.conflict == "" {
+	switch {
+	case cs.conflict != "":
+	case cs.seq != nil:
+		v, cs.atMax, _ = cs.seq.Decide(cs.outcomes)
+		if v == skillfleetv1.Verdict_VERDICT_UNSPECIFIED && b.closed {
+			// Cut short by the run's end: the fixed rule over every epoch, the missing ones
+			// skipped, as for any case.
+			v = Decide(cs.epochs, cs.confidence, cs.tally, true)
+		}
+	default:
 		v = Decide(cs.epochs, cs.confidence, cs.tally, b.closed)
 	}
 	if v == cs.status {
@@ -338,6 +364,17 @@ func (b *Builder) Tally(k CaseKey) Tally {
 		return cs.tally
 	}
 	return Tally{}
+}
+
+// Outcomes is a `runs: auto` case's counted verdicts by epoch (VERDICT_UNSPECIFIED: none
+// yet), a copy; nil for a case of the fixed rule.
+func (b *Builder) Outcomes(k CaseKey) []skillfleetv1.Verdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cs := b.byKey[k]; cs != nil && cs.outcomes != nil {
+		return slices.Clone(cs.outcomes)
+	}
+	return nil
 }
 
 // JobsDone is how many planned jobs have a result.
@@ -431,6 +468,7 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		ReusedEpochs: cs.tally.Reused, ReusedFrom: cs.reusedFrom,
 		EpochsRun: cs.tally.Reported() - cs.tally.Reused, EpochsPlanned: cs.epochs,
+		Sequential: cs.seq != nil, Undecided: cs.atMax,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
 		Usage: cs.usageOrNil(),

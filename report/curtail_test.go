@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/stats"
+	"github.com/skillfleet/skillfleet/verdict"
 )
 
 // TestBuilderCurtailed: a case settled before all its epochs reported says how many ran of
@@ -88,4 +91,69 @@ func TestBuilderCurtailed(t *testing.T) {
 	feed(c)
 	c.Skip("run cancelled by alice")
 	check(c.Report(), StatusSkipped)
+}
+
+// TestBuilderSequential: a `runs: auto` case reads its epochs in order: passed at the twelfth
+// pass in a row (confidence 0.8 ± 0.1, α = β = 0.05: see verdict.TestSequentialWorked), even
+// when a later epoch reported first; undecided at max_runs, with the fixed rule's verdict and
+// the mark in JSON, text and JUnit.
+func TestBuilderSequential(t *testing.T) {
+	s, err := stats.NewSPRT(0.8, 0.1, 0.05, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := &verdict.Sequential{Test: s, Confidence: 0.8}
+	auto := func(name string) PlannedCase {
+		pc := plan("s", name, 20, 0.8)
+		pc.Sequential = seq
+		return pc
+	}
+	b := NewBuilder(testRun, []PlannedCase{auto("quick"), auto("unsure")})
+	b.Add(res("s", "quick", 12, vPassed))
+	for e := 2; e <= 11; e++ {
+		b.Add(res("s", "quick", e, vPassed))
+	}
+	if !b.Open(CaseKey{Skill: "s", Case: "quick"}) {
+		t.Fatal("settled with epoch 1 missing: the test reads the epochs in order")
+	}
+	b.Add(res("s", "quick", 1, vPassed))
+	b.Add(res("s", "unsure", 1, vFailed))
+	b.Add(res("s", "unsure", 2, vFailed))
+	for e := 3; e <= 20; e++ {
+		b.Add(res("s", "unsure", e, vPassed))
+	}
+	if !b.Settled() {
+		t.Fatal("not settled")
+	}
+	rep := b.Report()
+	got := map[string]Case{}
+	for _, c := range rep.Cases {
+		got[c.Case] = c
+	}
+	if q := got["quick"]; q.Status != StatusPassed || q.Undecided || !q.Sequential || q.EpochsRun != 12 || q.EpochsPlanned != 20 {
+		t.Errorf("quick: %s, undecided %v, sequential %v, %d of %d run", q.Status, q.Undecided, q.Sequential, q.EpochsRun, q.EpochsPlanned)
+	}
+	if u := got["unsure"]; u.Status != StatusPassed || !u.Undecided || u.EpochsRun != 20 || u.Interval == nil {
+		t.Errorf("unsure: %s, undecided %v, %d run, interval %v", u.Status, u.Undecided, u.EpochsRun, u.Interval)
+	}
+	var js, txt, xml bytes.Buffer
+	if err := WriteJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteText(&txt, rep, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJUnit(&xml, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ doc, want string }{
+		{js.String(), `"undecided": true`},
+		{txt.String(), "PASS  s/unsure  20s  (18/20 epochs; undecided at max_runs, passed by the fixed rule, 95% CI 0.70–0.97)"},
+		{txt.String(), "PASS  s/quick  12s  (12/20 epochs; 12 of 20 run, the others could not change the verdict)"},
+		{xml.String(), "<system-out>undecided: the sequential test reached max_runs (20) without deciding; the fixed rule over them (16 needed) gave passed</system-out>"},
+	} {
+		if !strings.Contains(c.doc, c.want) {
+			t.Errorf("report lacks %q:\n%s", c.want, c.doc)
+		}
+	}
 }

@@ -123,6 +123,12 @@ type Case struct {
 	// it (see Decide). Both are 0 in a report written before they were.
 	EpochsRun     int `json:"epochs_run"`
 	EpochsPlanned int `json:"epochs_planned"`
+	// Sequential marks a `runs: auto` case: its epochs ran until a sequential test decided
+	// it, EpochsPlanned (its max_runs) at most. Undecided says the test reached max_runs
+	// without deciding: the verdict is the fixed rule's over those epochs (RequiredPasses of
+	// them), and Interval says how sure it is.
+	Sequential bool `json:"sequential,omitempty"`
+	Undecided  bool `json:"undecided,omitempty"`
 	// RequiredPasses is how many epochs must pass: RequiredPasses(Epochs, Confidence).
 	RequiredPasses int     `json:"required_passes"`
 	Confidence     float64 `json:"confidence"`
@@ -261,6 +267,11 @@ func (c Case) pendingEpochs() int {
 // verdict was settled without them (not because the run ended early: those are skipped).
 func (c Case) Curtailed() bool {
 	return c.EpochsPlanned > 0 && c.Status != StatusPending && c.pendingEpochs() > 0
+}
+
+// undecidedText says why an undecided case has the verdict it has.
+func undecidedText(c Case) string {
+	return fmt.Sprintf("undecided: the sequential test reached max_runs (%d) without deciding; the fixed rule over them (%d needed) gave %s", c.EpochsPlanned, c.RequiredPasses, c.Status)
 }
 
 // epochsRunText is e.g. "4 of 5 epochs run (the others could not change the verdict)".

@@ -70,6 +70,7 @@ type caseRow struct {
 	// being settled without the others.
 	EpochsRun   int
 	Curtailed   bool
+	Undecided   bool
 	DurationMS  int64
 	Flaky       *report.CaseFlaky
 	Quarantined string
@@ -205,7 +206,7 @@ func rowOf(c *report.Case, i int, skillLink string) caseRow {
 	return caseRow{
 		Index: i, Skill: name(c.Skill), SkillHref: skillLink, Case: name(c.Case), Agent: name(c.Agent), Arm: c.Arm, Status: c.Status,
 		Epochs: c.Epochs, PassedEpochs: c.PassedEpochs, DurationMS: c.DurationMS,
-		EpochsRun: c.EpochsRun, Curtailed: c.Curtailed(),
+		EpochsRun: c.EpochsRun, Curtailed: c.Curtailed(), Undecided: c.Undecided,
 		Flaky: c.Flaky, Quarantined: c.Quarantined, Reason: oneLine(c.Reason, maxReasonRunes),
 	}
 }
