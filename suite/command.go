@@ -207,6 +207,7 @@ func (r *reader) commandCase(s *skill.Skill, data []byte, cfg testConfig) *Case 
 		Skill: s, Kind: KindCommand, Runs: DefaultRuns, Confidence: DefaultConfidence,
 		Timeout: cfg.timeout, Parallel: parallel, Env: cfg.env, File: r.file, Line: root.Line,
 	}
+	testDefaults(c, s.Test)
 	var expected *yaml.Node
 	expectedLine := 0
 	has := map[string]bool{}

@@ -122,6 +122,7 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		Skill: s, Kind: KindPrompt, Runs: DefaultRuns, Confidence: DefaultConfidence,
 		Timeout: timeout, Parallel: s.Test.Parallel, File: r.file, Line: n.Line,
 	}
+	testDefaults(c, s.Test)
 	var assertions *yaml.Node
 	hasName, hasInput := false, false
 	for _, p := range pairs {
@@ -177,6 +178,7 @@ func (r *reader) caseExtension(c *Case, p pair) {
 			return
 		}
 		if v, ok := r.integer(p.val, "runs", "case.runs"); ok {
+			c.Sequential = false // a fixed runs overrides test.config.runs: auto
 			if v < 1 || v > MaxRuns {
 				r.errorf(p.line, "case.runs", "runs must be between 1 and %d, got %d", MaxRuns, v)
 			}
@@ -465,4 +467,19 @@ func (r *reader) sequential(c *Case, line int) {
 		r.errorf(cmp.Or(c.seqLine, line), "case.runs", "runs: auto: %v", err)
 	}
 	c.Runs = c.MaxRuns
+}
+
+// testDefaults gives a case the defaults of its skill's test.config (runs: auto and its
+// settings, confidence), before its own keys are read.
+func testDefaults(c *Case, tc *skill.TestConfig) {
+	if tc == nil {
+		return
+	}
+	if tc.Confidence > 0 {
+		c.Confidence = tc.Confidence
+	}
+	if tc.Sequential {
+		c.Sequential = true
+		c.MaxRuns, c.Delta, c.Alpha, c.Beta = tc.MaxRuns, tc.Delta, tc.Alpha, tc.Beta
+	}
 }

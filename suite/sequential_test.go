@@ -17,6 +17,7 @@ func TestRunsAuto(t *testing.T) {
 		name    string
 		cases   string // a prompt case's extra keys
 		command string // or a command case's file, when set
+		config  string // test.config's keys, when set
 		want    Case   // the fields checked: Sequential, Runs, MaxRuns, Delta, Alpha, Beta
 		err     string // an error containing this, on line errLine
 		errLine int
@@ -32,15 +33,31 @@ func TestRunsAuto(t *testing.T) {
 		{name: "settings without auto", cases: "runs: 5\n    max_runs: 9", err: "apply to `runs: auto` only", errLine: 5},
 		{name: "alpha too large", cases: "runs: auto\n    confidence: 0.8\n    alpha: 0.6", err: "error rates must lie in (0, 0.5)", errLine: 4},
 		{name: "not auto", cases: "runs: often", err: "runs must be an integer", errLine: 4},
+		{name: "test.config runs: auto", config: "runs: auto\n    confidence: 0.8\n    max_runs: 30\n    alpha: 0.1", cases: "description: inherits",
+			want: Case{Sequential: true, Runs: 30, MaxRuns: 30, Delta: 0.1, Alpha: 0.1, Beta: 0.05}},
+		{name: "a case's runs overrides test.config", config: "runs: auto\n    confidence: 0.8", cases: "runs: 3",
+			want: Case{Runs: 3}},
+		{name: "a case's settings add to test.config's", config: "runs: auto\n    confidence: 0.8", cases: "beta: 0.1",
+			want: Case{Sequential: true, Runs: 20, MaxRuns: 20, Delta: 0.1, Alpha: 0.05, Beta: 0.1}},
+		{name: "test.config on a command case", config: "runs: auto\n    confidence: 0.7", command: "name: c\ninput:\n  command: \"true\"\nexpected:\n  exit-code: 0\n",
+			want: Case{Sequential: true, Runs: 20, MaxRuns: 20, Delta: 0.1, Alpha: 0.05, Beta: 0.05}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			dir := filepath.Join(root, "s")
-			files := map[string]string{"SKILL.md": skillMD}
+			md := skillMD
+			if tt.config != "" {
+				md = strings.Replace(md, "  cases: cases.yaml\n", "  cases: cases.yaml\n  config:\n    "+tt.config+"\n", 1)
+			}
+			files := map[string]string{"SKILL.md": md}
 			if tt.command != "" {
 				files["tests/cases/c.yaml"] = tt.command
-				files["SKILL.md"] = strings.Replace(skillMD, "test:\n  cases: cases.yaml\n", "", 1)
+				if tt.config == "" {
+					files["SKILL.md"] = strings.Replace(md, "test:\n  cases: cases.yaml\n", "", 1)
+				} else {
+					files["cases.yaml"] = "cases:\n  - name: a\n    input: hi\n    assertions: {output_contains: [x]}\n"
+				}
 			} else {
 				files["cases.yaml"] = "cases:\n  - name: a\n    input: hi\n    " + tt.cases + "\n    assertions: {output_contains: [x]}\n"
 			}
@@ -62,10 +79,15 @@ func TestRunsAuto(t *testing.T) {
 				}
 				t.Fatalf("no case.runs error at line %d containing %q; got:\n%s", tt.errLine, tt.err, diagText(root, s.Diagnostics))
 			}
-			if s.Diagnostics.HasErrors() || len(s.Cases) != 1 {
+			if s.Diagnostics.HasErrors() || len(s.Cases) == 0 {
 				t.Fatalf("%d cases; diagnostics:\n%s", len(s.Cases), diagText(root, s.Diagnostics))
 			}
 			c := s.Cases[0]
+			for _, x := range s.Cases {
+				if tt.command != "" && x.Name == "c" {
+					c = x
+				}
+			}
 			got := Case{Sequential: c.Sequential, Runs: c.Runs, MaxRuns: c.MaxRuns, Delta: c.Delta, Alpha: c.Alpha, Beta: c.Beta}
 			w := tt.want
 			if got.Sequential != w.Sequential || got.Runs != w.Runs || got.MaxRuns != w.MaxRuns || got.Delta != w.Delta || got.Alpha != w.Alpha || got.Beta != w.Beta {
