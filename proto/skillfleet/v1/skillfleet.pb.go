@@ -2396,10 +2396,11 @@ type RunStatus struct {
 	// (curtailment): the rest are not published, or withdrawn. Its ungated jobs are then only
 	// each case's first epochs (published counts among those); a run admitted without it
 	// publishes every job, as before.
-	Curtailed bool `protobuf:"varint,19,opt,name=curtailed,proto3" json:"curtailed,omitempty"`
+	// (19 and 20 are the cost cap's cost_capped and spent, added beside these.)
+	Curtailed bool `protobuf:"varint,21,opt,name=curtailed,proto3" json:"curtailed,omitempty"`
 	// Planned jobs that will not run because their case's verdict was settled without them
 	// (not counted in total_jobs).
-	WithdrawnJobs int32 `protobuf:"varint,20,opt,name=withdrawn_jobs,json=withdrawnJobs,proto3" json:"withdrawn_jobs,omitempty"`
+	WithdrawnJobs int32 `protobuf:"varint,22,opt,name=withdrawn_jobs,json=withdrawnJobs,proto3" json:"withdrawn_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2979,8 +2980,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\bmisfiled\x18\x10 \x03(\v2\x17.skillfleet.v1.MisfiledR\bmisfiled\x12+\n" +
 	"\x11misfiled_overflow\x18\x11 \x01(\bR\x10misfiledOverflow\x12#\n" +
 	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1c\n" +
-	"\tcurtailed\x18\x13 \x01(\bR\tcurtailed\x12%\n" +
-	"\x0ewithdrawn_jobs\x18\x14 \x01(\x05R\rwithdrawnJobs\";\n" +
+	"\tcurtailed\x18\x15 \x01(\bR\tcurtailed\x12%\n" +
+	"\x0ewithdrawn_jobs\x18\x16 \x01(\x05R\rwithdrawnJobs\";\n" +
 	"\bMisfiled\x12\x1d\n" +
 	"\n" +
 	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
