@@ -97,6 +97,10 @@ type Transcript struct {
 	// Stop says why the run ended: "final" (an answer), "turns", "tokens", "time" (a limit),
 	// or "error" (the endpoint, the sandbox, an empty answer, cancellation).
 	Stop string
+	// AgentVersion is a command agent's CLI name and version as it told the gateway
+	// ("claude-cli/2.1.240", "codex_exec/0.162.1", "GeminiCLI/0.56.0"); "" when unknown, and
+	// for the built-in agent.
+	AgentVersion string
 	// Trajectory is the whole conversation as the model saw it, in ATIF (see package atif):
 	// tool outputs as shown to the model, arguments as the model wrote them, tokens per turn.
 	// It is set on every return, an error's included, with what happened until then.
@@ -227,6 +231,17 @@ func (a *BuiltIn) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		}
 		a.log.Debug("agent turn", zap.Int("turn", tr.Turns), zap.Int("tool_calls", len(ans.Calls)),
 			zap.Int64("tokens", tr.Usage.Total()))
+		if ans.Stop == StopMaxTokens {
+			// Cut at its max output, marked as the model gateway marks a CLI's cut answers.
+			step.Extra = map[string]any{atif.ExtraMaxOutputReached: u.CompletionTokens}
+			if traj.Extra == nil {
+				traj.Extra = map[string]any{}
+			}
+			n, _ := traj.Extra[atif.ExtraMaxOutputAnswers].(int)
+			most, _ := traj.Extra[atif.ExtraMaxOutputReached].(int64)
+			traj.Extra[atif.ExtraMaxOutputAnswers] = n + 1
+			traj.Extra[atif.ExtraMaxOutputReached] = max(most, u.CompletionTokens)
+		}
 		if ans.Stop == StopRefusal || ans.Stop == StopSafety {
 			// The provider's refusal or safety stop is no answer to judge: the case errors
 			// with its reason, whatever text came with it.

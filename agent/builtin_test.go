@@ -613,3 +613,19 @@ Collect every merged pull request since the last tag with git log.
 Group the entries under Added, Changed and Fixed, newest first.
 Write the result to CHANGELOG.md above the previous release's section.
 `
+
+// An answer the provider cut at its max output is marked on its step and counted on the
+// trajectory, as the model gateway marks a CLI's.
+func TestRunMarksAnAnswerCutAtItsMaxOutput(t *testing.T) {
+	cut := agenttest.Reply{Status: http.StatusOK, Header: map[string]string{"Content-Type": "application/json"},
+		Body: `{"id":"c","object":"chat.completion","model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":"part of it"},"finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":50,"total_tokens":60}}`}
+	a, _ := newTestAgent(t, agenttest.NewScript(t, cut))
+	out, tr, err := a.Run(context.Background(), newSandbox(), Request{Input: "write it"})
+	if err != nil || out != "part of it" {
+		t.Fatalf("Run = %q, %v", out, err)
+	}
+	last := tr.Trajectory.Steps[len(tr.Trajectory.Steps)-1]
+	if last.Extra[atif.ExtraMaxOutputReached] != int64(50) || tr.Trajectory.Extra[atif.ExtraMaxOutputAnswers] != 1 {
+		t.Errorf("step extra %v, trajectory extra %v; want the answer marked cut at 50 tokens, one such answer", last.Extra, tr.Trajectory.Extra)
+	}
+}

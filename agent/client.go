@@ -149,6 +149,7 @@ type attempt struct {
 func (c *Client) Converse(ctx context.Context, conv Conversation) (*Answer, Usage, error) {
 	model := cmp.Or(conv.Model, c.ep.Model)
 	conv.Model = model
+	conv.MaxOutput = cmp.Or(max(conv.MaxOutput, 0), c.ep.MaxOutput)
 	est := estimateTokens(conv)
 	for n := 0; ; n++ {
 		ans, u, a := c.do(ctx, conv, est)

@@ -465,3 +465,58 @@ func TestNewClientRejectsBadEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// The endpoint's max output (an agent's or the judge's max_output_tokens) goes with every
+// conversation that names none, in each protocol's field; one a conversation names wins.
+func TestEndpointMaxOutput(t *testing.T) {
+	turn := agenttest.Scripted(func(int, agenttest.Conv) (agenttest.Turn, *agenttest.Reply) {
+		return agenttest.Turn{Text: "ok", Usage: agenttest.Tokens{Prompt: 1, Completion: 1}}, nil
+	})
+	sent := func(api string, p map[string]any) any {
+		switch api {
+		case APIAnthropic:
+			return p["max_tokens"]
+		case APIGemini:
+			gc, _ := p["generationConfig"].(map[string]any)
+			return gc["maxOutputTokens"]
+		}
+		return p["max_completion_tokens"]
+	}
+	tests := []struct {
+		api             string
+		configured, own int64
+		want            any
+	}{
+		{APIOpenAI, 5000, 0, 5000.0},
+		{APIOpenAI, 0, 0, nil},
+		{APIOpenAI, 5000, 300, 300.0},
+		{APIAnthropic, 5000, 0, 5000.0},
+		{APIAnthropic, 0, 0, float64(DefaultMaxOutput)},
+		{APIGemini, 5000, 0, 5000.0},
+		{APIGemini, 0, 0, nil},
+	}
+	for _, tt := range tests {
+		var srv *agenttest.Server
+		switch tt.api {
+		case APIAnthropic:
+			srv = agenttest.NewAnthropic(t, turn)
+		case APIGemini:
+			srv = agenttest.NewGemini(t, turn)
+		default:
+			srv = agenttest.NewOpenAI(t, turn)
+		}
+		base := srv.BaseURL()
+		if tt.api != APIOpenAI {
+			base = srv.URL // their SDKs add the version
+		}
+		f := newTestClient(t, base, func(ep *Endpoint) { ep.API, ep.MaxOutput = tt.api, tt.configured })
+		conv := userParams("hi")
+		conv.MaxOutput = tt.own
+		if _, _, err := f.c.Converse(context.Background(), conv); err != nil {
+			t.Fatalf("%s: %v", tt.api, err)
+		}
+		if got := sent(tt.api, srv.Requests()[0].Params()); got != tt.want {
+			t.Errorf("%s, configured %d, conversation's %d: max output %v, want %v", tt.api, tt.configured, tt.own, got, tt.want)
+		}
+	}
+}

@@ -35,8 +35,8 @@ const (
 	stderrExcerpt = 2048
 	// CommandAgentName is the agent name of a gateway's trajectories when its config names none.
 	CommandAgentName = "agent-cli"
-	// CommandAgentVersion is the agent version of a gateway's trajectories: the gateway cannot
-	// know which version of a CLI ran.
+	// CommandAgentVersion is the agent version of a gateway's trajectories when the CLI named
+	// none in its User-Agent.
 	CommandAgentVersion = "unknown"
 )
 
@@ -56,6 +56,9 @@ type GatewaySession interface {
 	Record() (t *atif.Trajectory, complete bool)
 	// BudgetExhausted says the gateway refused a request for the job's token budget.
 	BudgetExhausted() bool
+	// AgentVersion is the CLI's name and version from the User-Agent it sent
+	// ("claude-cli/2.1.240"); "" when it named none.
+	AgentVersion() string
 	Close()
 }
 
@@ -170,6 +173,11 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 	}
 	fail := func(stop string, e error) (string, Transcript, error) {
 		tr.Stop = stop
+		if note := maxOutputNote(tr.Trajectory); note != "" {
+			// A CLI reports a cut answer as an error of its own, or retries it until its
+			// time is up: the reason says what the model boundary saw.
+			e = fmt.Errorf("%w (%s)", e, note)
+		}
 		return "", tr, e
 	}
 	if a.cfg.SkillsDir != "" {
@@ -192,6 +200,7 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 			tr.Activated = append(tr.Activated, a.Skill)
 		}
 		tr.Trajectory, tr.ToolsSeen = sess.Record()
+		tr.AgentVersion = sess.AgentVersion()
 		// The calls the model asked for, as the gateway saw them: complete only when every
 		// request matched a step of one conversation, no message was skipped and no answer
 		// was cut (a CLI that compacts its history or runs sub-agents leaves calls out of
@@ -268,6 +277,26 @@ func (a *Command) placeSkills(ctx context.Context, sb Sandbox, req Request) erro
 		return fmt.Errorf("agent: command: placing the skills in %s failed (status %d): %s", a.cfg.SkillsDir, res.ExitCode, excerpt(res.Stderr))
 	}
 	return nil
+}
+
+// maxOutputNote says how many of the model's answers ended at their max output, as the
+// gateway recorded them ("" when none did).
+func maxOutputNote(t *atif.Trajectory) string {
+	if t == nil {
+		return ""
+	}
+	n, _ := t.Extra[atif.ExtraMaxOutputAnswers].(int)
+	if n == 0 {
+		return ""
+	}
+	tokens, _ := t.Extra[atif.ExtraMaxOutputReached].(int64)
+	what := "answer of the model was cut at its max output"
+	if n > 1 {
+		what = "answers of the model were cut at their max output"
+	}
+	// The max output was the CLI's own, the agent's max_output_tokens or what the budget
+	// left: the trajectory's steps say which answers, the config says which figure.
+	return fmt.Sprintf("%d %s (up to %d tokens)", n, what, tokens)
 }
 
 // refusalOf is the stop reason of a trajectory's last agent step when it is a refusal or a

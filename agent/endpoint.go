@@ -64,6 +64,10 @@ type Endpoint struct {
 	// Price turns token usage into cost. A different model is a different Endpoint, so that
 	// its price is right.
 	Price Price
+	// MaxOutput is the max output of a conversation that names none: the operator's
+	// max_output_tokens (0: none sent, the provider's default, except Anthropic's, which
+	// requires one: DefaultMaxOutput).
+	MaxOutput int64
 }
 
 func (ep Endpoint) withDefaults() Endpoint {

@@ -24,6 +24,16 @@ const SchemaVersion = "ATIF-v1.7"
 // message for the agent's answer.
 const ExtraStopReason = "stop_reason"
 
+// ExtraMaxOutputReached is the key of a step's extra when the provider ended its answer at the
+// answer's max output (the value: that max output, in tokens); on a trajectory's extra, the
+// largest such max output of any answer in the run. The answer is cut, not finished: an agent
+// may retry it, and a CLI may fail over it.
+const ExtraMaxOutputReached = "max_output_reached"
+
+// ExtraMaxOutputAnswers is the key of a trajectory's extra that counts the answers ended at
+// their max output, those no step shows (an agent's retries) included.
+const ExtraMaxOutputAnswers = "max_output_answers"
+
 // The step sources.
 const (
 	SourceSystem = "system"

@@ -48,6 +48,16 @@ type Bundle struct {
 	Digest string
 	Skills []SkillDigest
 	Bytes  int64
+	// Skipped are the special files of the skill directories (FIFOs, sockets, devices): left
+	// out, never opened (opening a FIFO waits for a writer), for the caller to report.
+	Skipped []SkippedFile
+}
+
+// SkippedFile is a file of a skill directory that is not bundled.
+type SkippedFile struct {
+	Skill string      // the skill's name
+	Path  string      // the file as found on disk
+	Mode  fs.FileMode // what it is
 }
 
 // Dir is one skill directory to bundle.
@@ -95,10 +105,16 @@ func writeBundle(w io.Writer, dirs []Dir, lim aheadLimits) (*Bundle, error) {
 	}
 	ra := startReadAhead(ordered, lim)
 	defer ra.stop()
+	var skipped []SkippedFile
 	for i, name := range names {
-		d, n, err := writeSkill(tw, byName[name], ra.skill(i), total, buf, man)
+		pre := ra.skill(i)
+		d, n, err := writeSkill(tw, byName[name], pre, total, buf, man)
 		if err != nil {
 			return nil, fmt.Errorf("bundle skill %s: %w", name, err)
+		}
+		for _, sf := range pre.skipped {
+			sf.Skill = name
+			skipped = append(skipped, sf)
 		}
 		ra.written(i)
 		digests[name] = d
@@ -113,7 +129,7 @@ func writeBundle(w io.Writer, dirs []Dir, lim aheadLimits) (*Bundle, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	b := &Bundle{Digest: DigestPrefix + hex.EncodeToString(h.Sum(nil)), Bytes: cw.n}
+	b := &Bundle{Digest: DigestPrefix + hex.EncodeToString(h.Sum(nil)), Bytes: cw.n, Skipped: skipped}
 	var line []byte // "<dep>\x00<digest>\n", the closure digest's input for each dependency
 	for _, name := range names {
 		closure := byName[name].Closure
@@ -213,13 +229,15 @@ func copyFile(w io.Writer, path string, size int64, buf []byte) error {
 
 // skillFiles lists a skill directory's regular files in sorted order. Hidden entries (.git,
 // .DS_Store) and nested skill directories (they are skills of their own) are left out; symlinks
-// are followed only to files inside the skill.
-func skillFiles(dir string) ([]bundleFile, error) {
+// are followed only to files inside the skill. Special files (FIFOs, sockets, devices) are
+// returned apart, by their type alone: they are never opened.
+func skillFiles(dir string) ([]bundleFile, []SkippedFile, error) {
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []bundleFile
+	var skipped []SkippedFile
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -261,16 +279,17 @@ func skillFiles(dir string) ([]bundleFile, error) {
 			if st.IsDir() {
 				return nil // a symlinked directory: its files are reachable under their own path
 			}
-			return fmt.Errorf("%s: not a regular file", rel)
+			skipped = append(skipped, SkippedFile{Path: p, Mode: st.Mode().Type()})
+			return nil
 		}
 		out = append(out, bundleFile{rel: filepath.ToSlash(rel), path: real, size: st.Size(), exec: st.Mode()&0o111 != 0})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(out, func(a, b bundleFile) int { return strings.Compare(a.rel, b.rel) })
-	return out, nil
+	return out, skipped, nil
 }
 
 type countingWriter struct {

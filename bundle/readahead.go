@@ -40,8 +40,9 @@ type readAhead struct {
 
 // preparedSkill is one skill's files as listed, and those read ahead.
 type preparedSkill struct {
-	files []bundleFile
-	err   error
+	files   []bundleFile
+	skipped []SkippedFile
+	err     error
 	// ahead[i] is files[i] read ahead; files past len(ahead) are the writer's to stream.
 	ahead []aheadFile
 	ready chan struct{}
@@ -115,7 +116,7 @@ func (ra *readAhead) stop() {
 
 // prepare lists the skill directory dir and reads its first small files.
 func (s *preparedSkill) prepare(dir string, lim aheadLimits) {
-	s.files, s.err = skillFiles(dir)
+	s.files, s.skipped, s.err = skillFiles(dir)
 	if s.err != nil {
 		return
 	}

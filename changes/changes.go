@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -128,12 +129,45 @@ func diff(ch *report.Changes, prevID string, prev []history.Result, curID string
 		}
 		return out
 	}
+	ch.Agents = agentChanges(prev, cur)
 	ch.NewlyFailing, ch.Fixed, ch.StillFailing = conv(r.Changes.NewlyFailing), conv(r.Changes.Fixed), conv(r.Changes.StillFailing)
 	ch.New, ch.Removed = conv(r.Changes.New), conv(r.Changes.Removed)
 	if o := r.Comparison.Overall; claim && o.Cases > 0 && o.Tested {
 		ch.Stats = &report.ChangeStats{Cases: o.Cases, PassRatePrevious: o.A.PassRate, PassRateCurrent: o.B.PassRate,
 			Delta: o.Delta, Interval: [2]float64{o.Interval.Lo, o.Interval.Hi}, P: o.P, Significant: o.Significant, Test: o.Test}
 	}
+}
+
+// maxAgentVersions bounds the versions an agent's change names per run.
+const maxAgentVersions = 4
+
+// agentChanges are the agents whose CLI versions (of their with_skill results) differ between
+// the runs. An agent with no version in either run (the built-in agent, results stored before
+// versions were) claims nothing: unknown is not a change.
+func agentChanges(prev, cur []history.Result) []report.AgentChange {
+	versions := func(rows []history.Result) map[string][]string {
+		out := map[string][]string{}
+		for _, r := range rows {
+			if (r.Arm != "" && r.Arm != comparison.WithSkill) || r.AgentVersion == "" {
+				continue
+			}
+			if vs := out[r.Agent]; len(vs) < maxAgentVersions && !slices.Contains(vs, r.AgentVersion) {
+				out[r.Agent] = append(vs, r.AgentVersion)
+			}
+		}
+		for _, vs := range out {
+			slices.Sort(vs)
+		}
+		return out
+	}
+	before, after := versions(prev), versions(cur)
+	var out []report.AgentChange
+	for _, agent := range slices.Sorted(maps.Keys(after)) {
+		if p, ok := before[agent]; ok && !slices.Equal(p, after[agent]) {
+			out = append(out, report.AgentChange{Agent: agent, Previous: p, Current: after[agent]})
+		}
+	}
+	return out
 }
 
 // blank forgets what the configuration check compares, for a diff that claims no statistics.

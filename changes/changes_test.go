@@ -31,6 +31,8 @@ type sequence struct {
 	n    *int
 	cfg  flaky.Config
 	team string
+	// version is the CLI version the runs' results name ("" none).
+	version string
 }
 
 func newSequence(t *testing.T) *sequence {
@@ -69,7 +71,7 @@ func (q *sequence) run(cases step) report.Report {
 		for e, v := range cases[name] {
 			r := history.Result{RunID: id, JobID: fmt.Sprintf("%s-%d", name, e), Team: q.team, Suite: "nightly", Lane: "scheduled",
 				Skill: "sk", Case: name, Agent: "builtin", Model: "m1", Arm: "with_skill", Epoch: e + 1, Attempt: 1,
-				CaseDigest: "sha256:" + name, FinishedAt: created, RecordedAt: created}
+				CaseDigest: "sha256:" + name, FinishedAt: created, RecordedAt: created, AgentVersion: q.version}
 			switch v {
 			case 'P':
 				r.Verdict = "passed"
@@ -151,6 +153,40 @@ func TestWhatChanged(t *testing.T) {
 				t.Errorf("paired statistics %+v, want %d paired cases", ch.Stats, tt.paired)
 			}
 		})
+	}
+}
+
+// TestAgentChanged: when a command agent's CLI version differs from the previous run's, what
+// changed says so (in JSON and text), beside the cases it may explain; the same version, or a
+// run that named none (results stored before versions were), claims nothing.
+func TestAgentChanged(t *testing.T) {
+	q := newSequence(t)
+	q.version = "claude-cli/2.1.240"
+	q.run(step{"a": "P", "b": "P"})
+	same := q.run(step{"a": "P", "b": "P"})
+	q.version = "claude-cli/2.1.241"
+	bumped := q.run(step{"a": "F", "b": "P"})
+	q.version = ""
+	unknown := q.run(step{"a": "F", "b": "P"})
+	if a := same.Changes.Agents; a != nil {
+		t.Errorf("same version: agents changed %+v", a)
+	}
+	want := []report.AgentChange{{Agent: "builtin", Previous: []string{"claude-cli/2.1.240"}, Current: []string{"claude-cli/2.1.241"}}}
+	if got := bumped.Changes.Agents; len(got) != 1 || got[0].Agent != want[0].Agent || !slices.Equal(got[0].Previous, want[0].Previous) || !slices.Equal(got[0].Current, want[0].Current) {
+		t.Errorf("agents changed %+v, want %+v", got, want)
+	}
+	var buf bytes.Buffer
+	if err := report.WriteText(&buf, bumped, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "agent builtin changed: claude-cli/2.1.240 → claude-cli/2.1.241") {
+		t.Errorf("the text does not say the agent changed:\n%s", buf.String())
+	}
+	if p := report.ChangesProperties(bumped.Changes); !slices.Contains(p, report.Property{Name: "changes.agents", Value: "builtin: claude-cli/2.1.240 → claude-cli/2.1.241"}) {
+		t.Errorf("JUnit properties %+v lack changes.agents", p)
+	}
+	if a := unknown.Changes.Agents; a != nil {
+		t.Errorf("no version named: agents changed %+v", a)
 	}
 }
 
@@ -346,5 +382,40 @@ func TestReportGoldens(t *testing.T) {
 			t.Fatal(err)
 		}
 		testutil.Golden(t, filepath.Join("testdata", f.file), b.Bytes())
+	}
+}
+
+// TestPassRates: a case's epoch record over the window, infrastructure failures left out:
+// "flips" passed 4 of its 8 decided epochs, "steady" 8 of 8, "infra" 6 of 6 (its six sandbox
+// failures are not decided).
+func TestPassRates(t *testing.T) {
+	q := newSequence(t)
+	flips, infra := "PFPFPFPF", "PSPSPSPSPSPS"
+	for i := range len(infra) {
+		st := step{"infra": infra[i : i+1]}
+		if i < len(flips) {
+			st["flips"], st["steady"] = flips[i:i+1], "P"
+		}
+		q.run(st)
+	}
+	rates, err := PassRates(context.Background(), q.store, "", "nightly", "", flaky.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	for _, r := range rates {
+		got[r.Case] = [2]int{r.Passed, r.Decided}
+	}
+	want := map[string][2]int{"flips": {4, 8}, "steady": {8, 8}, "infra": {6, 6}}
+	if len(got) != len(want) {
+		t.Errorf("rates %v, want %v", got, want)
+	}
+	for c, w := range want {
+		if got[c] != w {
+			t.Errorf("%s: %v, want %v", c, got[c], w)
+		}
+	}
+	if other, err := PassRates(context.Background(), q.store, "", "other-suite", "", flaky.Config{}); err != nil || len(other) != 0 {
+		t.Errorf("another suite's rates: %+v, %v", other, err)
 	}
 }

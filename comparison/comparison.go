@@ -57,6 +57,13 @@ type Options struct {
 	Axis Axis
 	// Seed makes the resampling methods reproducible (see stats.Options).
 	Seed uint64
+	// MinEffect is the difference in pass rate the comparison should be able to detect
+	// (--min-effect); a group whose design cannot is marked underpowered. 0 means
+	// stats.DefaultMinEffect.
+	MinEffect float64
+	// AA says the two sides are the same arm run twice (an A/A run, --aa): the report then
+	// carries the suite's noise floor (Report.Noise).
+	AA bool
 }
 
 // Report is a comparison of side B against side A (B minus A), with what changed.
@@ -65,6 +72,8 @@ type Report struct {
 	Axis       Axis
 	Comparison stats.Comparison
 	Changes    Changes
+	// Noise is the noise floor of an A/A comparison (Options.AA); nil otherwise.
+	Noise *Noise
 }
 
 // caseKey identifies a case across the two sides.
@@ -186,9 +195,13 @@ func Compare(a, b Side, opt Options) (*Report, error) {
 	if err := check(a, b, ga, gb, opt.Axis); err != nil {
 		return nil, err
 	}
-	c, err := stats.Compare(casesOf(ga), casesOf(gb), stats.Options{Seed: opt.Seed})
+	c, err := stats.Compare(casesOf(ga), casesOf(gb), stats.Options{Seed: opt.Seed, MinEffect: opt.MinEffect})
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}
-	return &Report{A: a, B: b, Axis: opt.Axis, Comparison: c, Changes: diff(ga, gb)}, nil
+	r := &Report{A: a, B: b, Axis: opt.Axis, Comparison: c, Changes: diff(ga, gb)}
+	if opt.AA {
+		r.Noise = noiseOf(c.Cases)
+	}
+	return r, nil
 }

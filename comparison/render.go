@@ -54,6 +54,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			return
 		}
 		sig := "no"
+		if s.Underpowered && !s.Significant {
+			// The design could not have seen --min-effect: "not significant" says little.
+			sig = "no, underpowered"
+		}
 		if s.Significant {
 			sig = "yes"
 			if s.Delta < 0 {
@@ -74,6 +78,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	o := c.Overall
+	if r.Noise == nil {
+		fmt.Fprintf(&b, "\nsmallest difference this design detects (80%% power, alpha %.2f): %s overall; underpowered (cannot detect %.1f points): %s\n",
+			stats.Alpha, minDetectable(o.MinDetectable), 100*o.MinEffect, underpoweredSkills(c))
+	}
 	fmt.Fprintf(&b, "\nleft out: %d errored or timed-out epochs in A, %d in B (never counted as passes or fails); skipped: %d in A, %d in B\n",
 		o.A.LeftOut, o.B.LeftOut, o.A.Skipped, o.B.Skipped)
 	if o.OnlyA+o.OnlyB+o.Unpaired > 0 {
@@ -108,8 +116,32 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  and %d more\n", n)
 		}
 	}
+	if r.Noise != nil {
+		writeNoise(&b, r.Noise, c.Overall.Test)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// underpoweredSkills names the skills (and "overall") whose design cannot detect the
+// comparison's minimum effect, or says none.
+func underpoweredSkills(c stats.Comparison) string {
+	var names []string
+	for _, s := range c.PerSkill {
+		if s.Underpowered {
+			names = append(names, clean(s.Skill))
+		}
+	}
+	if c.Overall.Underpowered {
+		names = append(names, "overall")
+	}
+	if names == nil {
+		return "none"
+	}
+	if len(names) > maxListed {
+		names = append(names[:maxListed], fmt.Sprintf("and %d more", len(names)-maxListed))
+	}
+	return strings.Join(names, ", ")
 }
 
 // percent renders a rate in [0, 1] as a percentage.
@@ -168,6 +200,8 @@ type JSONReport struct {
 	PerSkill []stats.SkillComparison `json:"per_skill"`
 	Overall  stats.SkillComparison   `json:"overall"`
 	Changes  Changes                 `json:"changes"`
+	// Noise is an A/A run's noise floor (see Noise); absent otherwise.
+	Noise *Noise `json:"noise,omitempty"`
 }
 
 // JSON returns the JSON rendering's document.
@@ -181,7 +215,7 @@ func (r *Report) JSON() JSONReport {
 	}
 	return JSONReport{
 		A: side(r.A), B: side(r.B), Axis: r.Axis.String(), Alpha: stats.Alpha, Seed: r.Comparison.Seed,
-		PerSkill: per, Overall: r.Comparison.Overall, Changes: r.Changes.nonNil(),
+		PerSkill: per, Overall: r.Comparison.Overall, Changes: r.Changes.nonNil(), Noise: r.Noise,
 	}
 }
 
@@ -211,7 +245,9 @@ type Property struct {
 // Properties are the comparison as JUnit properties, for a <properties> block on a
 // testsuite: per skill "compare.<skill>.delta" (B minus A, a signed fraction),
 // ".interval" ("lo,hi"), ".p_adjusted" and ".significant" ("true"/"false"), and the same
-// for "compare.overall"; "compare.a" and "compare.b" name the sides.
+// for "compare.overall"; "compare.a" and "compare.b" name the sides. An A/A comparison adds
+// "noise.flipped" ("flipped,paired"), "noise.flip_rate", "noise.interval" (Wilson, "lo,hi")
+// and "noise.min_detectable" (a fraction, or "none").
 func (r *Report) Properties() []Property {
 	props := []Property{{"compare.a", sideName(r.A)}, {"compare.b", sideName(r.B)}, {"compare.axis", r.Axis.String()}}
 	add := func(prefix string, s stats.SkillComparison) {
@@ -221,12 +257,25 @@ func (r *Report) Properties() []Property {
 			Property{prefix + ".p_adjusted", fmt.Sprintf("%.4f", s.PAdjusted)},
 			Property{prefix + ".significant", fmt.Sprint(s.Significant)},
 			Property{prefix + ".left_out", fmt.Sprintf("%d,%d", s.A.LeftOut, s.B.LeftOut)},
+			Property{prefix + ".underpowered", fmt.Sprint(s.Underpowered)},
 		)
 	}
 	for _, s := range r.Comparison.PerSkill {
 		add("compare."+clean(s.Skill), s)
 	}
 	add("compare.overall", r.Comparison.Overall)
+	if n := r.Noise; n != nil {
+		mde := "none"
+		if n.MinDetectable != nil {
+			mde = fmt.Sprintf("%.4f", *n.MinDetectable)
+		}
+		props = append(props,
+			Property{"noise.flipped", fmt.Sprintf("%d,%d", n.Flipped, n.Cases)},
+			Property{"noise.flip_rate", fmt.Sprintf("%.4f", n.FlipRate)},
+			Property{"noise.interval", fmt.Sprintf("%.4f,%.4f", n.Interval.Lo, n.Interval.Hi)},
+			Property{"noise.min_detectable", mde},
+		)
+	}
 	return props
 }
 

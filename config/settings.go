@@ -58,7 +58,12 @@ type Agent struct {
 	MaxTurns       int    `yaml:"max_turns"`
 	MaxTokens      int64  `yaml:"max_tokens"`
 	MaxConcurrency int    `yaml:"max_concurrency"`
-	Price          Price  `yaml:"price"`
+	// MaxOutputTokens is the max output of one model answer, sent with every request that
+	// names none (0: for a command agent under a budget, the model's documented maximum, else
+	// 32,000; otherwise none, the provider's default). A command agent's CLI that names its own
+	// keeps it; the gateway lowers any of them only to what max_tokens leaves.
+	MaxOutputTokens int64 `yaml:"max_output_tokens"`
+	Price           Price `yaml:"price"`
 	// Command is the agent CLI's argv, never run through a shell, with the placeholders
 	// {{prompt}}, {{token}}, {{base_url}} and {{workdir}} (see agent.CommandConfig). max_turns
 	// does not apply to it; max_tokens is its per-job budget at the gateway, and
@@ -106,6 +111,10 @@ type RateLimit struct {
 	RequestsPerMinute int `yaml:"requests_per_minute"`
 	TokensPerMinute   int `yaml:"tokens_per_minute"`
 }
+
+// maxOutputTokens bounds max_output_tokens as the model gateway bounds a client's max output:
+// far above every model's output limit, so that a larger value is a typo.
+const maxOutputTokens = 1 << 24
 
 // The most a rate limit may say: beyond them a value is a typo, not a limit.
 const (
@@ -170,6 +179,9 @@ type Judge struct {
 	Model     string `yaml:"model"`
 	Votes     int    `yaml:"votes"`
 	Price     Price  `yaml:"price"`
+	// MaxOutputTokens is the max output of one judge answer (0: the provider's default;
+	// Anthropic's, which requires one, 8,192).
+	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 	// RateLimit is the judge's endpoint's rate, shared by the fleet (nil: not paced).
 	RateLimit *RateLimit `yaml:"rate_limit"`
 }
@@ -303,6 +315,10 @@ func Load(path string) (*Settings, *pb.Limits, diag.Diagnostics) {
 			diags = append(diags, errAt(itemKeyLine(&node, "agents", i, "max_tokens_field"), "config.agents.max_tokens_field",
 				"agent %q has max_tokens_field but no command: it sets what the model gateway of a command agent sends", a.Name)...)
 		}
+		if a.MaxOutputTokens < 0 || a.MaxOutputTokens > maxOutputTokens {
+			diags = append(diags, errAt(itemKeyLine(&node, "agents", i, "max_output_tokens"), "config.agents.max_output_tokens",
+				"agent %q: max_output_tokens must be from 1 to %d (or 0: the model's own), got %d", a.Name, maxOutputTokens, a.MaxOutputTokens)...)
+		}
 		diags = append(diags, checkAPI(a, func(key string) int { return itemKeyLine(&node, "agents", i, key) }, errAt)...)
 		diags = append(diags, checkRateLimit(a.RateLimit, "config.agents.rate_limit", fmt.Sprintf("agent %q", a.Name), a.Command != nil,
 			itemKeyLine(&node, "agents", i, "rate_limit"), errAt)...)
@@ -320,6 +336,10 @@ func Load(path string) (*Settings, *pb.Limits, diag.Diagnostics) {
 		}
 		if j.APIKeyEnv != "" && !envName.MatchString(j.APIKeyEnv) {
 			diags = append(diags, errAt(line, "config.judge.api_key_env", "api_key_env %q is not an environment variable name", j.APIKeyEnv)...)
+		}
+		if j.MaxOutputTokens < 0 || j.MaxOutputTokens > maxOutputTokens {
+			diags = append(diags, errAt(keyLine(&node, "judge", "max_output_tokens"), "config.judge.max_output_tokens",
+				"the judge's max_output_tokens must be from 1 to %d (or 0: the provider's default), got %d", maxOutputTokens, j.MaxOutputTokens)...)
 		}
 		diags = append(diags, checkRateLimit(j.RateLimit, "config.judge.rate_limit", "the judge", false, keyLine(&node, "judge", "rate_limit"), errAt)...)
 		switch j.API {

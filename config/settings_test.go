@@ -45,6 +45,10 @@ func TestLoad(t *testing.T) {
 		{name: "syntax error on line 1", yaml: ": :\n", rule: "config.yaml", line: 1},
 		{name: "too deep", yaml: "agents:\n" + strings.Repeat("  ", 0) + strings.Repeat("[", 70) + strings.Repeat("]", 70) + "\n", rule: "config.yaml", line: 2},
 		{name: "even votes", yaml: "judge:\n  model: j\n  votes: 2\n", rule: "config.judge.votes", line: 3},
+		{name: "max output tokens", yaml: "agents:\n  - name: cli\n    model: m\n    command: [x]\n    max_output_tokens: 64000\n  - {name: gpt, model: m, max_output_tokens: 8000}\njudge:\n  model: j\n  max_output_tokens: 2000\n"},
+		{name: "negative max output tokens", yaml: "agents:\n  - name: cli\n    model: m\n    max_output_tokens: -1\n", rule: "config.agents.max_output_tokens", line: 4},
+		{name: "max output tokens past any model's", yaml: "agents:\n  - name: cli\n    model: m\n    max_output_tokens: 99999999999\n", rule: "config.agents.max_output_tokens", line: 4},
+		{name: "judge max output tokens past any model's", yaml: "judge:\n  model: j\n  max_output_tokens: 16777217\n", rule: "config.judge.max_output_tokens", line: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,5 +81,21 @@ func TestLoad(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(root, FileName), nil, 0o644)
 	if got := Find([]string{t.TempDir(), root}); got != filepath.Join(root, FileName) {
 		t.Fatalf("Find = %q", got)
+	}
+}
+
+func TestLoadMaxOutputTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	yaml := "agents:\n  - {name: cli, model: m, command: [x], max_output_tokens: 64000}\n  - {name: gpt, model: m}\njudge:\n  model: j\n  max_output_tokens: 2000\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, _, diags := Load(path)
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	if s.Agents[0].MaxOutputTokens != 64000 || s.Agents[1].MaxOutputTokens != 0 || s.Judge.MaxOutputTokens != 2000 {
+		t.Errorf("max output tokens %d, %d, judge %d; want 64000, 0 (the model's own), 2000",
+			s.Agents[0].MaxOutputTokens, s.Agents[1].MaxOutputTokens, s.Judge.MaxOutputTokens)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -35,6 +36,9 @@ func (c *Coordinator) checkSpec(spec *pb.RunSpec) error {
 	}
 	if _, err := suite.ParseArm(spec.GetBaseline()); err != nil {
 		return &PlanError{Err: err}
+	}
+	if x := spec.GetMaxCost(); x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return &PlanError{Err: fmt.Errorf("a cost cap must be a positive number of US dollars, got %v", x)}
 	}
 	if ms := spec.GetReuseWithinMs(); ms < 0 || (ms > 0 && !spec.GetChangedOnly()) {
 		return &PlanError{Err: fmt.Errorf("a reuse window (%dms) must be positive and belongs to a changed-only run", ms)}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -228,6 +229,14 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		spec.MaxTokens = n
+	}
+	if v := q.Get("max_cost"); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(x > 0) || math.IsInf(x, 0) {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("max_cost must be a positive number of US dollars, got %q", v), nil)
+			return
+		}
+		spec.MaxCost = x
 	}
 	if proto.Size(limits) > 0 {
 		spec.Limits = limits // workers clamp them to their operator's maxima

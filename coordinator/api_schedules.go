@@ -54,6 +54,8 @@ type ScheduleRequest struct {
 	Suite  string   `json:"suite"`
 	Cron   string   `json:"cron"`
 	Agents []string `json:"agents,omitempty"`
+	// MaxCost is each fired run's cost cap in US dollars; 0 none.
+	MaxCost float64 `json:"max_cost,omitempty"`
 }
 
 func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +71,7 @@ func (a *api) addSchedule(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, ErrNotFound, nil)
 		return
 	}
-	s, err := a.c.AddSchedule(r.Context(), Schedule{Name: r.PathValue("name"), Team: team, Suite: req.Suite, Cron: req.Cron, Agents: req.Agents})
+	s, err := a.c.AddSchedule(r.Context(), Schedule{Name: r.PathValue("name"), Team: team, Suite: req.Suite, Cron: req.Cron, Agents: req.Agents, MaxCost: req.MaxCost})
 	var pe *PlanError
 	if errors.As(err, &pe) {
 		writeError(w, http.StatusUnprocessableEntity, err, nil)

@@ -80,6 +80,8 @@ type SubmitOptions struct {
 	Limits *pb.Limits
 	// MaxTokens is the run's token budget (both arms of a run with a baseline); 0 means none.
 	MaxTokens int64
+	// MaxCost is the run's cost cap in US dollars (agents and judge, priced); 0 means none.
+	MaxCost float64
 	// Baseline is the run's baseline arm ("without_skill", "old_skill"); "" runs with_skill
 	// only. An old_skill run's bundle must hold the old versions (suite.WriteBundleWith).
 	Baseline string
@@ -113,6 +115,9 @@ func (c *Client) Submit(ctx context.Context, bundle io.Reader, o SubmitOptions) 
 	}
 	if o.MaxTokens > 0 {
 		q.Set("max_tokens", strconv.FormatInt(o.MaxTokens, 10))
+	}
+	if o.MaxCost > 0 {
+		q.Set("max_cost", strconv.FormatFloat(o.MaxCost, 'f', -1, 64))
 	}
 	if l := o.Limits; l != nil {
 		for k, v := range map[string]int64{"memory": l.GetMemoryBytes(), "nano_cpus": l.GetNanoCpus(), "pids": l.GetPids(), "file_size": l.GetFileSizeBytes(), "output": l.GetOutputBytes()} {

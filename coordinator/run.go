@@ -71,6 +71,8 @@ type run struct {
 	// inFlight marks the jobs the run holds of its lane's share: published (or about to be)
 	// and without a result yet.
 	inFlight []bool
+	// inFlightN counts the true of inFlight: the jobs a cost cap expects to be paid for.
+	inFlightN int
 	// team is the run's team, as its share and bounds count it; feed its place in its
 	// lane's share, set once its loop starts.
 	team string
@@ -250,7 +252,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	held := 0
 	for _, i := range r.disp.ungated[:r.disp.cursor] {
 		if !r.done[i] {
-			r.inFlight[i] = true
+			r.setInFlight(i, true)
 			held++
 		}
 	}
@@ -283,6 +285,10 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 			c.withdrawJobs(ctx, r)
 			dirty = true
+			if reached, reason := r.costCapReached(); reached {
+				c.stopAtCostCap(ctx, r, reason)
+				return true
+			}
 			if max := r.spec.GetMaxTokens(); max > 0 {
 				// The budget is checked as results arrive, so jobs already running may spend a
 				// little more; nothing new is started once it is spent.
@@ -321,6 +327,11 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			c.feed.unused(fd, credit)
 			credit = 0
 		}
+		if room, capped := r.costRoom(); capped {
+			// Under a cost cap the run asks its lane only for what the cap leaves room for,
+			// so that slots it could not pay for go to other runs meanwhile.
+			c.feed.setReady(fd, max(min(len(ungated)+len(gated), room)-credit, 0))
+		}
 		if len(ungated)+len(gated) == 0 || credit == 0 {
 			if step() {
 				return
@@ -335,6 +346,23 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			}
 		}
 		n := min(credit, publishChunk)
+		if room, capped := r.costRoom(); capped {
+			// Only as many jobs as the cost cap is expected to pay for go out.
+			if room <= 0 {
+				if reached, reason := r.costCapReached(); reached {
+					c.stopAtCostCap(ctx, r, reason)
+					return
+				}
+				// Held until a result makes room: the credit goes back to the lane.
+				c.feed.unused(fd, credit)
+				credit = 0
+				if step() {
+					return
+				}
+				continue
+			}
+			n = min(n, room)
+		}
 		nUngated := min(n, len(ungated))
 		nGated := min(n-nUngated, len(gated))
 		chunk := append(slices.Clone(ungated[:nUngated]), gated[:nGated]...)
@@ -354,7 +382,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		over := 0
 		for _, i := range pub {
 			// A job whose result came while it was being published again holds nothing.
-			if r.inFlight[i] = !r.done[i]; !r.inFlight[i] {
+			if r.setInFlight(i, !r.done[i]); !r.inFlight[i] {
 				over++
 			}
 		}
@@ -388,7 +416,7 @@ func (c *Coordinator) onResult(r *run, m queue.ResultMsg) []int {
 		return nil
 	}
 	if r.inFlight[idx] {
-		r.inFlight[idx] = false
+		r.setInFlight(idx, false)
 		c.feed.finished(r.feed, 1)
 	}
 	var out []int
@@ -550,11 +578,15 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	r.countWithdrawnLocked(st)
 	r.mu.Unlock()
 	st.State, st.Reason = state, reason
+	st.Spent = r.builder.Usage().Cost
 	st.Cases, st.DoneJobs = r.builder.Counts(), int32(r.builder.JobsDone())
 	st.FinishedAt = timestamppb.New(c.now())
 	// The report is stored before the final state: a run saved as finished has its report
 	// stored (unless storing failed: it is then rebuilt from the results, as it always was).
 	rep := r.builder.Report()
+	if st.GetCostCapped() {
+		rep.Partial = &report.Partial{Reason: reason, Spent: st.GetSpent(), MaxCost: r.spec.GetMaxCost()}
+	}
 	c.annotate(ctx, st, &rep)
 	r.mu.Lock()
 	st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes

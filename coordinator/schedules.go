@@ -104,7 +104,9 @@ type Schedule struct {
 	// Cron is a standard five-field line or a descriptor (@daily, @hourly, @every 1h), in UTC.
 	Cron string `json:"cron"`
 	// Agents run the prompt cases; empty means the coordinator's defaults.
-	Agents    []string  `json:"agents,omitempty"`
+	Agents []string `json:"agents,omitempty"`
+	// MaxCost is each fired run's cost cap in US dollars (RunSpec.max_cost); 0 none.
+	MaxCost   float64   `json:"max_cost,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	By        string    `json:"by"`
 	// LastFired is the latest slot claimed (the creation time until the first fire).
@@ -328,7 +330,7 @@ func (c *Coordinator) AddSchedule(ctx context.Context, s Schedule) (*Schedule, e
 	if n := countTeam(all, id.team); n >= c.cfg.MaxSchedulesPerTeam {
 		return nil, &InvalidError{Err: fmt.Errorf("team %s keeps %d schedules already, its limit: remove one first", id.team, n)}
 	}
-	if err := c.checkSpec(&pb.RunSpec{Agents: s.Agents}); err != nil {
+	if err := c.checkSpec(&pb.RunSpec{Agents: s.Agents, MaxCost: s.MaxCost}); err != nil {
 		return nil, err
 	}
 	if _, err := c.Suite(ctx, id.team, s.Suite); err != nil {
@@ -533,7 +535,7 @@ func (c *Coordinator) submitScheduled(ctx context.Context, s *Schedule) (string,
 	if err := c.quotaHolds(s.By, s.Team, ps.Jobs); err != nil {
 		return "", err
 	}
-	spec := &pb.RunSpec{Name: s.Suite, Agents: s.Agents, Priority: pb.Priority_PRIORITY_SCHEDULED}
+	spec := &pb.RunSpec{Name: s.Suite, Agents: s.Agents, MaxCost: s.MaxCost, Priority: pb.Priority_PRIORITY_SCHEDULED}
 	// The creator's role then may since have changed; the schedule fires as a member of its
 	// team, which is all a schedule can do.
 	as := tenant.Principal{Name: s.By, Team: s.Team, Role: tenant.Member}

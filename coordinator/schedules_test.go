@@ -48,7 +48,7 @@ func pushNightly(t *testing.T, c *coordinator.Coordinator) *coordinator.PushedSu
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AddSchedule(ctx, coordinator.Schedule{Name: "n2am", Suite: "nightly", Cron: "0 2 * * *"}); err != nil {
+	if _, err := c.AddSchedule(ctx, coordinator.Schedule{Name: "n2am", Suite: "nightly", Cron: "0 2 * * *", MaxCost: 12.5}); err != nil {
 		t.Fatal(err)
 	}
 	return ps
@@ -74,8 +74,8 @@ func TestScheduleFiresAtItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := st.GetSpec()
-	if spec.GetName() != "nightly" || spec.GetPriority() != pb.Priority_PRIORITY_SCHEDULED || spec.GetBundleDigest() != ps.BundleDigest || st.GetTotalJobs() != 2 {
-		t.Fatalf("fired run: name %q priority %s bundle %s jobs %d", spec.GetName(), spec.GetPriority(), spec.GetBundleDigest(), st.GetTotalJobs())
+	if spec.GetName() != "nightly" || spec.GetPriority() != pb.Priority_PRIORITY_SCHEDULED || spec.GetBundleDigest() != ps.BundleDigest || st.GetTotalJobs() != 2 || spec.GetMaxCost() != 12.5 {
+		t.Fatalf("fired run: name %q priority %s bundle %s jobs %d max cost %v", spec.GetName(), spec.GetPriority(), spec.GetBundleDigest(), st.GetTotalJobs(), spec.GetMaxCost())
 	}
 	if again, err := c.FireDue(ctx); err != nil || len(again) != 0 {
 		t.Fatalf("the same slot fired again: %v, %v", again, err)
@@ -190,6 +190,7 @@ func TestScheduleRefusals(t *testing.T) {
 		{"bad name", "a.b", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily"}, http.StatusBadRequest, "schedule name"},
 		{"name in use", "n2am", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily"}, http.StatusConflict, "remove it first"},
 		{"unknown agent", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily", Agents: []string{"nope"}}, http.StatusUnprocessableEntity, "unknown agent"},
+		{"negative cost cap", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@daily", MaxCost: -1}, http.StatusUnprocessableEntity, "a cost cap must be a positive number"},
 		// The review's schedule that fired at every check and planned a run each time.
 		{"every 0s", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "@every 0s"}, http.StatusBadRequest, "more often than the fleet's minimum interval of 5m0s"},
 		{"every minute", "x", coordinator.ScheduleRequest{Suite: "nightly", Cron: "* * * * *"}, http.StatusBadRequest, "fires every 1m0s"},

@@ -26,18 +26,24 @@ type agentIdentity struct {
 	API         string `json:"api,omitempty"`
 	SkillsDir   string `json:"skills_dir,omitempty"`
 	ServiceTier string `json:"service_tier,omitempty"`
+	// MaxOutputTokens decides where an answer may be cut; left out when unset, so that
+	// digests from before the key stay valid.
+	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
 }
 
 // workerIdentity is what every job of a worker shares: the judge and the sandbox image.
 type workerIdentity struct {
 	JudgeBaseURL string `json:"judge_base_url,omitempty"`
 	// JudgeAPI is left out for openai, so that digests from before the key stay valid.
-	JudgeAPI        string   `json:"judge_api,omitempty"`
-	JudgeModel      string   `json:"judge_model,omitempty"`
-	JudgeVotes      int      `json:"judge_votes,omitempty"`
-	JudgePrompts    []string `json:"judge_prompts"`
-	SandboxImageID  string   `json:"sandbox_image_id"`
-	SandboxImageRef string   `json:"sandbox_image"`
+	JudgeAPI   string `json:"judge_api,omitempty"`
+	JudgeModel string `json:"judge_model,omitempty"`
+	JudgeVotes int    `json:"judge_votes,omitempty"`
+	// JudgeMaxOutputTokens is left out when unset, so that digests from before the key stay
+	// valid.
+	JudgeMaxOutputTokens int64    `json:"judge_max_output_tokens,omitempty"`
+	JudgePrompts         []string `json:"judge_prompts"`
+	SandboxImageID       string   `json:"sandbox_image_id"`
+	SandboxImageRef      string   `json:"sandbox_image"`
 }
 
 // AgentDigests are the digests of the configuration of the agents these models run (see
@@ -61,6 +67,7 @@ func AgentDigests(m ModelsConfig, cfg *config.Settings, image, imageID string) m
 	judgeAPI := m.API
 	if cfg != nil && cfg.Judge != nil {
 		w.JudgeBaseURL, w.JudgeModel, w.JudgeVotes = cfg.Judge.BaseURL, cfg.Judge.Model, max(cfg.Judge.Votes, 1)
+		w.JudgeMaxOutputTokens = cfg.Judge.MaxOutputTokens
 		judgeAPI = cfg.Judge.API
 	}
 	if judgeAPI != "" && judgeAPI != config.APIOpenAI {
@@ -83,7 +90,7 @@ func AgentDigests(m ModelsConfig, cfg *config.Settings, image, imageID string) m
 			agentBase := m.baseURLFor(a.APIOf())
 			out[a.Name] = identityDigest(agentIdentity{Name: a.Name, BaseURL: cmp.Or(a.BaseURL, agentBase), Model: a.Model, MaxTurns: turns,
 				MaxTokens: a.MaxTokens, Command: a.Command, Env: a.Env, MaxTokensField: a.MaxTokensField,
-				API: api, SkillsDir: a.SkillsDir, ServiceTier: a.ServiceTier}, w)
+				API: api, SkillsDir: a.SkillsDir, ServiceTier: a.ServiceTier, MaxOutputTokens: a.MaxOutputTokens}, w)
 		}
 		out[""] = identityDigest(agentIdentity{}, w)
 	} else {

@@ -117,11 +117,11 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 	}()
 	defaultBase := m.defaultBaseURL()
 	limits := rateLimits(cfg)
-	newClient := func(name, api, base, keyEnv, model string, maxConc int, price config.Price) (*agent.Client, error) {
+	newClient := func(name, api, base, keyEnv, model string, maxConc int, price config.Price, maxOutput int64) (*agent.Client, error) {
 		api = cmp.Or(api, config.APIOpenAI)
 		return agent.NewClient(agent.Endpoint{
 			Name: name, API: api, BaseURL: cmp.Or(base, m.baseURLFor(api)), APIKey: os.Getenv(cmp.Or(keyEnv, config.DefaultKeyEnv(api))),
-			Model: model, MaxConcurrency: maxConc, Price: priceOf(price),
+			Model: model, MaxConcurrency: maxConc, Price: priceOf(price), MaxOutput: maxOutput,
 		}, agent.ClientDeps{Registry: reg, Log: log.Named("model"), Rate: m.rateGate(name, limits[name], log)})
 	}
 	if cfg != nil && len(cfg.Agents) > 0 {
@@ -148,7 +148,7 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 				out.Names = append(out.Names, a.Name)
 				continue
 			}
-			c, err := newClient(a.Name, a.APIOf(), a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price)
+			c, err := newClient(a.Name, a.APIOf(), a.BaseURL, a.APIKeyEnv, a.Model, a.MaxConcurrency, a.Price, a.MaxOutputTokens)
 			if err != nil {
 				return out, fmt.Errorf("agent %s: %w", a.Name, err)
 			}
@@ -160,7 +160,7 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 			out.Names = append(out.Names, a.Name)
 		}
 	} else if m.Model != "" {
-		c, err := newClient("agent", m.API, "", "", m.Model, 0, config.Price{})
+		c, err := newClient("agent", m.API, "", "", m.Model, 0, config.Price{}, 0)
 		if err != nil {
 			return out, err
 		}
@@ -180,9 +180,9 @@ func BuildModels(m ModelsConfig, cfg *config.Settings, reg prometheus.Registerer
 	}
 	var jc *agent.Client
 	if j != nil {
-		jc, err = newClient("judge", j.API, j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price)
+		jc, err = newClient("judge", j.API, j.BaseURL, j.APIKeyEnv, j.Model, 0, j.Price, j.MaxOutputTokens)
 	} else {
-		jc, err = newClient("judge", m.API, "", "", judgeModel, 0, config.Price{})
+		jc, err = newClient("judge", m.API, "", "", judgeModel, 0, config.Price{}, 0)
 	}
 	if err != nil {
 		return out, fmt.Errorf("judge: %w", err)
@@ -208,7 +208,7 @@ func (out *Models) commandAgent(a config.Agent, defaultBase, gatewayDir string, 
 	gw, err := gateway.New(gateway.Config{
 		Name: a.Name, Model: a.Model, API: api, BaseURL: base, APIKey: os.Getenv(keyEnv),
 		Price: priceOf(a.Price), MaxInFlight: a.MaxConcurrency, MaxTokensField: a.MaxTokensField,
-		ServiceTier: a.ServiceTier,
+		ServiceTier: a.ServiceTier, MaxOutputTokens: a.MaxOutputTokens,
 	}, gateway.Deps{Log: log.Named("gateway").With(zap.String("agent", a.Name)), Registry: reg})
 	if err != nil {
 		return worker.AgentSpec{}, err

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,11 +15,17 @@ import (
 // server-sent events, often with ?beta=true) and POST /v1/messages/count_tokens, the key in
 // x-api-key or as a Bearer token (ANTHROPIC_AUTH_TOKEN). Its request allow-list is here, its
 // stream reader in anthropic_stream.go.
-type anthropic struct{}
+type anthropic struct {
+	// defaultMax is the max_tokens of a request that names none and gets none from the
+	// gateway (no budget): the API requires one (0: DefaultMaxOutputTokens).
+	defaultMax int64
+}
 
 func (anthropic) Name() string { return APIAnthropic }
 
-func (anthropic) Paths() string { return "POST /v1/messages and /v1/messages/count_tokens" }
+func (anthropic) Paths() string {
+	return "POST /v1/messages and /v1/messages/count_tokens, and GET /v1/models"
+}
 
 // The operations of the Messages API. A route's Op carries "?beta=true" when the client sent
 // it (the SDKs' beta namespace), so that Upstream, which does not see the request's URL,
@@ -36,7 +43,12 @@ func (anthropic) Route(r *http.Request) (Route, bool) {
 		rt = Route{Op: anthropicMessages, Kind: Generate}
 	case "/v1/messages/count_tokens":
 		rt = Route{Op: anthropicCount, Kind: Count}
+	case "/v1/models":
+		return Route{Op: "models", Kind: Local}, true
 	default:
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && id != "" && !strings.Contains(id, "/") {
+			return Route{Op: "model", Kind: Local, Model: id}, true
+		}
 		return Route{}, false
 	}
 	// Any other query parameter is dropped: the API defines none.
@@ -68,20 +80,25 @@ const anthropicVersion = "2023-06-01"
 var anthropicRequestHeaders = []string{"Content-Type", "Accept", "User-Agent"}
 
 // anthropicBetas are the anthropic-beta features forwarded, by name without their date: they
-// change how the model answers, what a request may carry inline, or how its prompt is cached,
-// and nothing outside the sandbox. Every other beta is dropped from the header, unknown ones
-// too: those that make the provider act for the sandbox (web search and fetch, code
-// execution, MCP servers, skills and containers, the advisor tool), keep state that outlives
-// the job (the Files API, agent memory), bill differently from the configured price (fast
-// mode, extended cache TTLs, server-side fallbacks), or need another credential (oauth: the
-// gateway's key is an API key). A request that needs a dropped beta fails upstream with the
-// API's own message.
+// change how the model answers (fast mode, redacted thinking, effort), what a request may
+// carry inline (deferred tool definitions and tool references: advanced-tool-use), or how its
+// prompt is cached (extended cache TTLs), and nothing outside the sandbox; what they cost is
+// metered as tokens like any other request. Every other beta is dropped from the header,
+// unknown ones too, and named in the trajectory (Dropped): those that make the provider act
+// for the sandbox (web search and fetch, code execution, MCP servers, skills and containers,
+// the advisor tool), keep state that outlives the job (the Files API, agent memory), or need
+// another credential (oauth: the gateway's key is an API key). A request that needs a dropped
+// beta fails upstream with the API's own message. Reviewed against Claude Code 2.1's betas
+// (testdata/cli/README.md) and the platform.claude.com docs of each, 2026-11-29.
 var anthropicBetas = []string{
+	"advanced-tool-use", // defer_loading, tool references, input examples; hosted tool types are still refused
 	"claude-code",
 	"computer-use", // a client tool: the CLI runs the actions itself
 	"context-1m",
 	"context-management",
 	"effort",
+	"extended-cache-ttl",
+	"fast-mode", // speed: "fast"
 	"fine-grained-tool-streaming",
 	"interleaved-thinking",
 	"mid-conversation-system",
@@ -90,6 +107,7 @@ var anthropicBetas = []string{
 	"output-300k",
 	"pdfs",
 	"prompt-caching", // prompt-caching-2024-07-31, prompt-caching-scope-2026-01-05
+	"redact-thinking",
 	"structured-outputs",
 	"thinking-token-count",
 	"token-counting",
@@ -107,18 +125,31 @@ func anthropicBetaAllowed(v string) bool {
 	return false
 }
 
-// filterBetas is the client's anthropic-beta values that are forwarded, in order, once each.
-func filterBetas(values []string) string {
-	var kept []string
+// filterBetas splits the client's anthropic-beta values into those forwarded and those
+// dropped, each in order, once each.
+func filterBetas(values []string) (kept, dropped []string) {
 	for _, v := range values {
 		for b := range strings.SplitSeq(v, ",") {
 			b = strings.TrimSpace(b)
-			if anthropicBetaAllowed(b) && !slices.Contains(kept, b) {
+			switch {
+			case b == "" || slices.Contains(kept, b) || slices.Contains(dropped, b):
+			case anthropicBetaAllowed(b):
 				kept = append(kept, b)
+			default:
+				dropped = append(dropped, b)
 			}
 		}
 	}
-	return strings.Join(kept, ",")
+	return kept, dropped
+}
+
+// Dropped names the anthropic-beta values Upstream leaves out.
+func (anthropic) Dropped(client http.Header) []string {
+	_, dropped := filterBetas(client.Values("Anthropic-Beta"))
+	for i, b := range dropped {
+		dropped[i] = "anthropic-beta: " + b
+	}
+	return dropped
 }
 
 // Upstream is base (Anthropic's, without /v1; one that ends in /v1 is not doubled) plus the
@@ -138,8 +169,8 @@ func (anthropic) Upstream(base *url.URL, rt Route, _, key string, client http.He
 	if v := strings.TrimSpace(client.Get("Anthropic-Version")); v != "" {
 		h.Set("Anthropic-Version", v)
 	}
-	if betas := filterBetas(client.Values("Anthropic-Beta")); betas != "" {
-		h.Set("Anthropic-Beta", betas)
+	if betas, _ := filterBetas(client.Values("Anthropic-Beta")); len(betas) > 0 {
+		h.Set("Anthropic-Beta", strings.Join(betas, ","))
 	}
 	if key != "" {
 		h.Set("X-Api-Key", key)
@@ -159,6 +190,11 @@ func (anthropic) ResponseHeaders() []string {
 // anthropicFields are the Messages API fields the gateway forwards: those Claude Code 2.1
 // sends (see testdata/cli) and the sampling parameters. metadata is reduced to user_id, and
 // service_tier is dropped: the job's owner, not the CLI, chooses what the upstream bills.
+// speed (fast mode), a top-level cache_control (automatic caching) and inference_geo (where
+// the model runs) are forwarded: they are how the agent's own settings (/fast, the region its
+// operator must keep to) reach the model, none reaches beyond the sandbox, and the tokens
+// they spend are metered as any others. The upstream's price for them (fast mode and 1-hour
+// cache writes cost more) is not the configured Price: Usage().Cost understates it.
 var anthropicFields = map[string]fieldCheck{
 	"model":              isString,
 	"messages":           isArray,
@@ -175,6 +211,9 @@ var anthropicFields = map[string]fieldCheck{
 	"thinking":           anthropicThinking,
 	"context_management": isObject,
 	"output_config":      isObject,
+	"speed":              anthropicSpeed,
+	"cache_control":      anthropicCacheControl,
+	"inference_geo":      isString,
 }
 
 // anthropicCountFields are count_tokens' fields: what shapes a prompt, nothing of an answer.
@@ -199,6 +238,28 @@ func anthropicStrings(name string, raw json.RawMessage) error {
 	var ss []string
 	if json.Unmarshal(raw, &ss) != nil {
 		return fmt.Errorf("%q must be an array of strings", name)
+	}
+	return nil
+}
+
+// anthropicSpeed accepts the speeds the API defines; fast needs the fast-mode beta, which is
+// forwarded.
+func anthropicSpeed(name string, raw json.RawMessage) error {
+	var s string
+	if json.Unmarshal(raw, &s) != nil || (s != "standard" && s != "fast") {
+		return fmt.Errorf("%q must be \"standard\" or \"fast\"", name)
+	}
+	return nil
+}
+
+// anthropicCacheControl accepts a cache breakpoint: an object naming its type (ephemeral),
+// with or without a ttl.
+func anthropicCacheControl(name string, raw json.RawMessage) error {
+	var c struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Type == "" {
+		return fmt.Errorf("%q must be an object with a type", name)
 	}
 	return nil
 }
@@ -318,17 +379,16 @@ func anthropicTools(raw json.RawMessage) (kept []json.RawMessage, removed, remov
 // would fetch from a URL, one stored with the Files API, or a file for a container. Inline
 // sources (base64, text, content blocks) and search results are content the CLI sent.
 func anthropicFetched(obj map[string]any) string {
-	if jsonString(obj, "type") == "container_upload" {
+	if jsonIs(obj, "type", "container_upload") {
 		return "a container_upload puts a stored file into a container the provider keeps"
 	}
-	src, ok := obj["source"].(map[string]any)
-	if !ok {
-		return ""
-	}
-	switch jsonString(src, "type") {
-	case "url":
+	v, _ := jsonField(obj, "source")
+	src, ok := v.(map[string]any)
+	switch {
+	case !ok:
+	case jsonIs(src, "type", "url"):
 		return "a source by URL is fetched by the provider, outside the sandbox"
-	case "file":
+	case jsonIs(src, "type", "file"):
 		return "a file source names a file stored with the provider (Files API), which outlives the job"
 	}
 	return ""
@@ -337,17 +397,18 @@ func anthropicFetched(obj map[string]any) string {
 // anthropicRequest is a parsed Messages (or count_tokens) request.
 type anthropicRequest struct {
 	requestInfo
-	params map[string]json.RawMessage
-	count  bool
+	params     map[string]json.RawMessage
+	count      bool
+	defaultMax int64
 }
 
-func (anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
+func (a anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 	params, ref := parseObject(body)
 	if ref != nil {
 		return nil, ref
 	}
 	op, _ := strings.CutSuffix(rt.Op, anthropicBetaQ)
-	p := &anthropicRequest{params: params, count: op == anthropicCount}
+	p := &anthropicRequest{params: params, count: op == anthropicCount, defaultMax: cmp.Or(a.defaultMax, DefaultMaxOutputTokens)}
 	fields, ignored := anthropicFields, []string{"service_tier"}
 	if p.count {
 		fields, ignored = anthropicCountFields, nil
@@ -393,10 +454,11 @@ func (anthropic) Parse(rt Route, body []byte) (Request, *Refusal) {
 
 // Build is the body sent upstream: the checked fields, the configured model, metadata
 // reduced to user_id, and max_tokens, which the Messages API requires: maxOutput when the
-// gateway reserved one (always under a budget), else the client's own, else
-// DefaultMaxOutputTokens. That last case is a request without a budget that names none
-// (Session.reserve then sends 0 and meters an answer without usage at the configured
-// MaxOutputTokens, which the protocol does not see). A token count carries no max_tokens.
+// gateway reserved one (always under a budget), else the client's own, else the model's
+// (defaultMax: configured, documented or the default). That last case is a request without
+// a budget that names none (Session.reserve then sends 0 and meters an answer without usage
+// at the same figure). A token count carries no max_tokens. A thinking budget_tokens is kept
+// under the max_tokens the gateway set (see thinkingUnder).
 func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) {
 	out := maps.Clone(p.params)
 	out["model"] = mustJSON(model)
@@ -417,25 +479,31 @@ func (p *anthropicRequest) Build(model string, maxOutput int64) ([]byte, error) 
 	}
 	switch {
 	case maxOutput > 0:
-		out["max_tokens"] = mustJSON(maxOutput)
 	case p.maxOutput > 0:
+		// The client's own, kept as it is with its own thinking budget: with interleaved
+		// thinking a budget may exceed max_tokens.
+		return json.Marshal(out)
 	default:
-		maxOutput = DefaultMaxOutputTokens
-		out["max_tokens"] = mustJSON(maxOutput)
+		maxOutput = p.defaultMax
 	}
-	if raw, ok := out["thinking"]; ok && maxOutput > 0 {
-		// A thinking budget must stay under max_tokens (interleaved thinking aside): one the
-		// gateway lowered max_tokens below is lowered with it, down to the API's minimum.
+	out["max_tokens"] = mustJSON(maxOutput)
+	if raw, ok := out["thinking"]; ok && (p.maxOutput == 0 || maxOutput < p.maxOutput) {
+		// The gateway chose or lowered max_tokens: a thinking budget at or over it is
+		// lowered with it, down to the API's minimum.
 		var th map[string]json.RawMessage
 		var budget int64
-		if json.Unmarshal(raw, &th) == nil && json.Unmarshal(th["budget_tokens"], &budget) == nil &&
-			budget >= maxOutput && maxOutput-1 >= anthropicMinThinking {
-			th["budget_tokens"] = mustJSON(maxOutput - 1)
-			out["thinking"] = mustJSON(th)
+		if json.Unmarshal(raw, &th) == nil && json.Unmarshal(th["budget_tokens"], &budget) == nil {
+			if b, ok := thinkingUnder(budget, maxOutput, anthropicMinThinking); ok {
+				th["budget_tokens"] = mustJSON(b)
+				out["thinking"] = mustJSON(th)
+			}
 		}
 	}
 	return json.Marshal(out)
 }
+
+// anthropicMaxTokens is the stop_reason of an answer cut at its max_tokens.
+const anthropicMaxTokens = "max_tokens"
 
 // anthropicMinThinking is the smallest thinking budget the API takes.
 const anthropicMinThinking = 1024
@@ -626,14 +694,24 @@ func (anthropic) Answer(rt Route, body []byte) (Tokens, bool, *Turn) {
 	if a.StopReason == "refusal" {
 		t.Stop = a.StopReason
 	}
+	t.atMaxOutput(a.StopReason == anthropicMaxTokens)
 	return u, a.Usage != nil, t
 }
 
 func (anthropic) Stream(Route, Request) StreamReader { return &anthropicStream{} }
 
-// Local is never routed to: the Messages API has no route the gateway answers itself.
-func (a anthropic) Local(Route, string) (int, []byte) {
-	return http.StatusNotFound, a.Error(http.StatusNotFound, "not_found", "the model gateway serves only POST /v1/messages and /v1/messages/count_tokens")
+// Local answers GET /v1/models (and /v1/models/{id}) as Anthropic's Models API does, with
+// the configured model alone: the one model a CLI can get here. The API's created_at is
+// unknown to the gateway; the epoch says so rather than invent a date.
+func (a anthropic) Local(rt Route, model string) (int, []byte) {
+	entry := map[string]any{"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
+	if rt.Op == "model" {
+		if rt.Model != model {
+			return http.StatusNotFound, a.Error(http.StatusNotFound, "model_not_found", "the model gateway serves only the configured model "+model)
+		}
+		return http.StatusOK, mustJSON(entry)
+	}
+	return http.StatusOK, mustJSON(map[string]any{"data": []any{entry}, "has_more": false, "first_id": model, "last_id": model})
 }
 
 // anthropicErrorType is the error type Anthropic's API gives a status, which its SDKs and

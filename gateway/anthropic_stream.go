@@ -179,6 +179,7 @@ func (s *anthropicStream) Turn(cut bool) *Turn {
 	if s.stop == "refusal" {
 		t.Stop = s.stop
 	}
+	t.atMaxOutput(s.stop == anthropicMaxTokens)
 	return t
 }
 

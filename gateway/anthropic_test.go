@@ -510,15 +510,18 @@ func TestAnthropicReplaysClaudeCodeRequests(t *testing.T) {
 }
 
 // Claude Code with ANTHROPIC_AUTH_TOKEN (or an OAuth login) sends its key as a Bearer token
-// and more betas: the token is accepted, and the betas that reach beyond the sandbox, need
-// OAuth or bill differently are dropped one by one.
+// and more betas: the token is accepted; the betas that only change how the model answers or
+// caches are forwarded (redact-thinking, extended-cache-ttl and advanced-tool-use, which
+// current Claude Code sends, and fast-mode, which its /fast needs); those that reach beyond
+// the sandbox, keep state or need OAuth are dropped one by one, and the trajectory names each.
 func TestAnthropicBearerTokenAndBetas(t *testing.T) {
 	g := readAnthropicGolden(t, "claude-code-2.1.messages-stream.json")
 	delete(g.Headers, "X-Api-Key")
 	g.Headers["Authorization"] = "Bearer TOKEN"
 	g.Headers["Anthropic-Beta"] = "oauth-2025-04-20, claude-code-20250219,files-api-2025-04-14,interleaved-thinking-2025-05-14,web-search-2025-03-05," +
 		"mcp-client-2025-11-20,context-management-2025-06-27,skills-2025-10-02,code-execution-2025-05-22,fast-mode-2026-02-01," +
-		"prompt-caching-scope-2026-01-05,advisor-tool-2026-03-01,extended-cache-ttl-2025-04-11,context-1m-2025-08-07,claude-code-20250219"
+		"prompt-caching-scope-2026-01-05,advisor-tool-2026-03-01,extended-cache-ttl-2025-04-11,context-1m-2025-08-07,claude-code-20250219," +
+		"redact-thinking-2026-02-12,advanced-tool-use-2025-11-20,oauth-2025-04-20"
 	delete(g.Headers, "Anthropic-Version")
 	up := newAnthropicUpstream(t, anthropicAnswers)
 	f := serveAnthropic(t, up.URL, nil)
@@ -534,11 +537,38 @@ func TestAnthropicBearerTokenAndBetas(t *testing.T) {
 		t.Fatalf("upstream got %d requests", len(calls))
 	}
 	h := calls[0].Header
-	if want := "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,prompt-caching-scope-2026-01-05,context-1m-2025-08-07"; h.Get("Anthropic-Beta") != want {
+	if want := "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,fast-mode-2026-02-01," +
+		"prompt-caching-scope-2026-01-05,extended-cache-ttl-2025-04-11,context-1m-2025-08-07,redact-thinking-2026-02-12,advanced-tool-use-2025-11-20"; h.Get("Anthropic-Beta") != want {
 		t.Errorf("anthropic-beta %q, want %q", h.Get("Anthropic-Beta"), want)
 	}
 	if h.Get("X-Api-Key") != realKey || h.Get("Authorization") != "" || h.Get("Anthropic-Version") != anthropicVersion {
 		t.Errorf("x-api-key %q, Authorization %q, version %q", h.Get("X-Api-Key"), h.Get("Authorization"), h.Get("Anthropic-Version"))
+	}
+	want := []string{"anthropic-beta: oauth-2025-04-20", "anthropic-beta: files-api-2025-04-14", "anthropic-beta: web-search-2025-03-05",
+		"anthropic-beta: mcp-client-2025-11-20", "anthropic-beta: skills-2025-10-02", "anthropic-beta: code-execution-2025-05-22",
+		"anthropic-beta: advisor-tool-2026-03-01"}
+	if got, _ := s.Trajectory().Extra[extraDropped].([]string); !slices.Equal(got, want) {
+		t.Errorf("the trajectory's %s: %q\nwant %q", extraDropped, got, want)
+	}
+}
+
+// A request whose betas are all forwarded leaves no trace of dropping in the trajectory.
+func TestAnthropicForwardedBetasAreNotNamed(t *testing.T) {
+	g := readAnthropicGolden(t, "claude-code-2.1.messages-stream.json")
+	up := newAnthropicUpstream(t, anthropicAnswers)
+	f := serveAnthropic(t, up.URL, nil)
+	s, err := f.g.Open("job", Budget{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.replayAnthropic(t, g, s.Token()); r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if calls := up.received(); len(calls) != 1 || calls[0].Header.Get("Anthropic-Beta") != g.Headers["Anthropic-Beta"] {
+		t.Fatalf("upstream got %d requests, the first with betas %q", len(calls), calls[0].Header.Get("Anthropic-Beta"))
+	}
+	if d, ok := s.Trajectory().Extra[extraDropped]; ok {
+		t.Errorf("the trajectory names dropped headers %v", d)
 	}
 }
 
@@ -568,8 +598,23 @@ func TestAnthropicRefusals(t *testing.T) {
 			400, "invalid_request_error", `messages[0].content[0].content[0]: a source by URL`},
 		{"container upload", "/v1/messages", withContent(`{"type":"container_upload","file_id":"file_011"}`),
 			400, "invalid_request_error", `a container_upload`},
-		{"unknown field", "/v1/messages", `{"max_tokens":10,` + msgs + `,"speed":"fast"}`,
-			400, "invalid_request_error", `field "speed" is not forwarded (allowed: context_management, max_tokens, messages,`},
+		// Keys spelled in another case: Go relays (encoding/json) read them as the real ones.
+		{"image by URL, source in capitals", "/v1/messages", withContent(`{"type":"image","SOURCE":{"type":"url","url":"https://evil.example/x.png"}}`),
+			400, "invalid_request_error", `messages[0].content[0]: a source by URL is fetched by the provider`},
+		{"image by URL, type in mixed case", "/v1/messages", withContent(`{"type":"image","Source":{"Type":"URL","url":"https://evil.example/x.png"}}`),
+			400, "invalid_request_error", `a source by URL`},
+		{"file source, key in capitals", "/v1/messages", withContent(`{"type":"document","source":{"TYPE":"file","file_id":"file_011"}}`),
+			400, "invalid_request_error", `a file source names a file stored with the provider`},
+		{"container upload, type in capitals", "/v1/messages", withContent(`{"Type":"container_upload","file_id":"file_011"}`),
+			400, "invalid_request_error", `a container_upload`},
+		{"unknown field", "/v1/messages", `{"max_tokens":10,` + msgs + `,"priority":"high"}`,
+			400, "invalid_request_error", `field "priority" is not forwarded (allowed: cache_control, context_management, inference_geo, max_tokens, messages,`},
+		{"speed of no known kind", "/v1/messages", `{"max_tokens":10,` + msgs + `,"speed":"ludicrous"}`,
+			400, "invalid_request_error", `"speed" must be "standard" or "fast"`},
+		{"cache control without a type", "/v1/messages", `{"max_tokens":10,` + msgs + `,"cache_control":{"ttl":"1h"}}`,
+			400, "invalid_request_error", `"cache_control" must be an object with a type`},
+		{"inference geo not a string", "/v1/messages", `{"max_tokens":10,` + msgs + `,"inference_geo":["us"]}`,
+			400, "invalid_request_error", `"inference_geo" must be a string`},
 		{"duplicate key", "/v1/messages", `{"max_tokens":10,` + msgs + `,"tools":[{"type":"custom","type":"web_search_20250305","name":"web_search"}]}`,
 			400, "invalid_request_error", `duplicate key "type"`},
 		{"max tokens overflow", "/v1/messages", `{"max_tokens":9223372036854775807,` + msgs + `}`,
@@ -712,9 +757,9 @@ func TestAnthropicRebuildsRequests(t *testing.T) {
 		{"metadata without user_id dropped", "/v1/messages",
 			`{` + m + `,"max_tokens":100,"metadata":{}}`, 0,
 			`{"max_tokens":100,` + m + `,"model":"gw-model"}`},
-		{"no max_tokens and no budget: the default", "/v1/messages",
+		{"no max_tokens and no budget: the default of a model the table does not know", "/v1/messages",
 			`{` + m + `}`, 0,
-			`{"max_tokens":4096,` + m + `,"model":"gw-model"}`},
+			`{"max_tokens":32000,` + m + `,"model":"gw-model"}`},
 		// 47 bytes, a prompt estimate of 12 tokens.
 		{"no max_tokens under a budget: what is left", "/v1/messages",
 			`{` + m + `}`, 100,
@@ -722,12 +767,25 @@ func TestAnthropicRebuildsRequests(t *testing.T) {
 		{"the client's max_tokens under a budget", "/v1/messages",
 			`{` + m + `,"max_tokens":32000}`, 1_000_000,
 			`{"max_tokens":32000,` + m + `,"model":"gw-model"}`},
-		{"a thinking budget over the max output is lowered with it", "/v1/messages",
+		{"a thinking budget under the max output the gateway set is kept", "/v1/messages",
 			`{` + m + `,"thinking":{"type":"enabled","budget_tokens":8000}}`, 1_000_000,
+			`{"max_tokens":32000,` + m + `,"model":"gw-model","thinking":{"type":"enabled","budget_tokens":8000}}`},
+		// 96 bytes, a prompt estimate of 24 tokens: 4,096 left.
+		{"a thinking budget over the max output the budget leaves is lowered with it", "/v1/messages",
+			`{` + m + `,"thinking":{"type":"enabled","budget_tokens":8000}}`, 4120,
 			`{"max_tokens":4096,` + m + `,"model":"gw-model","thinking":{"budget_tokens":4095,"type":"enabled"}}`},
+		{"the client's own max_tokens and thinking budget are its own", "/v1/messages",
+			`{` + m + `,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":8000}}`, 1_000_000,
+			`{"max_tokens":2000,` + m + `,"model":"gw-model","thinking":{"type":"enabled","budget_tokens":8000}}`},
 		{"system, tool choice and client tools pass", "/v1/messages",
 			`{` + m + `,"max_tokens":9,"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"}}`, 0,
 			`{"max_tokens":9,` + m + `,"model":"gw-model","system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}],"tool_choice":{"type":"any"},"tools":[{"name":"f","input_schema":{"type":"object"}}]}`},
+		// Claude Code 2.1 in fast mode, with automatic caching and a data-residency choice
+		// (platform.claude.com/docs/en/build-with-claude/fast-mode, .../prompt-caching,
+		// .../manage-claude/data-residency).
+		{"fast mode, top-level cache control and inference geo pass", "/v1/messages",
+			`{` + m + `,"max_tokens":9,"speed":"fast","cache_control":{"type":"ephemeral","ttl":"1h"},"inference_geo":"us"}`, 0,
+			`{"cache_control":{"type":"ephemeral","ttl":"1h"},"inference_geo":"us","max_tokens":9,` + m + `,"model":"gw-model","speed":"fast"}`},
 		{"inline and search result content pass", "/v1/messages",
 			`{"max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}},{"type":"search_result","source":"https://example.com/a","title":"a","content":[{"type":"text","text":"x"}]}]}]}`, 0,
 			`{"max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}},{"type":"search_result","source":"https://example.com/a","title":"a","content":[{"type":"text","text":"x"}]}]}],"model":"gw-model"}`},
@@ -1006,9 +1064,14 @@ func TestAnthropicUpstreamURL(t *testing.T) {
 			t.Errorf("%s on %s: %s %v, want %s with the key and the version only", tt.path, tt.base, target, h, tt.want)
 		}
 	}
-	for _, p := range []string{"/v1/messages/batches", "/v1/complete", "/v1/models", "/messages"} {
+	for _, p := range []string{"/v1/messages/batches", "/v1/complete", "/v1/models/a/b", "/models", "/messages"} {
 		if _, ok := (anthropic{}).Route(httptest.NewRequest(http.MethodPost, p, nil)); ok {
 			t.Errorf("%s routed", p)
+		}
+	}
+	for p, want := range map[string]Route{"/v1/models": {Op: "models", Kind: Local}, "/v1/models/claude-x": {Op: "model", Kind: Local, Model: "claude-x"}} {
+		if rt, ok := (anthropic{}).Route(httptest.NewRequest(http.MethodGet, p, nil)); !ok || rt != want {
+			t.Errorf("%s routed to %+v %v, want %+v", p, rt, ok, want)
 		}
 	}
 }

@@ -220,8 +220,33 @@ func isRemoteURL(u string) bool {
 	return !strings.HasPrefix(strings.TrimSpace(strings.ToLower(u)), "data:")
 }
 
-// jsonString reads a JSON string field of an object ("" when absent or not a string).
+// jsonField reads an object's field the way encoding/json matches a key to a struct field:
+// exactly, else case-insensitively. A relay written in Go between the gateway and the
+// provider decodes so, and to it IMAGE_URL is image_url: every check of a key the provider or
+// a relay could act on reads it here. The gateway's JSON check refuses an object with two
+// keys that fold together, so at most one matches.
+func jsonField(obj map[string]any, key string) (any, bool) {
+	if v, ok := obj[key]; ok {
+		return v, true
+	}
+	for k, v := range obj {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// jsonString reads a JSON string field of an object (jsonField; "" when absent or not a
+// string).
 func jsonString(obj map[string]any, key string) string {
-	s, _ := obj[key].(string)
+	v, _ := jsonField(obj, key)
+	s, _ := v.(string)
 	return s
+}
+
+// jsonIs says an object's string field holds want, compared case-insensitively: refusing
+// "URL" with "url" costs nothing, and a lenient reader could take one for the other.
+func jsonIs(obj map[string]any, key, want string) bool {
+	return strings.EqualFold(jsonString(obj, key), want)
 }

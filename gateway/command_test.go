@@ -76,6 +76,10 @@ func TestCommandThroughTheGateway(t *testing.T) {
 				traj.Steps[1].Message != "answer to the question" || traj.Steps[1].Metrics == nil || traj.Steps[1].Metrics.PromptTokens != 12 {
 				t.Errorf("trajectory %+v", traj)
 			}
+			// The stand-in CLI's version, from the User-Agent Python's urllib sends.
+			if !strings.HasPrefix(tr.AgentVersion, "Python-urllib/3.") {
+				t.Errorf("agent version %q, want Python-urllib/3.x", tr.AgentVersion)
+			}
 			// One whole conversation, no call: the (empty) list of calls is complete.
 			if !tr.ToolsSeen || len(tr.ToolCalls) != 0 {
 				t.Errorf("tools seen %v, calls %v; want a complete empty list", tr.ToolsSeen, tr.ToolCalls)
@@ -137,5 +141,48 @@ func TestGatewayTrajectoryComplete(t *testing.T) {
 		if got := complete(tc.t); got != tc.want {
 			t.Errorf("%s: complete = %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// retryingCLI asks the same question three times while the answer comes back cut at its max
+// output, then gives up with an error of its own, as Codex does with response.incomplete.
+const retryingCLI = `
+import json, os, sys, urllib.request
+for _ in range(3):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": sys.argv[1]}]}).encode(),
+        headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        choice = json.load(r)["choices"][0]
+    if choice["finish_reason"] != "length":
+        print(choice["message"]["content"])
+        sys.exit(0)
+print("stream disconnected before completion: Incomplete response returned, reason: max_output_tokens", file=sys.stderr)
+sys.exit(1)
+`
+
+// TestCommandCapReachedInReason: a CLI that fails over answers cut at their max output fails
+// with a reason that says so, not only with the CLI's own words about a retry.
+func TestCommandCapReachedInReason(t *testing.T) {
+	needPython(t)
+	cut := `{"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"part of it"},"finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":50}}`
+	up := scriptedUpstream(t, "application/json", cut, cut, cut)
+	f := serveGateway(t, up.URL+"/v1", nil)
+	c := newCommand(t, agent.CommandConfig{
+		Template: []string{"python3", "-c", retryingCLI, "{{prompt}}"},
+		Env:      map[string]string{"OPENAI_BASE_URL": "{{base_url}}", "OPENAI_API_KEY": "{{token}}"},
+		Gateway:  f.g.Opener(), GatewayDir: filepath.Dir(f.socket), ForwardPort: freePort(t),
+	})
+	out, tr, err := c.Run(context.Background(), hostSandbox{}, agent.Request{Input: "write it", WorkDir: os.TempDir(), Limits: agent.Limits{MaxTokens: 1_000_000}})
+	if err == nil || out != "" || tr.Stop != "error" {
+		t.Fatalf("Run = %q, %+v, %v; want an error", out, tr, err)
+	}
+	for _, want := range []string{"exited with status 1", "max_output_tokens", "3 answers of the model were cut at their max output (up to 50 tokens)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if n := tr.Trajectory.Extra[atif.ExtraMaxOutputAnswers]; n != 3 {
+		t.Errorf("trajectory extra %v, want 3 answers cut", tr.Trajectory.Extra)
 	}
 }

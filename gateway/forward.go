@@ -24,6 +24,15 @@ type exchange struct {
 	start time.Time
 }
 
+// sentMax is the max output the request went with, its own or the gateway's (0: none, the
+// upstream's default).
+func (x exchange) sentMax() int64 {
+	if x.res.bounded {
+		return x.res.output
+	}
+	return 0
+}
+
 // forward sends a parsed request upstream and answers the client: a stream relayed event by
 // event, or one JSON answer, metered either way before the client sees it whole.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, p Protocol, rt Route, req Request, s *Session, x exchange, log *zap.Logger) {
@@ -96,7 +105,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, p Protocol, rt
 		return
 	}
 	if ok && rt.Kind == Generate {
-		s.recordAnswer(x.seq, x.tools, u, g.redactTurn(turn))
+		s.recordAnswer(x.seq, x.tools, u, g.redactTurn(turn), x.sentMax())
 	}
 	g.copyHeaders(w, p, resp)
 	w.WriteHeader(resp.StatusCode)

@@ -29,10 +29,6 @@ const (
 	DefaultMaxResponseBytes = 32 << 20
 	// DefaultMaxInFlight is how many requests of one job the gateway forwards at once.
 	DefaultMaxInFlight = 4
-	// DefaultMaxOutputTokens bounds the output the gateway asks for when a budgeted request
-	// names none: low enough for any model's output limit (a larger max is an error upstream
-	// for many models and local servers), high enough for an agent's turn.
-	DefaultMaxOutputTokens = 4096
 	// DefaultMaxConnsPerSession is how many connections one job may hold on its socket.
 	DefaultMaxConnsPerSession = 16
 	// SocketName is the gateway's shared socket file in the directory given to ListenUnix.
@@ -77,8 +73,12 @@ type Config struct {
 	// MaxConnsPerSession is how many connections one session's own socket serves at once
 	// (0 = 16): a job can use up its own share, never another job's.
 	MaxConnsPerSession int
-	// MaxOutputTokens is the max output set on a budgeted request that names none, when the
-	// budget leaves more (0 = 4096). It is also what an answer without usage to a request
+	// MaxOutputTokens is the operator's max output (an agent's max_output_tokens): sent on
+	// every request that names none, bounded by what the budget leaves. 0: a budgeted request
+	// that names none gets the model's documented maximum (DocumentedMaxOutput), else
+	// DefaultMaxOutputTokens, and an unbudgeted one is sent without (Anthropic's, which
+	// requires one, with that figure). A request's own max output is kept, lowered only to
+	// what the budget leaves. The figure is also what an answer without usage to a request
 	// without a max output is metered at.
 	MaxOutputTokens int64
 	// MaxTokensField is the Chat Completions field that carries that max output:
@@ -139,6 +139,8 @@ type Gateway struct {
 
 	// agentName names the agent in the sessions' trajectories.
 	agentName string
+	// maxOutput is the max output of a request that names none (see Config.MaxOutputTokens).
+	maxOutput int64
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -163,7 +165,8 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	cfg.MaxResponseBytes = cmp.Or(max(cfg.MaxResponseBytes, 0), DefaultMaxResponseBytes)
 	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
 	cfg.MaxConnsPerSession = cmp.Or(max(cfg.MaxConnsPerSession, 0), DefaultMaxConnsPerSession)
-	cfg.MaxOutputTokens = cmp.Or(max(cfg.MaxOutputTokens, 0), DefaultMaxOutputTokens)
+	cfg.MaxOutputTokens = min(max(cfg.MaxOutputTokens, 0), maxOutputBound)
+	maxOutput := maxOutputFor(cfg.MaxOutputTokens, cfg.Model)
 	switch cfg.MaxTokensField {
 	case "":
 		cfg.MaxTokensField = "max_completion_tokens"
@@ -173,7 +176,7 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	}
 	protocols := []Protocol{
 		openAI{maxField: cfg.MaxTokensField, serviceTier: cfg.ServiceTier},
-		anthropic{},
+		anthropic{defaultMax: maxOutput},
 		gemini{},
 	}
 	i := slices.IndexFunc(protocols, func(p Protocol) bool { return p.Name() == cfg.API })
@@ -199,7 +202,8 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway metrics: %w", err)
 	}
 	return &Gateway{cfg: cfg, base: u, protocols: protocols, api: protocols[i], http: deps.HTTP,
-		log: deps.Log, m: m, now: deps.Now, agentName: agentName, sessions: map[string]*Session{}}, nil
+		log: deps.Log, m: m, now: deps.Now, agentName: agentName, sessions: map[string]*Session{},
+		maxOutput: maxOutput}, nil
 }
 
 // count records one request's outcome: ok or failed upstream, or refused by the gateway.
@@ -328,7 +332,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, only *Session) {
 		log.Debug("model gateway: the request's model replaced by the configured one", zap.String("asked", m), zap.String("model", g.cfg.Model))
 	}
 	est := (int64(len(body)) + bytesPerToken - 1) / bytesPerToken
-	res, maxOutput, ref := s.reserve(rt.Kind, est, req.MaxOutput(), g.cfg.MaxOutputTokens)
+	res, maxOutput, ref := s.reserve(rt.Kind, est, req.MaxOutput(), g.maxOutput, g.cfg.MaxOutputTokens > 0)
 	if ref != nil {
 		if ref.Code == "token_budget_reserved" {
 			w.Header().Set("Retry-After", "1")
@@ -340,6 +344,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, only *Session) {
 		return
 	}
 	seq := s.observe(rt.Kind, req)
+	if hf, ok := p.(headerFilter); ok {
+		s.noteDropped(hf.Dropped(r.Header))
+	}
+	s.noteClient(r.Header.Get("User-Agent"))
 	g.forward(w, r, p, rt, req, s, exchange{seq: seq, res: res, maxOutput: maxOutput, tools: req.Tools() > 0}, log)
 }
 

@@ -20,7 +20,7 @@ type gemini struct{}
 func (gemini) Name() string { return APIGemini }
 
 func (gemini) Paths() string {
-	return "POST /v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens"
+	return "POST /v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens, and GET /v1beta/models"
 }
 
 // geminiMethods are the methods served, by the name the path gives them.
@@ -34,6 +34,9 @@ var geminiMethods = map[string]Route{
 const maxGeminiModel = 128
 
 func (gemini) Route(r *http.Request) (Route, bool) {
+	if r.URL.Path == "/v1beta/models" || r.URL.Path == "/v1/models" {
+		return Route{Op: "models", Kind: Local}, true
+	}
 	// The decoded path: an escaped slash (%2F) in the model is a slash here, and refused.
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
 	if !ok {
@@ -44,7 +47,10 @@ func (gemini) Route(r *http.Request) (Route, bool) {
 	}
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
-		return Route{}, false
+		if !validGeminiModel(rest) {
+			return Route{}, false
+		}
+		return Route{Op: "model", Kind: Local, Model: rest}, true
 	}
 	rt, ok := geminiMethods[rest[i+1:]]
 	if !ok || !validGeminiModel(rest[:i]) {
@@ -128,9 +134,19 @@ func (gemini) ResponseHeaders() []string {
 	return []string{"Content-Type", "Retry-After", "X-Request-Id"}
 }
 
-// Local serves nothing: the Gemini API has no route the gateway answers itself.
-func (gemini) Local(Route, string) (int, []byte) {
-	return http.StatusNotFound, gemini{}.Error(http.StatusNotFound, "not_found", "the model gateway serves no such Gemini method")
+// Local answers GET /v1beta/models (and /v1beta/models/{model}) as the Gemini API's
+// models.list and models.get do, with the configured model alone, named as Google names
+// models ("models/…"), with the methods the gateway serves for it.
+func (g gemini) Local(rt Route, model string) (int, []byte) {
+	entry := map[string]any{"name": "models/" + model, "baseModelId": model, "displayName": model,
+		"supportedGenerationMethods": []string{"generateContent", "streamGenerateContent", "countTokens"}}
+	if rt.Op == "model" {
+		if rt.Model != model {
+			return http.StatusNotFound, g.Error(http.StatusNotFound, "model_not_found", "the model gateway serves only the configured model "+model)
+		}
+		return http.StatusOK, mustJSON(entry)
+	}
+	return http.StatusOK, mustJSON(map[string]any{"models": []any{entry}})
 }
 
 // Error is Google's error format ({"error":{"code","message","status"}}), which the SDKs turn
@@ -228,9 +244,10 @@ func geminiCanonical(raw json.RawMessage, path string, depth int) (json.RawMessa
 				return nil, fmt.Errorf("%s: %q and %q name the same field; send it once", at, other, k)
 			}
 			spelled[name] = k
-			if name == "fileData" {
+			if strings.EqualFold(name, "fileData") || strings.EqualFold(k, "file_data") {
 				// A file by URI: a URL the provider fetches, or a file uploaded to it, which
 				// outlives the job. Anywhere in the structure: a part, a function response's part.
+				// In any case: a Go relay (genai's structs) reads FileData as fileData.
 				return nil, fmt.Errorf("%s: a file by URI is fetched by the provider, outside the sandbox, or stored with it; send the content inline (inlineData, base64) instead", at)
 			}
 			v := obj[k]
@@ -568,16 +585,31 @@ func (p *geminiRequest) Build(model string, maxOutput int64) ([]byte, error) {
 	return json.Marshal(p.body(maxOutput))
 }
 
+// body is the request with maxOutput (when > 0) as its maxOutputTokens. Gemini counts
+// thoughts within maxOutputTokens, so a thinkingBudget the gateway's cap undercut is lowered
+// under it (see thinkingUnder); -1 (the model decides) and thinkingLevel name no token count
+// and are left: the cap bounds them.
 func (p *geminiRequest) body(maxOutput int64) map[string]json.RawMessage {
 	out := maps.Clone(p.params)
-	if maxOutput > 0 {
-		gc := map[string]json.RawMessage{}
-		if raw, ok := out["generationConfig"]; ok {
-			_ = json.Unmarshal(raw, &gc)
-		}
-		gc["maxOutputTokens"] = mustJSON(maxOutput)
-		out["generationConfig"] = mustJSON(gc)
+	if maxOutput <= 0 {
+		return out
 	}
+	gc := map[string]json.RawMessage{}
+	if raw, ok := out["generationConfig"]; ok {
+		_ = json.Unmarshal(raw, &gc)
+	}
+	gc["maxOutputTokens"] = mustJSON(maxOutput)
+	if raw, ok := gc["thinkingConfig"]; ok && (p.maxOutput == 0 || maxOutput < p.maxOutput) {
+		var tc map[string]json.RawMessage
+		var budget int64
+		if json.Unmarshal(raw, &tc) == nil && json.Unmarshal(tc["thinkingBudget"], &budget) == nil {
+			if b, ok := thinkingUnder(budget, maxOutput, 1); ok {
+				tc["thinkingBudget"] = mustJSON(b)
+				gc["thinkingConfig"] = mustJSON(tc)
+			}
+		}
+	}
+	out["generationConfig"] = mustJSON(gc)
 	return out
 }
 

@@ -72,6 +72,14 @@ type geminiResponse struct {
 // answer's end (STOP, MAX_TOKENS) or a malformed call.
 var geminiStops = []string{"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
 
+// geminiMaxTokens is the finishReason of an answer cut at its maxOutputTokens.
+const geminiMaxTokens = "MAX_TOKENS"
+
+// atMaxOutput says the response's candidate finished at its maxOutputTokens.
+func (r *geminiResponse) atMaxOutput() bool {
+	return len(r.Candidates) > 0 && r.Candidates[0].FinishReason == geminiMaxTokens
+}
+
 // stop is the response's refusal or safety stop ("" when it is none).
 func (r *geminiResponse) stop() string {
 	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
@@ -106,6 +114,7 @@ func (gemini) Answer(rt Route, body []byte) (Tokens, bool, *Turn) {
 		return u, r.UsageMetadata != nil, nil
 	}
 	t := &Turn{Model: r.ModelVersion, Stop: r.stop()}
+	t.atMaxOutput(r.atMaxOutput())
 	var texts, thoughts []string
 	for _, p := range r.parts() {
 		switch {
@@ -132,6 +141,8 @@ type geminiStream struct {
 	ans   answerBuf
 	usage *geminiUsage
 	stop  string
+	// maxTokens: a chunk finished at the max output.
+	maxTokens bool
 }
 
 func (s *geminiStream) Event(_ string, data []byte) bool {
@@ -145,6 +156,7 @@ func (s *geminiStream) Event(_ string, data []byte) bool {
 		s.usage = r.UsageMetadata
 	}
 	s.stop = cmp.Or(r.stop(), s.stop)
+	s.maxTokens = s.maxTokens || r.atMaxOutput()
 	for _, p := range r.parts() {
 		switch {
 		case p.FunctionCall != nil:
@@ -175,6 +187,7 @@ func (s *geminiStream) Usage() (Tokens, bool) {
 func (s *geminiStream) Turn(cut bool) *Turn {
 	t := s.ans.turn(cut)
 	t.Stop = s.stop
+	t.atMaxOutput(s.maxTokens)
 	for i, c := range t.Calls {
 		if len(c.Args) == 0 {
 			// Arguments past the answer's bound: none kept.

@@ -310,8 +310,8 @@ func TestGeminiSDKConversation(t *testing.T) {
 				p := r.params(t)
 				gc, _ := p["generationConfig"].(map[string]any)
 				tc, _ := gc["thinkingConfig"].(map[string]any)
-				if _, ok := p["model"]; ok || gc["maxOutputTokens"] != 4096.0 || gc["temperature"] != 1.0 || tc["thinkingBudget"] != 1024.0 || tc["includeThoughts"] != true {
-					t.Errorf("request %d: upstream body %s: want no model, maxOutputTokens 4096 (the budget's bound), the SDK's generationConfig", i+1, r.Body)
+				if _, ok := p["model"]; ok || gc["maxOutputTokens"] != float64(DefaultMaxOutputTokens) || gc["temperature"] != 1.0 || tc["thinkingBudget"] != 1024.0 || tc["includeThoughts"] != true {
+					t.Errorf("request %d: upstream body %s: want no model, maxOutputTokens %d (the default of a model the table does not know), the SDK's generationConfig", i+1, r.Body, DefaultMaxOutputTokens)
 				}
 			}
 			if n := len(reqs[1].params(t)["contents"].([]any)); n != 3 {
@@ -430,7 +430,9 @@ func TestGeminiCLIGoldenRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			if gc, ok := want["generationConfig"].(map[string]any); ok {
-				gc["maxOutputTokens"] = 4096.0 // the budget's bound, set as the request named none
+				// The request named none: the default of a model the table does not know (the
+				// CLI's thinkingBudget of 8192 stays, under it).
+				gc["maxOutputTokens"] = float64(DefaultMaxOutputTokens)
 			}
 			if got, want := slices.Sorted(maps.Keys(sent)), slices.Sorted(maps.Keys(want)); !slices.Equal(got, want) {
 				t.Errorf("upstream fields %v, want %v", got, want)
@@ -492,6 +494,10 @@ func TestGeminiRefusals(t *testing.T) {
 			400, "contents[0].parts[0].fileData: a file by URI is fetched by the provider"},
 		{"file_data by URI", gen, `{"contents":[{"role":"user","parts":[{"text":"see"},{"file_data":{"mime_type":"image/png","file_uri":"https://generativelanguage.googleapis.com/v1beta/files/abc"}}]}]}`,
 			400, "contents[0].parts[1].fileData: a file by URI"},
+		{"FileData by URI", gen, `{"contents":[{"role":"user","parts":[{"FileData":{"fileUri":"https://evil.example/a.pdf"}}]}]}`,
+			400, "contents[0].parts[0].FileData: a file by URI is fetched by the provider"},
+		{"FILE_DATA by URI", gen, `{"contents":[{"role":"user","parts":[{"FILE_DATA":{"file_uri":"https://evil.example/a.pdf"}}]}]}`,
+			400, "contents[0].parts[0].FILE_DATA: a file by URI is fetched by the provider"},
 		{"fileData in the system instruction", gen, `{"contents":[` + user + `],"system_instruction":{"parts":[{"file_data":{"file_uri":"gs://b/o"}}]}}`,
 			400, "systemInstruction.parts[0].fileData"},
 		{"fileData in a function response", gen, `{"contents":[{"role":"user","parts":[{"functionResponse":{"name":"f","response":{},"parts":[{"fileData":{"fileUri":"https://x"}}]}}]}]}`,
@@ -911,6 +917,11 @@ func TestGeminiRoutes(t *testing.T) {
 		{"/v1beta/models/" + strings.Repeat("a", 129) + ":generateContent", false, Route{}},
 		{"/v1beta2/models/gemini:generateContent", false, Route{}},
 		{"/v1/chat/completions", false, Route{}},
+		{"/v1beta/models", true, Route{Op: "models", Kind: Local}},
+		{"/v1/models", true, Route{Op: "models", Kind: Local}},
+		{"/v1beta/models/gemini-2.5-pro", true, Route{Op: "model", Kind: Local, Model: "gemini-2.5-pro"}},
+		{"/v1beta/models/..", false, Route{}},
+		{"/v1beta/models/a/b", false, Route{}},
 	} {
 		r := httptest.NewRequest(http.MethodPost, tt.path, nil)
 		if rt, ok := (gemini{}).Route(r); ok != tt.ok || rt != tt.want {

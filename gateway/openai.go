@@ -249,10 +249,11 @@ func openAIToolChoice(name string, raw json.RawMessage) error {
 // an image, file or audio the provider would fetch from a URL, a stored file, or a reference
 // to a stored item.
 func openAIFetched(obj map[string]any) string {
-	if jsonString(obj, "type") == "item_reference" {
+	if jsonIs(obj, "type", "item_reference") {
 		return "an item_reference needs stored state, and the gateway sends store: false"
 	}
-	switch iu := obj["image_url"].(type) {
+	iu, _ := jsonField(obj, "image_url")
+	switch iu := iu.(type) {
 	case string:
 		if isRemoteURL(iu) {
 			return "an image by URL is fetched by the provider, outside the sandbox"
@@ -262,10 +263,10 @@ func openAIFetched(obj map[string]any) string {
 			return "an image by URL is fetched by the provider, outside the sandbox"
 		}
 	}
-	if _, ok := obj["file_url"]; ok {
+	if _, ok := jsonField(obj, "file_url"); ok {
 		return "a file by URL is fetched by the provider, outside the sandbox"
 	}
-	if _, ok := obj["file_id"]; ok {
+	if _, ok := jsonField(obj, "file_id"); ok {
 		return "a file_id names a file stored with the provider, which outlives the job"
 	}
 	return ""

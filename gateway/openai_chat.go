@@ -204,6 +204,7 @@ func chatAnswer(body []byte) *Turn {
 	m := a.Choices[0].Message
 	text, _ := contentText(m.Content)
 	t := &Turn{Model: a.Model, Text: cmp.Or(text, m.Refusal), Reasoning: m.ReasoningContent}
+	t.atMaxOutput(a.Choices[0].FinishReason == chatLength)
 	if m.Refusal != "" || a.Choices[0].FinishReason == "content_filter" {
 		t.Stop = cmp.Or(a.Choices[0].FinishReason, "refusal")
 	}
@@ -221,7 +222,12 @@ type chatStream struct {
 	ans   answerBuf
 	usage *openAIUsage
 	done  bool
+	// length: choice 0 finished at the max output.
+	length bool
 }
+
+// chatLength is the finish_reason of an answer cut at its max output.
+const chatLength = "length"
 
 func (s *chatStream) Event(_ string, data []byte) bool {
 	if string(data) == "[DONE]" {
@@ -232,8 +238,9 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 		Model   string       `json:"model"`
 		Usage   *openAIUsage `json:"usage"`
 		Choices []struct {
-			Index int `json:"index"`
-			Delta struct {
+			Index        int    `json:"index"`
+			FinishReason string `json:"finish_reason"`
+			Delta        struct {
 				Content          string `json:"content"`
 				Refusal          string `json:"refusal"`
 				ReasoningContent string `json:"reasoning_content"`
@@ -256,6 +263,7 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 		if c.Index != 0 {
 			continue
 		}
+		s.length = s.length || c.FinishReason == chatLength
 		s.ans.appendText(c.Delta.Content + c.Delta.Refusal)
 		s.ans.appendReasoning(c.Delta.ReasoningContent)
 		for _, tc := range c.Delta.ToolCalls {
@@ -284,6 +292,7 @@ func (s *chatStream) Usage() (Tokens, bool) {
 
 func (s *chatStream) Turn(cut bool) *Turn {
 	t := s.ans.turn(cut)
+	t.atMaxOutput(s.length)
 	for i, c := range t.Calls {
 		// Chat streams carry arguments as pieces of one string.
 		t.Calls[i].Args = mustJSON(string(c.Args))

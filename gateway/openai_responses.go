@@ -85,10 +85,33 @@ func parseResponses(body []byte, compact bool, serviceTier string) (*responsesRe
 	if p.tools, p.removed, ref = openAICommon(params, "input", &p.model, &p.stream); ref != nil {
 		return nil, ref
 	}
+	if err := untypedReferences(params["input"]); err != nil {
+		return nil, badRequest("%v", err)
+	}
 	if raw, ok := params["max_output_tokens"]; ok {
 		_ = json.Unmarshal(raw, &p.maxOutput)
 	}
 	return p, nil
+}
+
+// untypedReferences refuses an input item with neither a type nor a role: the API reads it as
+// an item_reference (whose type is optional), which needs stored state. Messages may leave
+// their type out, never their role.
+func untypedReferences(input json.RawMessage) error {
+	var items []any
+	if json.Unmarshal(input, &items) != nil {
+		return nil // a string input
+	}
+	for i, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		if jsonString(obj, "type") == "" && jsonString(obj, "role") == "" {
+			return fmt.Errorf("input[%d]: an item without a type or a role is an item_reference, which needs stored state, and the gateway sends store: false; send the item itself", i)
+		}
+	}
+	return nil
 }
 
 // Build is the body sent upstream: the checked fields, the configured model, store: false
@@ -233,8 +256,12 @@ func responsesAnswer(body []byte) *Turn {
 	if d := a.IncompleteDetails; d != nil && d.Reason == "content_filter" {
 		t.Stop = d.Reason
 	}
+	t.atMaxOutput(a.Status == "incomplete" && a.IncompleteDetails != nil && a.IncompleteDetails.Reason == responsesMaxOutput)
 	return t
 }
+
+// responsesMaxOutput is the incomplete_details.reason of a response cut at its max output.
+const responsesMaxOutput = "max_output_tokens"
 
 // responsesTurn is the turn a Responses API answer's output items make: its messages' text,
 // its reasoning summaries and its tool calls.
@@ -282,9 +309,12 @@ func (s *responsesStream) Event(_ string, data []byte) bool {
 		Type     string `json:"type"`
 		Delta    string `json:"delta"`
 		Response *struct {
-			Model  string            `json:"model"`
-			Output []json.RawMessage `json:"output"`
-			Usage  *openAIUsage      `json:"usage"`
+			Model             string            `json:"model"`
+			Output            []json.RawMessage `json:"output"`
+			Usage             *openAIUsage      `json:"usage"`
+			IncompleteDetails *struct {
+				Reason string `json:"reason"`
+			} `json:"incomplete_details"`
 		} `json:"response"`
 	}
 	if json.Unmarshal(data, &ev) != nil {
@@ -298,6 +328,8 @@ func (s *responsesStream) Event(_ string, data []byte) bool {
 	case ev.Response != nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete"):
 		s.final = responsesTurn(ev.Response.Model, ev.Response.Output)
 		s.final.Incomplete = ev.Type == "response.incomplete"
+		d := ev.Response.IncompleteDetails
+		s.final.atMaxOutput(s.final.Incomplete && d != nil && d.Reason == responsesMaxOutput)
 	}
 	if ev.Response != nil && ev.Response.Usage != nil {
 		s.usage = ev.Response.Usage

@@ -84,6 +84,16 @@ func TestGatewayRefusesFieldsAndHostedTools(t *testing.T) {
 		{"responses image by URL", "/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"http://10.0.0.1/x"}]}]}`, `input[0].content[0]: an image by URL`},
 		{"responses file by URL", "/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_file","file_url":"https://evil.example/a.pdf"}]}]}`, `a file by URL is fetched`},
 		{"item reference", "/v1/responses", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, `an item_reference needs stored state`},
+		// The Responses API takes an item reference without its (optional) type.
+		{"untyped item reference", "/v1/responses", `{"input":[{"role":"user","content":"hi"},{"id":"msg_1"}]}`, `input[1]: an item without a type or a role is an item_reference`},
+		// Keys spelled in another case: Go relays (encoding/json) read them as the real ones.
+		{"chat image by URL, key in capitals", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","IMAGE_URL":{"url":"https://evil.example/x.png"}}]}]}`, `messages[0].content[0]: an image by URL`},
+		{"chat image by URL, mixed case", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","Image_Url":{"URL":"https://evil.example/x.png"}}]}]}`, `an image by URL`},
+		{"responses file by URL, key in capitals", "/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_file","File_URL":"https://evil.example/a.pdf"}]}]}`, `a file by URL is fetched`},
+		{"chat file id in capitals", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"file","file":{"FILE_ID":"file-1"}}]}]}`, `a file_id names a file stored with the provider`},
+		{"item reference with a null type", "/v1/responses", `{"input":[{"type":null,"id":"msg_1"}]}`, `input[0]: an item without a type or a role`},
+		{"item reference, type key in capitals", "/v1/responses", `{"input":[{"TYPE":"item_reference","id":"msg_1"}]}`, `an item_reference needs stored state`},
+		{"item reference, type value in capitals", "/v1/responses", `{"input":[{"type":"Item_Reference","id":"msg_1"}]}`, `an item_reference needs stored state`},
 		{"model not a string", "/v1/chat/completions", `{"messages":[],"model":1}`, `"model" must be a string`},
 		{"hosted tool choice", "/v1/responses", `{"input":"hi","tool_choice":{"type":"web_search_preview"}}`, `"tool_choice" of type "web_search_preview"`},
 	}
@@ -146,9 +156,9 @@ func TestGatewayRebuildsRequests(t *testing.T) {
 		{"chat: under a budget the max output is what is left, bounded", "/v1/chat/completions",
 			`{"messages":[]}`, 100, "",
 			`{"max_completion_tokens":96,"messages":[],"model":"gw-model"}`},
-		{"chat: under a large budget the max output is the configured bound", "/v1/chat/completions",
+		{"chat: under a large budget the max output is the default of a model the table does not know", "/v1/chat/completions",
 			`{"messages":[]}`, 1_000_000, "",
-			`{"max_completion_tokens":4096,"messages":[],"model":"gw-model"}`},
+			`{"max_completion_tokens":32000,"messages":[],"model":"gw-model"}`},
 		{"chat: two maxes become the smaller one", "/v1/chat/completions",
 			`{"messages":[],"max_tokens":50,"max_completion_tokens":30}`, 100, "",
 			`{"max_completion_tokens":30,"messages":[],"model":"gw-model"}`},

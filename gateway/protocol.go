@@ -46,6 +46,14 @@ type Protocol interface {
 	StreamError(code, msg string) []byte
 }
 
+// headerFilter is a Protocol whose Upstream drops some values of a client's headers rather
+// than refuse the request (Anthropic's betas). Dropped names each ("header: value"), so that
+// the trajectory says what did not reach the model: a CLI that behaves differently for it is
+// explained, not silently changed.
+type headerFilter interface {
+	Dropped(client http.Header) []string
+}
+
 // Kind is what the gateway does with a route.
 type Kind int
 
@@ -143,6 +151,10 @@ type Turn struct {
 	Stop string
 	// Streamed: assembled from a stream; Incomplete: cut at a cap, or the stream was.
 	Streamed, Incomplete bool
+	// MaxOutput: the provider ended the answer at its max output (OpenAI's finish_reason
+	// length, the Responses API's incomplete for max_output_tokens, Anthropic's stop_reason
+	// max_tokens, Gemini's MAX_TOKENS). Such an answer is also Incomplete.
+	MaxOutput bool
 }
 
 // Tokens are one answer's usage, protocol-neutral. Prompt counts every prompt token, those

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/skillfleet/skillfleet/activation"
@@ -18,7 +19,8 @@ import (
 type Budget struct {
 	// MaxTokens is prompt plus completion tokens; 0 = unlimited. Each request reserves its
 	// prompt estimate plus its max output before it is forwarded (a request naming no max
-	// output gets what the budget leaves, bounded by MaxOutputTokens); a request whose
+	// output gets what the budget leaves, bounded by the agent's max output, else its model's
+	// documented one: see Config.MaxOutputTokens); a request whose
 	// reservation does not fit gets 429, so requests in flight together cannot overspend.
 	// The answer's metered usage replaces the reservation; the budget holds to the extent
 	// the prompt estimate does (see bytesPerToken).
@@ -63,6 +65,8 @@ type Session struct {
 	scanned int
 	// traj is what Trajectory is built from.
 	traj trajectoryState
+	// version is the CLI's name and version as its first readable User-Agent gave them.
+	version string
 }
 
 // Open starts a session for a job with a fresh random token; jobID is only for logs. skills,
@@ -228,9 +232,11 @@ func (r reservation) total() int64 { return r.prompt + r.output }
 // reserve books a request's tokens before it is forwarded and returns the max output to send
 // (0: leave the request's as it is). A budgeted request gets at most what the budget leaves
 // after its prompt estimate as its max output (bounded by maxOutput when it named none); one
-// whose prompt estimate alone does not fit is refused with 429. A token count reserves
-// nothing: it is not billed.
-func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64) (reservation, int64, *Refusal) {
+// whose prompt estimate alone does not fit is refused with 429. Without a budget a request
+// that names none is sent with maxOutput only when the operator configured it (configured):
+// else the upstream's own default applies, and maxOutput is only what an answer without usage
+// is metered at. A token count reserves nothing: it is not billed.
+func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64, configured bool) (reservation, int64, *Refusal) {
 	if kind == Count {
 		return reservation{}, 0, nil
 	}
@@ -247,6 +253,9 @@ func (s *Session) reserve(kind Kind, promptEstimate, asked, maxOutput int64) (re
 		send := r.output
 		if r.output == 0 {
 			r.output = maxOutput
+			if configured {
+				send = maxOutput
+			}
 		}
 		r.bounded = send > 0
 		s.reserved += r.total()
@@ -350,4 +359,56 @@ func (g *Gateway) Opener() agent.OpenGateway {
 		}
 		return s, nil
 	}
+}
+
+// AgentVersion is the name and version of the CLI that sent the session's requests
+// ("claude-cli/2.1.240", "codex_exec/0.162.1", "GeminiCLI/0.56.0"), as the first User-Agent
+// the gateway could read one from named it; "" when none did. The CLI says it of itself: it
+// tells a result which build ran, it proves nothing.
+func (s *Session) AgentVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// noteClient keeps the CLI's version from a forwarded request's User-Agent, once.
+func (s *Session) noteClient(userAgent string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == "" {
+		s.version = cliVersion(userAgent)
+	}
+}
+
+// maxVersionPart bounds a User-Agent product's name and its version.
+const maxVersionPart = 64
+
+// cliVersion is the product and version of a User-Agent's first product token ("name/version",
+// the version starting with a digit; Gemini CLI's "GeminiCLI/0.56.0/model" gives
+// "GeminiCLI/0.56.0"), "" when it has none. Both parts are bounded and limited to the
+// characters of a product token: the User-Agent comes from the sandbox, and what is kept
+// reaches results, reports and the history.
+func cliVersion(userAgent string) string {
+	first, _, _ := strings.Cut(userAgent, " ")
+	name, rest, ok := strings.Cut(first, "/")
+	version, _, _ := strings.Cut(rest, "/")
+	if !ok || !versionPart(name) || !versionPart(version) || version[0] < '0' || version[0] > '9' || name == "Go-http-client" {
+		// Go's default names its HTTP version, not the program's.
+		return ""
+	}
+	return name + "/" + version
+}
+
+// versionPart accepts a non-empty, bounded run of letters, digits, dots, dashes, underscores
+// and pluses.
+func versionPart(s string) bool {
+	if s == "" || len(s) > maxVersionPart {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '-' && c != '_' && c != '+' {
+			return false
+		}
+	}
+	return true
 }

@@ -107,7 +107,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 	u, reported := sr.Usage()
 	metered := g.settle(s, rt.Kind, resp.StatusCode, u, reported, x, log)
 	if metered && rt.Kind == Generate {
-		s.recordAnswer(x.seq, x.tools, u, g.redactTurn(sr.Turn(cut)))
+		s.recordAnswer(x.seq, x.tools, u, g.redactTurn(sr.Turn(cut)), x.sentMax())
 	}
 	switch {
 	case cut:

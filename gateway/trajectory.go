@@ -28,6 +28,10 @@ const (
 	maxAnswerText = 1 << 20
 	// maxAnswerCalls bounds the tool calls kept of the last answer.
 	maxAnswerCalls = 256
+	// maxDroppedHeaders bounds the dropped header values named; a CLI sends a handful.
+	maxDroppedHeaders = 64
+	// maxDroppedHeader bounds one named value; real betas are a few dozen bytes.
+	maxDroppedHeader = 128
 )
 
 // The extra keys by which a gateway trajectory says it does not hold the whole conversation,
@@ -37,10 +41,14 @@ const (
 	extraSkipped    = "skipped_messages"      // messages that could not be read
 	extraIncomplete = "incomplete"            // an answer cut at a cap (on its step)
 	extraRemoved    = "removed_hosted_tools"  // hosted tools the gateway took out of requests
+	extraDropped    = "dropped_headers"       // client header values not forwarded (headerFilter)
 	extraSide       = "side_requests"         // a CLI's side queries and token counts, not turns
 	extraStop       = atif.ExtraStopReason    // a refusal or safety stop (on its step)
 	extraAPI        = "api"                   // the protocol the CLI spoke
 	extraCacheWrite = "cache_creation_tokens" // prompt tokens the provider's cache stored (on a step)
+	// an answer ended at its max output (on its step: that max; on the trajectory: the largest)
+	extraMaxOutput  = atif.ExtraMaxOutputReached
+	extraMaxAnswers = atif.ExtraMaxOutputAnswers // how many answers ended at their max output
 )
 
 // trajectoryState is what a session keeps to build its trajectory. Guarded by Session.mu.
@@ -54,11 +62,17 @@ type trajectoryState struct {
 	conv   []Message
 	// removed are the hosted tools taken out of any request, once each.
 	removed []string
+	// dropped are the header values left out of any forwarded request, once each.
+	dropped []string
 	// answer is the answer to request seq, when the CLI got one.
 	answer *Turn
-	// usage is each answered request's tokens; dropped counts those past the bound.
-	usage   []requestUsage
-	dropped int
+	// usage is each answered request's tokens; unkept counts those past the bound.
+	usage  []requestUsage
+	unkept int
+	// atMax counts the answers ended at their max output, and atMaxTokens is the largest of
+	// those max outputs.
+	atMax       int
+	atMaxTokens int64
 }
 
 // requestUsage is one answered request's tokens, keyed by the order it was forwarded in.
@@ -67,6 +81,8 @@ type requestUsage struct {
 	tokens Tokens
 	// tools: the request offered tools (see Session.Turns).
 	tools bool
+	// atMax is the max output the answer ended at (0: it did not).
+	atMax int64
 }
 
 // remember keeps a main request's conversation as the session's latest. Called with s.mu
@@ -81,15 +97,42 @@ func (s *Session) remember(seq int, conv []Message, removed []string) {
 	}
 }
 
-// recordAnswer books an answer the CLI got: its usage, and the answer itself when it answers
-// the kept request.
-func (s *Session) recordAnswer(seq int, tools bool, u Tokens, ans *Turn) {
+// noteDropped keeps the header values left out of a forwarded request (headerFilter), once
+// each, bounded: a client could send a new value with every request.
+func (s *Session) noteDropped(values []string) {
+	if len(values) == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, v := range values {
+		if len(v) > maxDroppedHeader {
+			v = v[:maxDroppedHeader] + "…"
+		}
+		if len(s.traj.dropped) < maxDroppedHeaders && !slices.Contains(s.traj.dropped, v) {
+			s.traj.dropped = append(s.traj.dropped, v)
+		}
+	}
+}
+
+// recordAnswer books an answer the CLI got: its usage, whether it ended at its max output
+// (maxOutput, the one sent; 0 when the upstream's default applied), and the answer itself
+// when it answers the kept request.
+func (s *Session) recordAnswer(seq int, tools bool, u Tokens, ans *Turn, maxOutput int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u = u.bounded()
+	var atMax int64
+	if ans != nil && ans.MaxOutput {
+		// The upstream's default max is not known here: what the answer wrote is.
+		atMax = max(cmp.Or(maxOutput, u.Completion), 1)
+		s.traj.atMax++
+		s.traj.atMaxTokens = max(s.traj.atMaxTokens, atMax)
+	}
 	if len(s.traj.usage) < maxTrajectoryRequests {
-		s.traj.usage = append(s.traj.usage, requestUsage{seq: seq, tokens: u.bounded(), tools: tools})
+		s.traj.usage = append(s.traj.usage, requestUsage{seq: seq, tokens: u, tools: tools, atMax: atMax})
 	} else {
-		s.traj.dropped++
+		s.traj.unkept++
 	}
 	if seq == s.traj.seq && ans != nil {
 		ans.bound()
@@ -135,12 +178,13 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	st := s.traj
 	st.usage = slices.Clone(st.usage)
 	st.removed = slices.Clone(st.removed)
+	st.dropped = slices.Clone(st.dropped)
 	side := st.counts
 	s.mu.Unlock()
 
 	b := &trajectoryBuilder{
 		t: &atif.Trajectory{SchemaVersion: atif.SchemaVersion, Steps: []atif.Step{},
-			Agent: atif.Agent{Name: s.g.agentName, Version: agent.CommandAgentVersion, ModelName: s.g.cfg.Model,
+			Agent: atif.Agent{Name: s.g.agentName, Version: cmp.Or(s.AgentVersion(), agent.CommandAgentVersion), ModelName: s.g.cfg.Model,
 				Extra: map[string]any{extraAPI: s.g.api.Name()}}},
 		byCall: map[string]int{}, open: -1,
 	}
@@ -175,6 +219,13 @@ func (s *Session) Trajectory() *atif.Trajectory {
 			}
 			step.Extra[extraCacheWrite] = u.tokens.CacheWrite
 		}
+		if u.atMax > 0 {
+			// An earlier answer the CLI kept in its conversation although it was cut.
+			if step.Extra == nil {
+				step.Extra = map[string]any{}
+			}
+			step.Extra[extraMaxOutput] = u.atMax
+		}
 	}
 	if st.answer != nil {
 		if k := slices.IndexFunc(st.usage, func(u requestUsage) bool { return u.seq == st.seq }); k >= 0 {
@@ -194,7 +245,7 @@ func (s *Session) Trajectory() *atif.Trajectory {
 		used++
 	}
 	extra := map[string]any{}
-	if n := len(st.usage) - used + st.dropped; n > 0 {
+	if n := len(st.usage) - used + st.unkept; n > 0 {
 		extra[extraUnmatched] = n
 	}
 	if b.skipped > 0 {
@@ -203,8 +254,15 @@ func (s *Session) Trajectory() *atif.Trajectory {
 	if len(st.removed) > 0 {
 		extra[extraRemoved] = st.removed
 	}
+	if len(st.dropped) > 0 {
+		extra[extraDropped] = st.dropped
+	}
 	if side > 0 {
 		extra[extraSide] = side
+	}
+	if st.atMax > 0 {
+		extra[extraMaxAnswers] = st.atMax
+		extra[extraMaxOutput] = st.atMaxTokens
 	}
 	if len(extra) > 0 {
 		b.t.Extra = extra
@@ -352,6 +410,13 @@ func arguments(raw json.RawMessage) json.RawMessage {
 		return atif.Arguments(s)
 	}
 	return atif.Arguments(string(raw))
+}
+
+// atMaxOutput marks the turn as ended at its max output, when it was.
+func (t *Turn) atMaxOutput(hit bool) {
+	if hit {
+		t.MaxOutput, t.Incomplete = true, true
+	}
 }
 
 // bound cuts a turn to maxAnswerText bytes of text, reasoning and arguments, and

@@ -461,7 +461,7 @@ func TestSessionTrajectoryBounds(t *testing.T) {
 	long := strings.Repeat("é", maxAnswerText) // twice the cap in bytes
 	ans := chatAnswer([]byte(jsonOf(t, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": long}}}})))
 	for range maxTrajectoryRequests + 5 {
-		s.recordAnswer(seq, false, Tokens{Prompt: 1, Completion: 1}, ans)
+		s.recordAnswer(seq, false, Tokens{Prompt: 1, Completion: 1}, ans, 0)
 	}
 	s.mu.Lock()
 	kept := len(s.traj.usage)

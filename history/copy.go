@@ -47,6 +47,7 @@ var copyColumnTypes = [...]pgType{
 	pgText,         // case_digest
 	pgInt8, pgInt8, // finished_ms, recorded_ms
 	pgText, pgText, pgText, // cell_key, cell_digest, reused_from
+	pgText, // agent_version
 }
 
 // The staging table lives as long as its session and is emptied by every commit; a rolled
@@ -204,7 +205,8 @@ func appendCopyRow(b []byte, r *Result) []byte {
 	b = appendCopyInt8(b, r.RecordedAt.UnixMilli())
 	b = appendCopyText(b, r.CellKey)
 	b = appendCopyText(b, r.CellDigest)
-	return appendCopyText(b, r.ReusedFrom)
+	b = appendCopyText(b, r.ReusedFrom)
+	return appendCopyText(b, r.AgentVersion)
 }
 
 // appendCopyText appends a text value. PostgreSQL's text cannot hold a NUL byte and refuses

@@ -30,7 +30,7 @@ func TestCopyKeepsIdempotence(t *testing.T) {
 			Verdict: VerdictName(v), ReasonClass: Classify(v, reason), Reason: reason, PromptTokens: int64(100 + version),
 			CompletionTokens: int64(20 + version), Cost: 0.5 + float64(version), DurationMS: int64(1500 + version),
 			CaseDigest: x("sha256:c"), FinishedAt: t0.Add(time.Duration(version) * time.Second), RecordedAt: recorded,
-			CellKey: x("key-" + job), CellDigest: x("dig-" + job), ReusedFrom: x("r0")}
+			CellKey: x("key-" + job), CellDigest: x("dig-" + job), ReusedFrom: x("r0"), AgentVersion: x("claude-cli/2.1")}
 	}
 	const n = 1200
 	first := make([]Result, n)

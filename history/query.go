@@ -77,7 +77,7 @@ ORDER BY created_ms DESC, run_id DESC LIMIT 1`), tenant.Team(team), suite, lane,
 
 const resultSelect = `SELECT run_id, job_id, team, suite, lane, skill, case_name, agent, model, judge_model, arm,
 	epoch, attempt, verdict, reason_class, reason, prompt_tokens, completion_tokens, cost,
-	duration_ms, case_digest, finished_ms, recorded_ms, cell_key, cell_digest, reused_from FROM results`
+	duration_ms, case_digest, finished_ms, recorded_ms, cell_key, cell_digest, reused_from, agent_version FROM results`
 
 func scanResult(sc scanner) (Result, error) {
 	var (
@@ -86,7 +86,7 @@ func scanResult(sc scanner) (Result, error) {
 	)
 	err := sc.Scan(&r.RunID, &r.JobID, &r.Team, &r.Suite, &r.Lane, &r.Skill, &r.Case, &r.Agent, &r.Model, &r.JudgeModel, &r.Arm,
 		&r.Epoch, &r.Attempt, &r.Verdict, &r.ReasonClass, &r.Reason, &r.PromptTokens, &r.CompletionTokens, &r.Cost,
-		&r.DurationMS, &r.CaseDigest, &finished, &recorded, &r.CellKey, &r.CellDigest, &r.ReusedFrom)
+		&r.DurationMS, &r.CaseDigest, &finished, &recorded, &r.CellKey, &r.CellDigest, &r.ReusedFrom, &r.AgentVersion)
 	r.FinishedAt, r.RecordedAt = time.UnixMilli(finished).UTC(), time.UnixMilli(recorded).UTC()
 	return r, err
 }

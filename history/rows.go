@@ -16,6 +16,9 @@ import (
 // the run's report while JetStream keeps it.
 const maxReason = 2000
 
+// maxAgentVersion bounds a stored CLI version; the gateway keeps them under 130 bytes.
+const maxAgentVersion = 200
+
 // Result is one job's result as history keeps it.
 type Result struct {
 	RunID string
@@ -46,8 +49,11 @@ type Result struct {
 	// CellKey and CellDigest identify the cell for changed-only runs (pb.Job.cell_key,
 	// pb.Result.cell_digest); ReusedFrom is the run a "reused" verdict came from.
 	CellKey, CellDigest, ReusedFrom string
-	FinishedAt                      time.Time
-	RecordedAt                      time.Time
+	// AgentVersion is the command agent's CLI version (pb.Result.agent_version), "" when
+	// unknown.
+	AgentVersion string
+	FinishedAt   time.Time
+	RecordedAt   time.Time
 }
 
 // Counts tallies a run's cases by verdict.
@@ -112,6 +118,7 @@ func FromResult(res *pb.Result, spec *pb.RunSpec, now time.Time) Result {
 		Cost: res.GetUsage().GetCost(), DurationMS: res.GetTimings().GetTotalMs(),
 		CaseDigest: res.GetCaseDigest(), FinishedAt: finished, RecordedAt: now,
 		CellKey: res.GetCellKey(), CellDigest: res.GetCellDigest(), ReusedFrom: res.GetReusedFrom(),
+		AgentVersion: text.ClipBytes(res.GetAgentVersion(), maxAgentVersion),
 	}
 }
 

@@ -74,11 +74,11 @@ func TestMigrations(t *testing.T) {
 				t.Fatalf("open %d: %v", i, err)
 			}
 			v, err := s.SchemaVersion(ctx)
-			if err != nil || v != 5 {
-				t.Fatalf("open %d: schema version %d, %v; want 5", i, v, err)
+			if err != nil || v != 6 {
+				t.Fatalf("open %d: schema version %d, %v; want 6", i, v, err)
 			}
 			var n int
-			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 5 {
+			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 6 {
 				t.Fatalf("open %d: %d migration rows, %v", i, n, err)
 			}
 			if err := s.WriteRun(ctx, FromStatus(status(fmt.Sprint("r", i), "s", 0, pb.RunState_RUN_STATE_COMPLETED, t0))); err != nil {
@@ -421,4 +421,27 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Infrastructure(%q) = %v", class, !infra)
 		}
 	}
+}
+
+// TestAgentVersionIsKept: a result's CLI version is stored and read back, so that what changed
+// between two runs can say the agent did.
+func TestAgentVersionIsKept(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, target string) {
+		ctx := context.Background()
+		s := open(t, target)
+		st := status("r1", "alpha", pb.Priority_PRIORITY_SCHEDULED, pb.RunState_RUN_STATE_COMPLETED, t0)
+		withVersion := result("r1", "j0", "sk", "c1", 0, pb.Verdict_VERDICT_PASSED, "", t0)
+		withVersion.AgentVersion = "claude-cli/2.1.240"
+		without := result("r1", "j1", "sk", "c2", 0, pb.Verdict_VERDICT_PASSED, "", t0)
+		if err := s.write(ctx, []Run{FromStatus(st)}, []Result{FromResult(withVersion, st.GetSpec(), t0), FromResult(without, st.GetSpec(), t0)}); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := s.RunResults(ctx, "r1")
+		if err != nil || len(rows) != 2 {
+			t.Fatalf("%d rows, %v", len(rows), err)
+		}
+		if rows[0].AgentVersion != "claude-cli/2.1.240" || rows[1].AgentVersion != "" {
+			t.Errorf("versions %q and %q, want claude-cli/2.1.240 and none", rows[0].AgentVersion, rows[1].AgentVersion)
+		}
+	})
 }

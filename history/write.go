@@ -17,6 +17,7 @@ var resultColumns = []string{
 	"run_id", "job_id", "team", "suite", "lane", "skill", "case_name", "agent", "model", "judge_model", "arm",
 	"epoch", "attempt", "verdict", "reason_class", "reason", "prompt_tokens", "completion_tokens", "cost",
 	"duration_ms", "case_digest", "finished_ms", "recorded_ms", "cell_key", "cell_digest", "reused_from",
+	"agent_version",
 }
 
 func resultArgs(r *Result) []any {
@@ -24,6 +25,7 @@ func resultArgs(r *Result) []any {
 		r.RunID, r.JobID, tenant.Team(r.Team), r.Suite, r.Lane, r.Skill, r.Case, r.Agent, r.Model, r.JudgeModel, r.Arm,
 		r.Epoch, r.Attempt, r.Verdict, r.ReasonClass, r.Reason, r.PromptTokens, r.CompletionTokens, r.Cost,
 		r.DurationMS, r.CaseDigest, r.FinishedAt.UnixMilli(), r.RecordedAt.UnixMilli(), r.CellKey, r.CellDigest, r.ReusedFrom,
+		r.AgentVersion,
 	}
 }
 

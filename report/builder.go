@@ -76,6 +76,9 @@ type Builder struct {
 	closeReason string
 }
 
+// maxAgentVersions bounds the CLI versions a case names: a fleet mid-upgrade runs two.
+const maxAgentVersions = 4
+
 // caseState is what a Builder keeps of one case.
 type caseState struct {
 	skill, name string
@@ -93,6 +96,10 @@ type caseState struct {
 	seq      *verdict.Sequential
 	outcomes []skillfleetv1.Verdict
 	atMax    bool
+
+	// agentVersions are the CLI versions the epochs ran on, once each, at most
+	// maxAgentVersions.
+	agentVersions []string
 
 	// jobs holds, per epoch, a hash of the job id whose result was counted (0: none yet).
 	jobs     []uint64
@@ -214,6 +221,9 @@ func (cs *caseState) record(r *skillfleetv1.Result) {
 	cs.duration += jobDurationMS(r.GetTimings())
 	cs.usage.add(r.GetUsage())
 	cs.attempts = max(cs.attempts, r.GetAttempt())
+	if v := r.GetAgentVersion(); v != "" && len(cs.agentVersions) < maxAgentVersions && !slices.Contains(cs.agentVersions, v) {
+		cs.agentVersions = append(cs.agentVersions, v)
+	}
 	if cs.kind == skillfleetv1.CaseKind_CASE_KIND_UNSPECIFIED {
 		cs.kind = r.GetKind()
 	}
@@ -473,6 +483,9 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
 		Usage: cs.usageOrNil(),
 		File:  cs.file, Line: cs.line,
+	}
+	if len(cs.agentVersions) > 0 {
+		c.AgentVersions = slices.Sorted(slices.Values(cs.agentVersions))
 	}
 	if closed && cs.cut {
 		c.SkippedEpochs += missing

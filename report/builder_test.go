@@ -473,3 +473,37 @@ func TestReportRendersWhatChanged(t *testing.T) {
 		t.Errorf("the report rendered piecemeal differs from one rendered at once:\n%s\nwant\n%s", gj.String(), wj.String())
 	}
 }
+
+// TestBuilderAgentVersions: a case names the CLI versions its epochs ran on, once each and
+// sorted, and the text report shows them beside a problem, so that a failure that came with
+// a new CLI says so.
+func TestBuilderAgentVersions(t *testing.T) {
+	ran := func(v string) func(*skillfleetv1.Result) {
+		return func(r *skillfleetv1.Result) { r.AgentVersion = v }
+	}
+	b := NewBuilder(testRun, []PlannedCase{plan("s", "a", 3, 0), plan("s", "b", 1, 0), plan("s", "c", 2*maxAgentVersions, 0)})
+	b.Add(res("s", "a", 1, vFailed, ran("claude-cli/2.1.241")))
+	b.Add(res("s", "a", 2, vFailed, ran("claude-cli/2.1.240")))
+	b.Add(res("s", "a", 3, vFailed, ran("claude-cli/2.1.241")))
+	b.Add(res("s", "b", 1, vPassed)) // the built-in agent, or a CLI that named none
+	for i := range 2 * maxAgentVersions {
+		b.Add(res("s", "c", i+1, vPassed, ran(fmt.Sprintf("cli/%d", i))))
+	}
+	r := b.Report()
+	if got := r.Cases[0].AgentVersions; len(got) != 2 || got[0] != "claude-cli/2.1.240" || got[1] != "claude-cli/2.1.241" {
+		t.Errorf("case a ran on %q, want both versions, sorted", got)
+	}
+	if got := r.Cases[1].AgentVersions; got != nil {
+		t.Errorf("case b ran on %q, want none", got)
+	}
+	if got := r.Cases[2].AgentVersions; len(got) != maxAgentVersions {
+		t.Errorf("case c keeps %d versions, want %d", len(got), maxAgentVersions)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "claude-cli/2.1.240, claude-cli/2.1.241") {
+		t.Errorf("the text report does not name the versions:\n%s", buf.String())
+	}
+}

@@ -20,7 +20,10 @@ import (
 //   - "flaky": the cells labelled flaky over the window of runs that ends with this one, each
 //     {"skill", "case", "agent", "model", "evidence", "quarantined"};
 //   - "stats": the paired comparison of the cases both runs decided, when at least one was
-//     paired (pass rates and their difference as fractions, the 95% interval, p, significance).
+//     paired (pass rates and their difference as fractions, the 95% interval, p, significance);
+//   - "agents": the command agents whose CLI version differs from the previous run's, each
+//     {"agent", "previous", "current"} (the versions each run's results named, sorted): a
+//     change the cases' outcomes may come from.
 //
 // A report without history has no Changes at all (the JSON field is absent).
 type Changes struct {
@@ -34,6 +37,14 @@ type Changes struct {
 	Removed      []ChangedCase `json:"removed,omitempty"`
 	Flaky        []FlakyCell   `json:"flaky,omitempty"`
 	Stats        *ChangeStats  `json:"stats,omitempty"`
+	Agents       []AgentChange `json:"agents,omitempty"`
+}
+
+// AgentChange is a command agent whose CLI version changed between the runs compared.
+type AgentChange struct {
+	Agent    string   `json:"agent"`
+	Previous []string `json:"previous"`
+	Current  []string `json:"current"`
 }
 
 // ChangedCase is one case in a list of Changes.
@@ -133,6 +144,10 @@ func (t *textWriter) writeChanges(c *Changes) {
 		}
 		t.printf("  %s %s%s: %s\n", t.paint(sgrYellow, "flaky:"), flakyName(f), q, oneLine(f.Evidence, 500))
 	}
+	for _, a := range c.Agents {
+		t.printf("  %s %s\n", t.paint(sgrYellow, "agent "+oneLine(a.Agent, maxValueRunes)+" changed:"),
+			oneLine(strings.Join(a.Previous, ", ")+" → "+strings.Join(a.Current, ", "), 500))
+	}
 	if s := c.Stats; s != nil {
 		sig := "not significant"
 		if s.Significant {
@@ -166,8 +181,9 @@ func percent(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) +
 // "changes.previous" (the run id, or "none"), and per list "changes.newly_failing",
 // "changes.fixed", "changes.still_failing", "changes.new", "changes.removed" and
 // "changes.flaky" the count, with ".cases" the cases comma-separated (at most 20, then "…");
-// with paired statistics "changes.delta", "changes.interval" ("lo,hi"), "changes.p" and
-// "changes.significant".
+// "changes.agents" the agents whose CLI version changed ("agent: old → new", comma-separated),
+// when any did; with paired statistics "changes.delta", "changes.interval" ("lo,hi"),
+// "changes.p" and "changes.significant".
 func ChangesProperties(c *Changes) []Property {
 	if c == nil {
 		return nil
@@ -203,6 +219,13 @@ func ChangesProperties(c *Changes) []Property {
 		fl[i] = flakyName(f)
 	}
 	list("flaky", fl)
+	if len(c.Agents) > 0 {
+		ag := make([]string, len(c.Agents))
+		for i, a := range c.Agents {
+			ag[i] = a.Agent + ": " + strings.Join(a.Previous, " ") + " → " + strings.Join(a.Current, " ")
+		}
+		props = append(props, Property{Name: "changes.agents", Value: strings.Join(ag, ", ")})
+	}
 	if s := c.Stats; s != nil {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		props = append(props,

@@ -155,6 +155,14 @@ func WriteJUnit(w io.Writer, r Report) error {
 		}
 		doc.Suites = append(doc.Suites, junitSuite{Name: "comparison", Time: "0", Properties: &junitProperties{props}})
 	}
+	if p := r.Partial; p != nil {
+		// A run stopped at its cost cap: CI sees that the suite was not all run, and why.
+		doc.Suites = append(doc.Suites, junitSuite{Name: "partial", Time: "0", Properties: &junitProperties{[]Property{
+			{Name: "partial.reason", Value: cleanXML(p.Reason)},
+			{Name: "partial.spent", Value: fmt.Sprintf("%.4f", p.Spent)},
+			{Name: "partial.max_cost", Value: fmt.Sprintf("%.2f", p.MaxCost)},
+		}}})
+	}
 
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("report: writing JUnit: %w", err)

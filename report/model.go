@@ -33,6 +33,9 @@ type Report struct {
 	Baseline *Summary `json:"baseline,omitempty"`
 	// Usage is the model tokens and cost the run's counted results spent (agents and judge).
 	Usage *Usage `json:"usage,omitempty"`
+	// Partial is set on the report of a run its cost cap stopped: its unfinished cases are
+	// skipped, so it is not the whole suite's answer.
+	Partial *Partial `json:"partial,omitempty"`
 	// Changes is what changed since the previous run of the suite and lane, and the flaky
 	// cells (see Changes); absent when the report was built without history. It comes first
 	// in the text report.
@@ -43,6 +46,16 @@ type Report struct {
 	// figures as JUnit properties, written on a testsuite of their own named "comparison".
 	Comparison           json.RawMessage `json:"comparison,omitempty"`
 	ComparisonProperties []Property      `json:"-"`
+}
+
+// Partial says why a report is partial and what the run spent.
+type Partial struct {
+	// Reason is the run's reason for stopping, as its skipped cases give it.
+	Reason string `json:"reason"`
+	// Spent is what the run's counted results cost (agents and judge); jobs cancelled
+	// while running may have spent more, unreported. MaxCost is the cap (--max-cost).
+	Spent   float64 `json:"spent"`
+	MaxCost float64 `json:"max_cost"`
 }
 
 // Property is one JUnit <property>.
@@ -96,6 +109,10 @@ type Case struct {
 	Case  string `json:"case"`
 	// Agent is the agent a prompt case ran against, when the run named agents.
 	Agent string `json:"agent,omitempty"`
+	// AgentVersions are the CLI versions a command agent's epochs ran on, as the CLI named
+	// itself to the model gateway ("claude-cli/2.1.240"), sorted, once each, at most four;
+	// none for the built-in agent or a CLI that named none.
+	AgentVersions []string `json:"agent_versions,omitempty"`
 	// Arm is the baseline arm the case ran in ("without_skill", "old_skill"); empty for
 	// with_skill, the arm of every case of a run without a baseline.
 	Arm string `json:"arm,omitempty"`

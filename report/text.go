@@ -121,6 +121,10 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		}
 		t.printf("models: %d prompt + %d completion tokens%s, cost %.4f\n", u.PromptTokens, u.CompletionTokens, cache, u.Cost)
 	}
+	if p := r.Partial; p != nil {
+		t.printf("PARTIAL: the run stopped at its cost cap, having spent %.4f of %.2f; its unfinished cases are skipped (%s)\n",
+			p.Spent, p.MaxCost, oneLine(p.Reason, maxValueRunes))
+	}
 	if t.err != nil {
 		return fmt.Errorf("report: writing text: %w", t.err)
 	}
@@ -225,6 +229,9 @@ func (t *textWriter) problem(c Case) {
 		}
 	}
 	facts = append(facts, duration(c.DurationMS))
+	if len(c.AgentVersions) > 0 {
+		facts = append(facts, oneLine(strings.Join(c.AgentVersions, ", "), maxValueRunes))
+	}
 	if c.Attempts > 1 {
 		facts = append(facts, fmt.Sprintf("%d attempts", c.Attempts))
 	}

@@ -1,6 +1,8 @@
 package skill_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/diag"
@@ -46,4 +48,27 @@ func BenchmarkDiscover10k(b *testing.B) {
 	for b.Loop() {
 		skill.Discover([]string{root}, skill.Options{})
 	}
+}
+
+// BenchmarkLintCorpus measures what `skillfleet lint --rules=opt-in ROOT...` does on real
+// skills: discover and parse, then lint each with every rule. The roots are the directories
+// listed in SKILLFLEET_LINT_BENCH (separated by the OS path-list separator), such as the
+// snapshots of docs/lint-precision.md; without it the benchmark skips, since no corpus of that
+// size belongs in this repository.
+func BenchmarkLintCorpus(b *testing.B) {
+	env := os.Getenv("SKILLFLEET_LINT_BENCH")
+	if env == "" {
+		b.Skip("SKILLFLEET_LINT_BENCH names no corpus roots")
+	}
+	roots := filepath.SplitList(env)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		cat, _ := skill.Discover(roots, skill.Options{})
+		n = len(cat.All())
+		for _, s := range cat.All() {
+			skill.Lint(s, skill.OptInRules()...)
+		}
+	}
+	b.ReportMetric(float64(n), "skills")
 }

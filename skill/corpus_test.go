@@ -71,7 +71,7 @@ func TestCorpus(t *testing.T) {
 			if vd.HasErrors() != (len(w.invalid) > 0) {
 				t.Errorf("%s: valid=%v", s.Name, !vd.HasErrors())
 			}
-			ld := Lint(s)
+			ld := Lint(s, OptInRules()...)
 			if got := ruleSet(ld); !slices.Equal(got, w.lint) {
 				t.Errorf("%s: lint rules %v, want %v: %v", s.Name, got, w.lint, ld)
 			}

@@ -443,8 +443,21 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// isString reports whether n is a string as YAML 1.2 reads it, which the specification's
+// frontmatter and skills-ref follow: its core schema has no timestamp type, so an unquoted date
+// (2025-01-15), which the YAML 1.1 resolver tags !!timestamp, is a string. Only an explicit
+// !!timestamp tag makes a date.
 func isString(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str"
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
+	switch n.ShortTag() {
+	case "!!str":
+		return true
+	case "!!timestamp":
+		return n.Style&yaml.TaggedStyle == 0
+	}
+	return false
 }
 
 // describe names the YAML type of n for messages.

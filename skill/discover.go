@@ -156,9 +156,37 @@ func Discover(roots []string, opts Options) (*Catalog, diag.Diagnostics) {
 	return discover(roots, opts, os.ReadDir)
 }
 
+// DiscoverTree discovers the skill directory dir as a skill and the root of the skills below
+// it (at any depth, up to opts.MaxDepth), layered over the skill directories next to it (its
+// parent, one level deep), among which requires resolve as for a single skill. The parent's
+// search does not enter dir again, so nothing in dir is reported twice. The catalog's Root
+// is dir for dir's own skills.
+func DiscoverTree(dir string, opts Options) (*Catalog, diag.Diagnostics) {
+	parent := filepath.Join(dir, "..")
+	if sameDir(parent, dir) {
+		return Discover([]string{dir}, opts)
+	}
+	return discoverLayers([]string{dir, parent}, []int{opts.MaxDepth, 1}, true, opts, os.ReadDir)
+}
+
+// HasSkillsBelow reports whether a skill directory holds other skills below it (at any depth,
+// up to opts.MaxDepth), without parsing any: a skill given alone is then also a root.
+func HasSkillsBelow(dir string, opts Options) bool {
+	w := &walker{opts: opts, root: dir, readDir: os.ReadDir, visited: map[string]bool{}, seenSkills: map[string]bool{}, groupAt: map[string]*nestedGroup{}, limit: 2, skipResources: true}
+	w.run()
+	own := filepath.Clean(dir)
+	return slices.ContainsFunc(w.files, func(f string) bool { return filepath.Dir(f) != own })
+}
+
 // discover is Discover with the directory lister injected, so tests can make directories
 // unreadable even when they run as root.
 func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, diag.Diagnostics) {
+	return discoverLayers(roots, nil, false, opts, readDir)
+}
+
+// discoverLayers is discover with a depth limit per root (nil: opts.MaxDepth for each), and,
+// with skipEarlier, later roots never entering the directories of earlier ones.
+func discoverLayers(roots []string, depths []int, skipEarlier bool, opts Options, readDir func(string) ([]os.DirEntry, error)) (*Catalog, diag.Diagnostics) {
 	if readDir == nil {
 		readDir = os.ReadDir
 	}
@@ -166,11 +194,24 @@ func discover(roots []string, opts Options, readDir func(string) ([]os.DirEntry,
 	c := &Catalog{roots: slices.Clone(roots)}
 	var found []string
 	var rootOf []int
-	seen := map[string]bool{} // real paths of skill directories, across roots
+	seen := map[string]bool{} // real paths of listed skill directories and SKILL.md files, across roots
 	var groups []*nestedGroup
+	var earlier []string // real paths of the roots searched so far
 	for i, root := range roots {
-		w := &walker{opts: opts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen, groupAt: map[string]*nestedGroup{}}
+		wopts := opts
+		if depths != nil {
+			wopts.MaxDepth = depths[i]
+		}
+		w := &walker{opts: wopts, root: root, readDir: readDir, visited: map[string]bool{}, seenSkills: seen, groupAt: map[string]*nestedGroup{}}
+		if skipEarlier {
+			for _, r := range earlier {
+				w.visited[r] = true
+			}
+		}
 		w.run()
+		if w.realRoot != "" {
+			earlier = append(earlier, w.realRoot)
+		}
 		ds = append(ds, w.diags...)
 		groups = append(groups, w.groups...)
 		for _, f := range w.files {
@@ -265,6 +306,10 @@ type walker struct {
 	links   []link
 	groups  []*nestedGroup // in discovery order
 	groupAt map[string]*nestedGroup
+	limit   int // stop once this many skills are found; 0: no limit
+	// skipResources leaves a skill's resource directories unsearched, for a caller that wants
+	// skills only (their SKILL.md files are not skills, and the walk is then cheap).
+	skipResources bool
 }
 
 // link is a symlinked directory inside the root, waiting to be searched.
@@ -374,6 +419,9 @@ func realPath(p string) (string, error) {
 
 // walk searches dir, whose symlink-free absolute path is real, in scope sc.
 func (w *walker) walk(dir, real string, depth int, sc scope) {
+	if w.limit > 0 && len(w.files) >= w.limit {
+		return
+	}
 	if w.visited[real] {
 		return // reached before through a symlink (or the reverse)
 	}
@@ -384,12 +432,12 @@ func (w *walker) walk(dir, real string, depth int, sc scope) {
 		if err != nil {
 			continue
 		}
-		if w.isSkillFile(dir, fn, info.Mode().Type()) {
+		if realFile, ok := w.skillFile(dir, real, fn, info.Mode().Type()); ok {
 			isSkill = true
 			if sc.group != nil {
 				sc.group.files = append(sc.group.files, nestedFile{path: filepath.Join(dir, fn), real: real})
 			} else {
-				w.addSkill(dir, real, fn)
+				w.addSkill(dir, real, fn, realFile)
 				sc = scope{skill: dir}
 			}
 		}
@@ -415,7 +463,7 @@ func (w *walker) walk(dir, real string, depth int, sc scope) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if slices.Contains(skippedDirs, name) {
+		if slices.Contains(skippedDirs, name) || (w.skipResources && sc.skill != "" && isResourceDir(name)) {
 			continue
 		}
 		cdir, creal, ok := w.enter(dir, real, name, e.Type(), depth+1)
@@ -472,12 +520,22 @@ func (w *walker) enter(dir, real, name string, typ fs.FileMode, depth int) (stri
 	if typ&fs.ModeSymlink == 0 {
 		return "", "", false
 	}
-	target, ok := w.resolve(p)
-	if !ok {
+	// Only a link to a directory can lead to skills (a SKILL.md link is judged in walk), so
+	// a link to a file is passed over before it is resolved: a script linked from outside
+	// the root is no discovery finding.
+	info, err := os.Stat(p)
+	if err != nil {
+		// A looping SKILL.md is reported as unreadable by ParseFile, once.
+		if isLoop(err) && !slices.Contains(fileNames, name) {
+			w.diags = append(w.diags, diag.Warning(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
+		}
+		return "", "", false // dangling links are common (build outputs) and hold no skill
+	}
+	if !info.IsDir() {
 		return "", "", false
 	}
-	info, err := os.Stat(target)
-	if err != nil || !info.IsDir() {
+	target, ok := w.resolve(p)
+	if !ok {
 		return "", "", false
 	}
 	if within(real, target) {
@@ -489,8 +547,7 @@ func (w *walker) enter(dir, real, name string, typ fs.FileMode, depth int) (stri
 	return "", "", false
 }
 
-// resolve follows a symlink, reporting loops and targets outside the root. Dangling links are
-// skipped silently: they are common (build outputs) and hold no skill.
+// resolve follows a symlink to a directory, reporting loops and targets outside the root.
 func (w *walker) resolve(p string) (string, bool) {
 	target, err := realPath(p)
 	if err != nil {
@@ -522,35 +579,43 @@ func within(p, root string) bool {
 	return strings.HasPrefix(p, root)
 }
 
-// isSkillFile reports whether the SKILL.md entry makes dir a skill: anything but a directory
-// (a FIFO, device or dangling symlink is then reported by ParseFile as unreadable), unless it
-// is a symlink that loops or leads outside the root.
-func (w *walker) isSkillFile(dir, name string, typ fs.FileMode) bool {
+// skillFile reports whether the SKILL.md entry name makes dir (whose real path is real) a
+// skill, and the real path of the file it lists. Anything but a directory counts: a FIFO,
+// a device, or a link that dangles or loops is listed, and ParseFile reports it as
+// file.unreadable, so that what cannot be read is an error and never a silent "0 skills". A
+// link whose file lies outside the skill directory is an error (RuleDiscoveryLinkLeavesSkill)
+// and the directory is not a skill: what the skill would ship is not what validate read, and
+// the same file behind several skills would be listed once per link.
+func (w *walker) skillFile(dir, real, name string, typ fs.FileMode) (string, bool) {
+	own := filepath.Join(real, name)
 	if typ&fs.ModeSymlink == 0 {
-		return !typ.IsDir()
+		return own, !typ.IsDir()
 	}
 	p := filepath.Join(dir, name)
 	target, err := realPath(p)
 	if err != nil {
-		if isLoop(err) {
-			w.diags = append(w.diags, diag.Warning(RuleDiscoverySymlinkLoop, p, 0, "symlink loops (too many levels of links); not followed"))
-			return false
-		}
-		return true
+		return own, true // dangling or looping: unreadable, reported by ParseFile
 	}
-	if !within(target, w.realRoot) {
-		w.diags = append(w.diags, diag.Warning(RuleDiscoveryEscapesRoot, p, 0, fmt.Sprintf(
-			"symlink resolves to %s, outside the skills root %s; skipped", target, w.realRoot)))
-		return false
+	if !within(target, real) {
+		w.diags = append(w.diags, diag.Error(RuleDiscoveryLinkLeavesSkill, p, 0, fmt.Sprintf(
+			"%s is a symlink to %s, outside its skill directory %s; the skill is not listed (copy the file into the skill, or link the whole skill directory)",
+			name, target, real)))
+		return "", false
 	}
 	info, err := os.Stat(target)
-	return err == nil && !info.IsDir()
+	if err != nil {
+		return own, true
+	}
+	return target, !info.IsDir()
 }
 
-func (w *walker) addSkill(dir, real, name string) {
-	if w.seenSkills[real] {
-		return // the same directory, already found through an earlier root
+// addSkill lists the skill dir unless its directory or its SKILL.md (realFile, links
+// resolved) was listed already, through an earlier root or another link.
+func (w *walker) addSkill(dir, real, name, realFile string) {
+	if w.seenSkills[real] || w.seenSkills[realFile] {
+		return
 	}
 	w.seenSkills[real] = true
+	w.seenSkills[realFile] = true
 	w.files = append(w.files, filepath.Join(dir, name))
 }

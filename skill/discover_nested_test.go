@@ -168,6 +168,59 @@ func TestDiscoverNested(t *testing.T) {
 				"$TMP/root/s/more: warning discovery.escapesRoot: symlink resolves to $TMP/elsewhere, outside the skills root $TMP/root; skipped",
 			},
 		},
+		{
+			name:  "a SKILL.md linked from outside its skill is an error, never a silent skip",
+			files: []string{"root/shared/s/SKILL.md", "elsewhere/e/SKILL.md"},
+			links: [][2]string{{"root/in/SKILL.md", "../shared/s/SKILL.md"}, {"root/out/SKILL.md", "../../elsewhere/e/SKILL.md"}},
+			want:  []string{"s@root/shared/s/SKILL.md"},
+			diags: []string{
+				"$TMP/root/in/SKILL.md: error discovery.linkLeavesSkill: SKILL.md is a symlink to $TMP/root/shared/s/SKILL.md, outside its skill directory $TMP/root/in; the skill is not listed (copy the file into the skill, or link the whole skill directory)",
+				"$TMP/root/out/SKILL.md: error discovery.linkLeavesSkill: SKILL.md is a symlink to $TMP/elsewhere/e/SKILL.md, outside its skill directory $TMP/root/out; the skill is not listed (copy the file into the skill, or link the whole skill directory)",
+			},
+		},
+		{
+			name:  "a SKILL.md given as the root and linked from outside is an error",
+			files: []string{"elsewhere/e/SKILL.md"},
+			links: [][2]string{{"root/SKILL.md", "../elsewhere/e/SKILL.md"}},
+			roots: []string{"root/SKILL.md"},
+			diags: []string{
+				"$TMP/root/SKILL.md: error discovery.linkLeavesSkill: SKILL.md is a symlink to $TMP/elsewhere/e/SKILL.md, outside its skill directory $TMP/root; the skill is not listed (copy the file into the skill, or link the whole skill directory)",
+			},
+		},
+		{
+			name:  "dangling and looping SKILL.md links are listed, and unreadable",
+			links: [][2]string{{"root/d/SKILL.md", "gone.md"}, {"root/l/SKILL.md", "SKILL.md"}},
+			want:  []string{"@root/d/SKILL.md", "@root/l/SKILL.md"},
+			diags: []string{
+				"$TMP/root/d/SKILL.md: error file.unreadable: cannot read: open: no such file or directory",
+				"$TMP/root/l/SKILL.md: error file.unreadable: cannot read: open: too many levels of symbolic links",
+			},
+		},
+		{
+			name:  "a SKILL.md linked within its skill is the skill's, listed once",
+			files: []string{"root/s/sub/SKILL.md"},
+			named: [][2]string{{"root/s/src/skill.txt", "s"}},
+			links: [][2]string{{"root/s/SKILL.md", "src/skill.txt"}, {"root/s/sub/again/SKILL.md", "../SKILL.md"}},
+			want:  []string{"s@root/s/SKILL.md", "sub@root/s/sub/SKILL.md"},
+			diags: []string{
+				"$TMP/root/s/sub/again/SKILL.md: error discovery.linkLeavesSkill: SKILL.md is a symlink to $TMP/root/s/sub/SKILL.md, outside its skill directory $TMP/root/s/sub/again; the skill is not listed (copy the file into the skill, or link the whole skill directory)",
+			},
+		},
+		{
+			name:  "two skill directories linked to one are listed once",
+			files: []string{"root/real/SKILL.md"},
+			links: [][2]string{{"root/l1", "real"}, {"root/l2", "real"}, {"root/.claude/skills/real", "../../real"}},
+			want:  []string{"real@root/real/SKILL.md"},
+		},
+		{
+			name:  "a file linked from outside the root is no finding; a looping one is",
+			files: []string{"root/s/SKILL.md", "elsewhere/tool.sh"},
+			links: [][2]string{{"root/s/tool.sh", "../../elsewhere/tool.sh"}, {"root/s/gone.sh", "nowhere"}, {"root/s/spin", "spin"}},
+			want:  []string{"s@root/s/SKILL.md"},
+			diags: []string{
+				"$TMP/root/s/spin: warning discovery.symlinkLoop: symlink loops (too many levels of links); not followed",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,3 +110,29 @@ func files(ss []*Skill) []string {
 	}
 	return out
 }
+
+// TestHasSkillsBelow: a skill directory is a root too when a skill lies below it, but not for
+// the SKILL.md files of its fixtures.
+func TestHasSkillsBelow(t *testing.T) {
+	tests := []struct {
+		name  string
+		files []string // SKILL.md files below the skill directory s
+		want  bool
+	}{
+		{"a leaf skill", []string{"s/SKILL.md"}, false},
+		{"a sub-skill", []string{"s/SKILL.md", "s/child/SKILL.md"}, true},
+		{"a skills folder below", []string{"s/SKILL.md", "s/.claude/skills/x/SKILL.md"}, true},
+		{"only fixtures below", []string{"s/SKILL.md", "s/examples/x/SKILL.md", "s/tests/y/SKILL.md"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			for _, f := range tt.files {
+				writeFile(t, filepath.Join(tmp, filepath.FromSlash(f)), minimalSkill(filepath.Base(filepath.Dir(f))))
+			}
+			if got := HasSkillsBelow(filepath.Join(tmp, "s"), Options{}); got != tt.want {
+				t.Errorf("HasSkillsBelow = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

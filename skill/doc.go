@@ -28,8 +28,9 @@
 //     metadata and requires; it is compatibility.empty for compatibility, name.required and
 //     description.required for those, test.type for test, and metadata.valueType for a
 //     metadata value.
-//   - Unquoted non-string metadata values (version: 1.0, a date, a boolean) are errors that say
-//     to quote the value; the value is still kept, as written, in Skill.Metadata.
+//   - Unquoted non-string metadata values (version: 1.0, a boolean) are errors that say to
+//     quote the value; the value is still kept, as written, in Skill.Metadata. An unquoted
+//     date is a string, as YAML 1.2 (the specification's and skills-ref's) reads it.
 //   - requires entries and their versions must be strings too (version: 1.2 is an error); an
 //     entry with a wrong-typed value is dropped, one with an unknown extra key is reported and
 //     kept; a repeated skill is a requires.duplicate warning.

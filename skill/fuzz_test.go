@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 		all := append(ds, Validate(s, Options{})...)
 		all = append(all, Validate(s, Options{Strict: true})...)
 		s.Dir = "" // keep Lint off the file system
-		all = append(all, Lint(s)...)
+		all = append(all, Lint(s, OptInRules()...)...)
 		lines := strings.Count(string(data), "\n") + 1
 		for _, d := range all {
 			if strings.Contains(d.Message, "internal error") {

@@ -3,6 +3,7 @@ package skill
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -29,11 +30,20 @@ const (
 	GotchasLines = 50
 )
 
-// Lint checks a skill against best practices. Unlike Validate, its findings never make a skill
-// invalid: they are warnings, and info for gotchas-present. It reads the file system only to
-// check the body's references against Dir. Findings that the body's suppression comments
-// silence are left out (see suppress.go); problems with those comments are lint.suppression.
-func Lint(s *Skill) diag.Diagnostics {
+// OptInRules are the lint rules that run only when asked for (`lint --rules=ID,...`): measured
+// on public skills nobody tuned them on, each was wrong more often than one finding in ten
+// (docs/lint-precision.md), so by default they would bury the findings that are right.
+func OptInRules() []string {
+	return []string{RuleLintDescriptionQuality, RuleLintNoGenericInstruction, RuleLintDefaultsOverMenus, RuleLintGotchasPresent}
+}
+
+// Lint checks a skill against best practices: the default rules, and the opt-in rules named in
+// optIn (see OptInRules; a name that is not an opt-in rule changes nothing). Unlike Validate,
+// its findings never make a skill invalid: they are warnings, and info for gotchas-present and
+// references.outside. It reads the file system only to check the body's references against
+// Dir. Findings that the body's suppression comments silence are left out (see suppress.go);
+// problems with those comments are lint.suppression.
+func Lint(s *Skill, optIn ...string) diag.Diagnostics {
 	if s == nil || (s.parsed && !s.decoded) {
 		return nil
 	}
@@ -47,6 +57,9 @@ func Lint(s *Skill) diag.Diagnostics {
 	ds = append(ds, lintDefaultsOverMenus(s, lines)...)
 	ds = append(ds, lintGotchas(s, lines)...)
 	ds = append(ds, lintBrokenReferences(s, refs)...)
+	ds = slices.DeleteFunc(ds, func(d diag.Diagnostic) bool {
+		return slices.Contains(OptInRules(), d.Rule) && !slices.Contains(optIn, d.Rule)
+	})
 	sp := parseSuppressions(s, lines)
 	ds = slices.DeleteFunc(ds, sp.silenced)
 	ds = oneSizeFinding(ds)
@@ -74,6 +87,13 @@ var triggerRE = regexp.MustCompile(`(?i)\b(?:` + strings.Join([]string{
 	// "Use when ...", "Use this skill for ...", "Use it if ...", "Use after a deploy", "Use
 	// before committing".
 	`use(?: this(?: skill)?| it)? (?:when|whenever|for|if|after|before)\b`,
+	// "Use `analysis-agent` when ...", "Use with task-agent or review-agent for ...": the
+	// agent or the tool the skill goes with, then the trigger, a few words on. Only a
+	// sentence that opens with "Use": "for use in reports if needed" is no trigger.
+	"(?:^|[.;:!]\\s+)use (?:[^\\s.]+ ){1,5}?(?:when|whenever|for|if)\\b",
+	// "For analysis agents working on ...", "Auto-invoked for ...", "not for work without
+	// ...", "Skip requests with ...": whom and when, or when not, which draws the same line.
+	`^for\b|auto-?invoked\b|\binvoked (?:for|when|on)\b|\bnot for\b|\bdo not use\b|\bskip (?:\w+ )?(?:when|if|for|requests?|work|tasks?)\b`,
 	// "This skill should be used when ...", "Should be used for ...", "must be used if ...".
 	`(?:should|must|can) be used (?:when|whenever|for|if|after|before)\b`,
 	// "Load this skill when ...", "Invoke when ...", "Always invoke for ...", "Apply when
@@ -93,6 +113,14 @@ var triggerRE = regexp.MustCompile(`(?i)\b(?:` + strings.Join([]string{
 	`^(?:the |a )?users? (?:wants?|needs?|asks?|requests?|is asking|mentions?)\b`,
 }, "|") + `)`)
 
+// cjkTriggerRE is a trigger clause in Japanese or Chinese: "…ときに使う", "「…」などで使用",
+// "…時に参照", "当用户…时使用". It stands apart from triggerRE, whose \b (ASCII word
+// boundaries) never matches between CJK characters.
+var cjkTriggerRE = regexp.MustCompile(`(?:とき|時|際|場合)(?:に|は)?(?:使|利用|参照|呼|起動)|(?:で|に)使用|使用する|时(?:使用|调用|触发)|用于|适用于`)
+
+// hasTrigger reports whether a description says when to use the skill.
+func hasTrigger(d string) bool { return triggerRE.MatchString(d) || cjkTriggerRE.MatchString(d) }
+
 // situationRE is a description that opens in lower case with the situation an implied "Use
 // when" would introduce: "deciding whether to ship", "a hypothesis has failed and ...", "an
 // agent has drafted ...". A description of what the skill does starts with a capital ("Builds
@@ -106,7 +134,7 @@ func lintDescriptionQuality(s *Skill) diag.Diagnostics {
 	if s.modelInvocationOff || s.whenToUse != "" {
 		return nil
 	}
-	if strings.TrimSpace(s.Description) == "" || triggerRE.MatchString(s.Description) || situationRE.MatchString(s.Description) {
+	if strings.TrimSpace(s.Description) == "" || hasTrigger(s.Description) || situationRE.MatchString(s.Description) {
 		return nil
 	}
 	return diag.Diagnostics{diag.Warning(RuleLintDescriptionQuality, s.File, s.Line("description"),
@@ -137,8 +165,9 @@ var (
 func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
 	anti := antiExampleLines(lines)
+	shown := exampleTagLines(lines)
 	for i, bl := range lines {
-		if bl.code || anti[i] {
+		if bl.code || anti[i] || shown[i] {
 			continue
 		}
 		var quotes [][2]int
@@ -154,7 +183,7 @@ func lintGenericInstructions(s *Skill, lines []bodyLine) diag.Diagnostics {
 			if quoted && (antiCueRE.MatchString(bl.prose) || quotedItemRE.MatchString(bl.prose)) {
 				continue
 			}
-			if specificsFollow(lines, i, bl.prose[loc[1]:]) {
+			if specificsFollow(lines, i, bl.prose[loc[1]:]) || asked(bl.prose, loc[1]) {
 				continue
 			}
 			ds = append(ds, diag.Warning(RuleLintNoGenericInstruction, s.File, bl.line, fmt.Sprintf(
@@ -223,6 +252,43 @@ func specificsFollow(lines []bodyLine, i int, rest string) bool {
 		return len(m[1]) > len(own[1])
 	}
 	return heading(bl.text) != "" || strings.HasSuffix(strings.TrimRight(rest, " \t*_"), ":")
+}
+
+// A question is no instruction: "Do they handle errors gracefully?" in a review checklist
+// asks what to check in someone else's work. Nor is what an example shows: the lines between
+// <example> and </example> (or <commentary>) tags, the form agent definitions use for sample
+// dialogues ("User wants their files to follow best practices").
+var exampleTagRE = regexp.MustCompile(`(?i)<(/?)(?:examples?|commentary)>`)
+
+// asked reports whether the sentence of prose that goes on at offset end is a question.
+func asked(prose string, end int) bool {
+	rest := prose[end:]
+	if e := strings.IndexAny(rest, ".!?"); e >= 0 {
+		return rest[e] == '?'
+	}
+	return false
+}
+
+// exampleTagLines marks the lines inside <example> and <commentary> tags.
+func exampleTagLines(lines []bodyLine) []bool {
+	in := make([]bool, len(lines))
+	depth := 0
+	for i, bl := range lines {
+		if bl.code {
+			in[i] = depth > 0
+			continue
+		}
+		was := depth
+		for _, m := range exampleTagRE.FindAllStringSubmatch(bl.text, -1) {
+			if m[1] == "" {
+				depth++
+			} else if depth > 0 {
+				depth--
+			}
+		}
+		in[i] = was > 0 || depth > 0
+	}
+	return in
 }
 
 // antiExampleLines marks the lines that belong to an anti-example (see above).
@@ -360,6 +426,8 @@ var (
 
 func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 	var ds diag.Diagnostics
+	shown := exampleTagLines(lines)
+	situation := underWhenToUse(lines)
 	for i, bl := range lines {
 		if bl.code || bl.table || bl.prose == "" {
 			continue
@@ -386,7 +454,7 @@ func lintDefaultsOverMenus(s *Skill, lines []bodyLine) diag.Diagnostics {
 		if !orRE.MatchString(rest) || defaultRE.MatchString(bl.prose) || defaultRE.MatchString(nextProse(lines, i)) || exclusiveRE.MatchString(clause) {
 			continue
 		}
-		if eachSaysWhen(rest) || toEndUser(lines, i, bl.prose, loc[0]) {
+		if eachSaysWhen(rest) || toEndUser(lines, i, bl.prose, loc[0]) || shown[i] || asked(bl.prose, loc[1]) || situation[i] || purposeRE.MatchString(bl.prose) {
 			continue
 		}
 		ds = append(ds, diag.Warning(RuleLintDefaultsOverMenus, s.File, bl.line, fmt.Sprintf(
@@ -445,6 +513,28 @@ func toEndUser(lines []bodyLine, i int, prose string, at int) bool {
 	return false
 }
 
+// Two more are no menu either: a line under a "When to use" heading describes the situation
+// the skill is for ("You need to choose between a skill, a prompt or an agent"), and a step's
+// "Purpose:" or "Goal:" line names the choice the step then makes.
+var (
+	whenToUseRE = regexp.MustCompile(`(?i)^when (?:to|you should) (?:use|run|invoke|apply|activate|trigger)\b`)
+	purposeRE   = regexp.MustCompile(`(?i)^[\s>*_+\-]*(?:purpose|goal|objective)[*_]*\s*:`)
+)
+
+// underWhenToUse marks the lines under a "When to use" heading, up to the next heading.
+func underWhenToUse(lines []bodyLine) []bool {
+	in := make([]bool, len(lines))
+	on := false
+	for i, bl := range lines {
+		if h := heading(bl.text); h != "" && !bl.code {
+			on = whenToUseRE.MatchString(h)
+			continue
+		}
+		in[i] = on
+	}
+	return in
+}
+
 // nextProse returns the line after lines[i] when it continues the paragraph.
 func nextProse(lines []bodyLine, i int) string {
 	if i+1 < len(lines) && !lines[i+1].code {
@@ -457,35 +547,75 @@ func nextProse(lines []bodyLine, i int) string {
 // the mistakes an agent is likely to make. Each alternative is one family seen in published
 // skills: the spec's words; troubleshooting and common or known problems; anti-patterns,
 // don'ts, mistakes and red flags; rules stated as ones never to break ("Critical Rules (Apply
-// Always)", "Hard rules", "Forbidden"); and the excuses to reject ("Rationalizations to
-// Reject"). "When NOT to use" is scope, not a gotcha, and does not count.
+// Always)", "Hard rules", "Forbidden", "Rules"); limits the agent must keep to
+// ("Constraints", "Guardrails", "Safety", "Boundaries", "Hard gate", "Core rules", "Component
+// rules", "Runtime completion doctrine", and the same words in Chinese and Japanese: 必须遵守,
+// 注意事项, ルール); and the excuses to
+// reject ("Rationalizations to Reject"). "When NOT to use" is scope, not a gotcha, and does
+// not count.
 var gotchasRE = regexp.MustCompile(`(?i)` + strings.Join([]string{
-	`gotcha|caveat|pitfall|edge[- ]cases?|foot-?guns?|\btraps?\b|watch out|beware`,
+	`gotcha|caveat|pitfall|edge[- ]cases?|foot-?guns?|\btraps?\b|watch out|beware|\bcaution`,
 	`troubleshoot|debugging|common (?:\w+ )?(?:issues|problems|errors|causes|failures|failure modes|mistakes)|known (?:issues|problems|limitations|bugs)|failure modes|what (?:can|could) go wrong`,
 	`anti-?patterns?|don'?ts\b|don’ts\b|do not\b|never\b|avoid|mistakes|red flags|warnings?\b|limitations`,
-	`(?:critical|hard|golden|key|non-negotiable|iron|absolute|important) rules|rules \(|forbidden|prohibited|must not|important (?:notes?|considerations)`,
+	`\brules\b|forbidden|prohibited|must not|important (?:notes?|considerations)|doctrine`,
+	`constraints?\b|guardrails?|\bsafety\b|boundar(?:y|ies)\b|hard[- ]gates?|restrictions?\b|\blimits\b|约束|注意|禁止|遵守|规则|ルール|注意|禁止|制約`,
 	`rationali[sz]ations?|excuses`,
 }, "|"))
 
-// troubleshootingRE is a skill that is about what goes wrong (its name or its description's
-// first sentence): its whole body is the Gotchas section.
-var troubleshootingRE = regexp.MustCompile(`(?i)troubleshoot|debug|diagnos|fix(?:es|ing)? (?:\w+ )?(?:errors|failures|issues|problems)`)
+// warnLineRE is a prose line that warns the agent off a mistake: a rule that starts "Never",
+// "Do not", "Don't", "Avoid", "Must not" (after a list marker or emphasis), or a warning
+// label ("Warning:", "Important:", "⚠️"). A skill with several of them keeps its gotchas as a
+// Do-NOT list wherever it put them, which is what the rule asks for, under any heading.
+var warnLineRE = regexp.MustCompile(`(?i)^[\s>*_+\-0-9.)]*(?:❌|⚠️?|🚫|⛔)|^[\s>*_+\-0-9.)]*(?:never|do not|don'?t|don’t|avoid|must not|must never|warning|important|caution|critical)\b|\*\*(?:never|do not|don'?t|must not|avoid)\b|\b(?-i:NEVER|DO NOT|MUST NOT|DON'T)\b`)
+
+// labelRE is a line that labels what follows as a section would: short, emphasised or ending
+// in a colon ("**Core rules (do not break):**", "Constraints:").
+var labelRE = regexp.MustCompile(`^[\s>*_+\-]*([^:]{3,60}):[*_\s]*$`)
+
+// warnLines is how many such lines make a Do-NOT list.
+const warnLines = 3
+
+// troubleshootingRE is a skill that is about what goes wrong: its name says so, or its
+// description's first sentence opens with it ("Diagnoses failing builds", "Use when debugging
+// ...", "Troubleshooting guide for ..."). A word further on ("... with debug logging") is not
+// what the skill is about.
+var (
+	troubleshootingNameRE = regexp.MustCompile(`(?i)troubleshoot|debug|diagnos`)
+	troubleshootingRE     = regexp.MustCompile(`(?i)^\W*(?:[\w'-]+\s+){0,3}(?:troubleshoot|debug|diagnos|fix(?:es|ing)? (?:\w+ )?(?:errors|failures|issues|problems|bugs))`)
+)
 
 func lintGotchas(s *Skill, lines []bodyLine) diag.Diagnostics {
 	if len(lines) <= GotchasLines {
 		return nil
 	}
 	first, _, _ := strings.Cut(s.Description, ". ")
-	if troubleshootingRE.MatchString(s.Name) || troubleshootingRE.MatchString(first) {
+	if troubleshootingNameRE.MatchString(s.Name) || troubleshootingRE.MatchString(first) {
 		return nil
 	}
+	warns := 0
 	for _, bl := range lines {
-		if h := heading(bl.text); !bl.code && gotchasRE.MatchString(h) && !whenNotRE.MatchString(h) {
+		if bl.code {
+			continue
+		}
+		h := heading(bl.text)
+		// Only a line ending in a colon can be a label; the test spares the regular
+		// expression most lines.
+		if h == "" && strings.HasSuffix(strings.TrimRight(bl.text, " \t*_"), ":") {
+			if m := labelRE.FindStringSubmatch(bl.text); m != nil {
+				h = m[1]
+			}
+		}
+		if h != "" && gotchasRE.MatchString(h) && !whenNotRE.MatchString(h) {
 			return nil
+		}
+		if warnLineRE.MatchString(bl.text) {
+			if warns++; warns >= warnLines {
+				return nil
+			}
 		}
 	}
 	return diag.Diagnostics{diag.Info(RuleLintGotchasPresent, s.File, bodyStart(s), fmt.Sprintf(
-		"body is %d lines with no Gotchas-style heading (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Critical rules ...); add a ## Gotchas section listing the mistakes an agent is likely to make",
+		"body is %d lines with no Gotchas-style section (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Constraints, Critical rules ...) and no list of what not to do; add a ## Gotchas section listing the mistakes an agent is likely to make",
 		len(lines)))}
 }
 
@@ -493,13 +623,32 @@ func lintGotchas(s *Skill, lines []bodyLine) diag.Diagnostics {
 // apply, not what goes wrong when it does.
 var whenNotRE = regexp.MustCompile(`(?i)^when (?:not|never) to|^when (?:to )?not\b|^do not use`)
 
+// skillsSubjectRE is a name or description about skills themselves: writing, reviewing or
+// managing them ("Guide for creating effective skills", "Audits agent skills", "skill-creator",
+// "the SKILL.md frontmatter"). "Use this skill when" does not count: the verb must act on
+// skills.
+var skillsSubjectRE = regexp.MustCompile(`(?i)SKILL\.md|\bskill[-_ ](?:creat|author|writ|build|develop|design|review|audit|lint|manag|scaffold|templat|guide|improv|optimi|packag|valid)|\b(?:creat|author|writ|build|develop|design|review|audit|scaffold|improv|refactor|optimi[sz]|packag|validat|manag|maintain|edit|updat|lint|evaluat|structur|organi[sz])\w*\s+(?:(?:new|an?|the|your|their|agent|claude|custom|existing|effective|good|high-quality|well-structured|reusable)\s+){0,3}skills?\b(?:\s+(?:files?|definitions?|directories|folders?|packages?))?`)
+
+// aboutSkills reports whether a skill is a guide to writing or managing skills: what it says
+// is about other skills' files, so the paths it shows are examples.
+func aboutSkills(s *Skill) bool {
+	return skillsSubjectRE.MatchString(s.Name) || skillsSubjectRE.MatchString(s.Description)
+}
+
 func lintBrokenReferences(s *Skill, refs []reference) diag.Diagnostics {
 	if s.Dir == "" {
 		return nil
 	}
 	var ds diag.Diagnostics
+	guide := aboutSkills(s)
 	for _, r := range refs {
 		if !r.checkable(s.Dir) {
+			continue
+		}
+		// A guide to writing skills names files of the skill its reader will write ("put
+		// the script in `scripts/rotate_pdf.py`"): in its prose and code, a path that does
+		// not exist is an illustration. Its links are still the guide's own.
+		if guide && r.kind != refLink && !exists(filepath.Join(s.Dir, filepath.FromSlash(path.Clean(r.target)))) {
 			continue
 		}
 		broken, outside := r.problem(s.Dir)

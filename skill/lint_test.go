@@ -40,9 +40,23 @@ func TestTriggerClause(t *testing.T) {
 		{"Guidance for distinctive visual design when building new UI.", false},
 		{"Tools to reuse for later.", false},
 		{"Causes whenevers.", false},
+		// The agent or tool named between "use" and the trigger, whom-and-when openers, and
+		// the scope said as when not.
+		{"Use `analysis-agent` when engineering intent lacks boundaries.", true},
+		{"Use with analysis-agent or task-agent for authentication risk.", true},
+		{"For analysis agents working on payments; not for Web3 work.", true},
+		{"ADR management skill. Auto-invoked for generating architecture decisions.", true},
+		{"Builds middleware changes. Skip work without middleware impact.", true},
+		{"Run the Meta Ads CLI safely for read-only reporting.", false},
+		{"Scaffold an agent skill with Docker runtime support.", false},
+		{"Formats tables for use in reports if needed.", false},
+		{"侘寂。「これで十分か」と悩んでいるときに使う。", true},
+		{"PR をレビューする。「PR レビューして」などで使用。", true},
+		{"当用户需要处理 PDF 时使用。", true},
+		{"Stripe 決済プラットフォーム全商品のリファレンス。", false},
 	}
 	for _, tc := range tests {
-		if got := triggerRE.MatchString(tc.desc); got != tc.want {
+		if got := hasTrigger(tc.desc); got != tc.want {
 			t.Errorf("%q: trigger = %v, want %v", tc.desc, got, tc.want)
 		}
 	}
@@ -218,7 +232,7 @@ func TestHeading(t *testing.T) {
 func TestLintHandBuiltSkill(t *testing.T) {
 	// A skill built in code, without a directory, is linted without touching the disk.
 	s := &Skill{Name: "x", Description: "Does x.", Body: strings.Repeat("line\n", 60), BodyLine: 4}
-	got := ruleSet(Lint(s))
+	got := ruleSet(Lint(s, OptInRules()...))
 	want := []string{RuleLintDescriptionQuality, RuleLintGotchasPresent}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("rules %v, want %v", got, want)
@@ -278,6 +292,11 @@ func TestGenericSpecificsFollow(t *testing.T) {
 		{"| Handle edge cases gracefully |  |", 1},
 		{"- Handle errors gracefully\n  - retry twice\n  - then stop", 0},
 		{"- Handle errors gracefully\n- Validate input", 1},
+		// A question asks what to check; an <example> shows a dialogue.
+		{"- Do they handle errors gracefully?", 0},
+		{"Does it follow best practices, and why?", 0},
+		{"<example>\n<commentary>User wants their files to follow best practices.</commentary>\n</example>", 0},
+		{"<example>\nx\n</example>\nFollow best practices.", 1},
 	}
 	for _, tc := range tests {
 		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
@@ -303,6 +322,11 @@ func TestMenusWithCriteria(t *testing.T) {
 		{"Tell the user: \"You can use the web app or the desktop app.\"", 0},
 		{"Reply with:\nYou can pick from monthly or annual billing.", 0},
 		{"Run the script.\nYou can use npm or yarn.", 1},
+		{"Which one? Can you use npm or yarn?", 0},
+		{"<example>\nYou can use npm or yarn.\n</example>", 0},
+		{"## When to run\n- You need to choose between a skill, a prompt, or an agent.", 0},
+		{"## Steps\n- You need to choose between a skill, a prompt, or an agent.", 1},
+		{"**Purpose**: Choose between an async report or an action plan.", 0},
 	}
 	for _, tc := range tests {
 		s := &Skill{File: "s/SKILL.md", Body: tc.body, BodyLine: 5}
@@ -336,6 +360,28 @@ func TestGotchasHeadings(t *testing.T) {
 		{"x", "Does x.", "## Important Notes", 0},
 		{"flaky-test-troubleshooter", "Does x.", "## Usage", 0},
 		{"x", "Diagnoses failing CI jobs. Use when CI is red.", "## Usage", 0},
+		// Gotchas under other names, and as a Do-NOT list under any heading.
+		{"x", "Does x.", "## Constraints", 0},
+		{"x", "Does x.", "## Guardrails", 0},
+		{"x", "Does x.", "## Rules", 0},
+		{"x", "Does x.", "## Common Mistakes", 0},
+		{"x", "Does x.", "## Pitfalls", 0},
+		{"x", "Does x.", "**Core rules (do not break):**", 0},
+		{"x", "Does x.", "- Never push to main.\n- Do not print tokens.\n- Avoid `rm -rf`.", 0},
+		{"x", "Does x.", "Run **DO NOT** twice.\nThen NEVER skip.\nAnd **never** guess.", 0},
+		{"x", "Does x.", "- Never push to main.\n- Do not print tokens.", 1},
+		{"x", "Does x.", "## Rules of thumb for charts", 0},
+		{"x", "Does x.", "## Core rules", 0},
+		{"x", "Does x.", "## Endpoint rules", 0},
+		{"x", "Does x.", "## Runtime completion doctrine", 0},
+		{"x", "Does x.", "## Attribution limits", 0},
+		{"x", "Does x.", "## 必须遵守", 0},
+		{"x", "Does x.", "## Reference index", 1},
+		// The exemption is for what the skill is about, not for a word in passing.
+		{"x", "Builds REST APIs with debug logging and request tracing.", "## Usage", 1},
+		{"x", "Formats code; run it to diagnose style drift later.", "## Usage", 1},
+		{"x", "Use when debugging flaky tests.", "## Usage", 0},
+		{"x", "Troubleshooting guide for Kafka consumers.", "## Usage", 0},
 	}
 	for _, tc := range tests {
 		s := &Skill{Name: tc.name, Description: tc.desc, File: "s/SKILL.md", Body: tc.heading + "\n" + long, BodyLine: 5}

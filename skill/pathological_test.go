@@ -15,7 +15,7 @@ func TestPathologicalInputs(t *testing.T) {
 			s, ds := Parse("p/SKILL.md", []byte(tc.src))
 			ds = append(ds, Validate(s, Options{})...)
 			s.Dir = ""
-			ds = append(ds, Lint(s)...)
+			ds = append(ds, Lint(s, OptInRules()...)...)
 			if got := ruleSet(ds); strings.Join(got, ",") != strings.Join(tc.rules, ",") {
 				t.Errorf("rules %v, want %v", got, tc.rules)
 			}
@@ -30,7 +30,7 @@ func BenchmarkPathological(b *testing.B) {
 				s, _ := Parse("p/SKILL.md", []byte(tc.src))
 				Validate(s, Options{})
 				s.Dir = ""
-				Lint(s)
+				Lint(s, OptInRules()...)
 			}
 		})
 	}

@@ -1,8 +1,10 @@
 package skill
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -74,6 +76,27 @@ func TestReferencesNotMeant(t *testing.T) {
 		{"changelog bare", "formerly scripts/old.py", nil},
 		{"changelog keeps links", "Moved to [the guide](references/GUIDE.md).", []string{"references/GUIDE.md"}},
 		{"plain reference", "Run `scripts/extract.py` on the file.", []string{"scripts/extract.py"}},
+		// Illustrations: a line labelled as an example, the lines under such a label, an
+		// anti-example, a numbered placeholder, a file a step logs into.
+		{"example label", "Example: `scripts/rotate_pdf.py` for PDF rotation tasks", nil},
+		{"examples label", "- **Examples:** `references/finance.md`, `references/sales.md`", nil},
+		{"under a label", "**Valid:**\n- `./scripts/tool.py` → fine\n\nRun `scripts/run.sh`.", []string{"scripts/run.sh"}},
+		{"anti-example", "Bad: `reference/guide.md`", nil},
+		{"numbered placeholder", "Move long sections into `references/NN-topic.md`.", nil},
+		{"logged into", "log the tokens into an `evals/timing.json` file", nil},
+		{"chinese such as", "引用时附带相对路径（如 `wiki/api/qwen-api.md`）", nil},
+		// Commands in code blocks run the skill's files; a block in the user's project or
+		// showing a document does not, nor does a line that writes files.
+		{"code command", "```bash\npython scripts/fill.py in.pdf\n```", []string{"scripts/fill.py"}},
+		{"code reads", "```\ncat references/api.md | head\n```", []string{"references/api.md"}},
+		{"code writes", "```bash\npython scripts/a.py > scripts/out.py\nmkdir -p scripts/x.sh\n```", nil},
+		{"code comment", "```bash\n# then scripts/later.py\n```", nil},
+		{"code tree", "```\n├── scripts/run.py\n```", nil},
+		{"code markdown", "```markdown\nSee [x](references/x.md) and scripts/y.py\n```", nil},
+		{"code in the project", "From the project root:\n```bash\n./scripts/deploy.sh\n```", nil},
+		{"code other directory", "```\nnode src/index.js\n```", nil},
+		// Prose paths under any directory are found; checkable decides whether they count.
+		{"bare other directory", "See wiki/api/qwen.md for the API.", []string{"wiki/api/qwen.md"}},
 	}
 	for _, tc := range tests {
 		var got []string
@@ -98,6 +121,7 @@ func TestReferencesOutside(t *testing.T) {
 	writeFile(t, filepath.Join(root, "plugin", "skills", "other", FileName), minimalSkill("other"))
 	dir := filepath.Join(root, "plugin", "skills", "mine")
 	writeFile(t, filepath.Join(dir, FileName), minimalSkill("mine"))
+	writeFile(t, filepath.Join(dir, "scripts", "keep.sh"), "x") // the skill has scripts/
 	tests := []struct {
 		body string
 		rule string // "" when nothing fires
@@ -126,6 +150,57 @@ func TestReferencesOutside(t *testing.T) {
 		}
 		if len(rules) != len(want) || (len(want) == 1 && rules[0] != want[0]) {
 			t.Errorf("%q: rules %v, want %v", tc.body, rules, want)
+		}
+	}
+}
+
+// TestReferencesAdvice: what a broken reference's message tells the author to do. A near
+// miss is named; a site-absolute link asks for the full URL, not a relative path; a guide to
+// writing skills shows paths that do not exist, and only its links are checked.
+func TestReferencesAdvice(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mine")
+	writeFile(t, filepath.Join(dir, FileName), minimalSkill("mine"))
+	writeFile(t, filepath.Join(dir, "references", "api.md"), "x")
+	writeFile(t, filepath.Join(dir, "assets", "templates", "header.py"), "x")
+	writeFile(t, filepath.Join(dir, "wiki", "api", "models.md"), "x")
+	writeFile(t, filepath.Join(dir, "Scripts", "Run.sh"), "x")
+	if err := os.Symlink("../../nowhere/dangling.md", filepath.Join(dir, "references", "dangling.md")); err != nil {
+		t.Skip("symlinks:", err)
+	}
+	tests := []struct {
+		name, desc, body string
+		want             string // the message's tail, "" when nothing fires
+	}{
+		{"singular directory", "Does x.", "Read `reference/api.md`.", `did you mean "references/api.md"?`},
+		{"case", "Does x.", "Run [it](scripts/run.sh).", `did you mean "Scripts/Run.sh"?`},
+		{"moved file", "Does x.", "Use `scripts/header.py`.", `did you mean "assets/templates/header.py"?`},
+		{"moved in an existing directory", "Does x.", "See wiki/guides/models.md.", `did you mean "wiki/api/models.md"?`},
+		{"no near miss", "Does x.", "Read `references/gone.md`.", "does not exist in the skill directory"},
+		// A conventional directory the skill lacks (it has Scripts/, not scripts/): the path
+		// is the user's project's or another's, unless it is a near miss (above).
+		{"directory the skill lacks", "Does x.", "The wrapper `scripts/gone.py` loads secrets.", ""},
+		{"dangling symlink", "Does x.", "See `references/dangling.md`.", "does not exist in the skill directory"},
+		// A path the line gives to another skill or project.
+		{"another skill's", "Does x.", "See `design-system`'s `references/gone.md`.", ""},
+		{"in another repository", "Does x.", "Reference: `references/gone.md` in opendeviationbar-patterns.", ""},
+		{"via another skill", "Does x.", "- `references/gone.md` - criteria (via execute-checklist skill)", ""},
+		{"in other skills", "Does x.", "See `references/gone.md` §M3 in the doc + novel skills.", ""},
+		{"shell test", "Does x.", "```bash\nif [[ -f references/gone.md ]]; then\n```", ""},
+		{"docs-site link", "Does x.", "See [hooks](/en/hooks).", "write the full URL (https://...)"},
+		{"file-system path", "Does x.", "See [log](/home/me/log.md).", "use a path relative to the skill directory"},
+		{"authoring guide prose", "Guide for creating effective skills.", "Put it in `scripts/rotate_pdf.py`.", ""},
+		{"authoring guide code", "Helps authors write SKILL.md files.", "```\npython scripts/rotate.py\n```", ""},
+		{"authoring guide link", "Guide for creating effective skills.", "See [the guide](references/gone.md).", "does not exist in the skill directory"},
+		{"this skill is no subject", "Use this skill when the user asks.", "Read `references/gone.md`.", "does not exist in the skill directory"},
+	}
+	for _, tc := range tests {
+		s := &Skill{Name: "mine", Description: tc.desc, File: filepath.Join(dir, FileName), Dir: dir, Body: tc.body, BodyLine: 5}
+		got := lintBrokenReferences(s, references(splitBody(s.Body, s.BodyLine)))
+		switch {
+		case tc.want == "" && len(got) > 0:
+			t.Errorf("%s: %v, want nothing", tc.name, got)
+		case tc.want != "" && (len(got) != 1 || !strings.HasSuffix(got[0].Message, tc.want)):
+			t.Errorf("%s: %v, want one finding ending %q", tc.name, got, tc.want)
 		}
 	}
 }

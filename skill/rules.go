@@ -57,6 +57,7 @@ const (
 	RuleDiscoveryEscapesRoot     = "discovery.escapesRoot"
 	RuleDiscoveryUnreadable      = "discovery.unreadable"
 	RuleDiscoveryNested          = "discovery.nested"
+	RuleDiscoveryLinkLeavesSkill = "discovery.linkLeavesSkill"
 	RuleLintContextBudget        = "context-budget"
 	RuleLintDescriptionQuality   = "description-quality"
 	RuleLintNoGenericInstruction = "no-generic-instructions"
@@ -125,14 +126,15 @@ func Rules() []RuleInfo {
 		{RuleDiscoverySymlinkLoop, w, "discover", "a symlinked directory leads back to one of its ancestors"},
 		{RuleDiscoveryEscapesRoot, w, "discover", "a symlink resolves outside the root; it is skipped"},
 		{RuleDiscoveryUnreadable, w, "discover", "a directory cannot be listed; it is skipped"},
+		{RuleDiscoveryLinkLeavesSkill, e, "discover", "a SKILL.md is a symlink to a file outside its skill directory; the directory is not listed as a skill"},
 		{RuleDiscoveryNested, w, "discover", "SKILL.md files below a skill's references, assets, scripts, examples, templates or test fixtures: named, counted and not listed as skills"},
 		{RuleLintContextBudget, w, "lint", "body over 500 lines or about 5000 tokens"},
-		{RuleLintDescriptionQuality, w, "lint", `description has no "Use when"-style trigger clause`},
-		{RuleLintNoGenericInstruction, w, "lint", `vague instructions such as "follow best practices"`},
+		{RuleLintDescriptionQuality, w, "lint", `opt-in: description has no "Use when"-style trigger clause`},
+		{RuleLintNoGenericInstruction, w, "lint", `opt-in: vague instructions such as "follow best practices"`},
 		{RuleLintProgressive, w, "lint", "a body over 500 lines with no references/ directory and no links to documents in subdirectories (reported instead of context-budget)"},
-		{RuleLintDefaultsOverMenus, w, "lint", "an instruction offers equal alternatives without a default"},
-		{RuleLintGotchasPresent, i, "lint", "a body over 50 lines has no Gotchas-style heading (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Critical rules, ...), unless the skill is about troubleshooting"},
-		{RuleReferencesBroken, w, "lint", "a relative link or path in the body names a file that exists neither in the skill directory nor above it, or is absolute"},
+		{RuleLintDefaultsOverMenus, w, "lint", "opt-in: an instruction offers equal alternatives without a default"},
+		{RuleLintGotchasPresent, i, "lint", "opt-in: a body over 50 lines has no Gotchas-style section (Gotchas, Pitfalls, Troubleshooting, Common mistakes, Anti-patterns, Constraints, Critical rules, ...) and no list of what not to do, unless the skill is about troubleshooting"},
+		{RuleReferencesBroken, w, "lint", "a link, or a path in prose, inline code or a command, names a file that exists neither in the skill directory nor above it (a near miss is suggested), or is absolute"},
 		{RuleReferencesOutside, i, "lint", "a relative link or path in the body resolves only outside the skill directory (a sibling skill, a shared directory above it): whether it does where the skill is installed the linter cannot know"},
 		{RuleLintSuppression, w, "lint", "a skillfleet-lint-disable comment names an unknown rule, a rule that is not a lint rule, or no rule"},
 	}

@@ -127,8 +127,8 @@ func ruleCases() []ruleCase {
 		{name: "discovery-layout", fires: []string{RuleDiscoveryNested}, quiet: []string{RuleDiscoveryDuplicateName, RuleDiscoveryUnreadable, RuleDiscoveryRoot, RuleDiscoveryEmpty}},
 		{name: "discovery-root-missing", roots: []string{"does-not-exist"}, fires: []string{RuleDiscoveryRoot}, quiet: []string{RuleDiscoveryEmpty}},
 		{name: "discovery-empty", setup: setupEmptyRoot, fires: []string{RuleDiscoveryEmpty}},
-		{name: "discovery-symlinks", setup: setupSymlinks, fires: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot}},
-		{name: "discovery-symlinks-inside", setup: setupSymlinksInside, quiet: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot, RuleDiscoveryDuplicateName, RuleDiscoveryNested}},
+		{name: "discovery-symlinks", setup: setupSymlinks, fires: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot, RuleDiscoveryLinkLeavesSkill}},
+		{name: "discovery-symlinks-inside", setup: setupSymlinksInside, quiet: []string{RuleDiscoverySymlinkLoop, RuleDiscoveryEscapesRoot, RuleDiscoveryDuplicateName, RuleDiscoveryNested, RuleDiscoveryLinkLeavesSkill}},
 		{name: "discovery-unreadable", roots: []string{"../discovery-layout"}, readDir: failReadDir("deep"), fires: []string{RuleDiscoveryUnreadable}},
 
 		// lint
@@ -165,7 +165,7 @@ func runPipeline(roots []string, opts Options, readDir func(string) ([]os.DirEnt
 	ds = append(ds, cat.EmptyRoots(ds)...)
 	for _, s := range cat.All() {
 		ds = append(ds, Validate(s, opts)...)
-		ds = append(ds, Lint(s)...)
+		ds = append(ds, Lint(s, OptInRules()...)...)
 	}
 	_, rds := Resolve(cat, opts)
 	ds = append(ds, rds...)
@@ -312,7 +312,7 @@ func setupUnreadable(t *testing.T, dir string) []string {
 }
 
 // setupSymlinks builds a root with a link back to an ancestor, a self-referencing link chain,
-// and a link to a skill outside the root.
+// a link to a skill outside the root, and a SKILL.md linked from outside its skill.
 func setupSymlinks(t *testing.T, dir string) []string {
 	root := filepath.Join(dir, "root")
 	writeFile(t, filepath.Join(root, "team", "inside", FileName), minimalSkill("inside"))
@@ -321,6 +321,10 @@ func setupSymlinks(t *testing.T, dir string) []string {
 	symlink(t, "chain-b", filepath.Join(root, "chain-a"))
 	symlink(t, "chain-a", filepath.Join(root, "chain-b"))
 	symlink(t, filepath.Join(dir, "outside"), filepath.Join(root, "external"))
+	if err := os.MkdirAll(filepath.Join(root, "linked"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, filepath.Join(dir, "outside", "escaped", FileName), filepath.Join(root, "linked", FileName))
 	return []string{root}
 }
 

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/skillfleet/skillfleet/diag"
 )
@@ -78,14 +79,41 @@ func (s *Siblings) layered(dir, parent string) (*Skill, diag.Diagnostics, diag.D
 	}
 	opts := s.opts
 	opts.MaxDepth = 1
-	cat, ds := Discover(roots, opts)
+	cat, ds := discoverLayers(roots, nil, true, opts, os.ReadDir)
 	all := cat.All()
 	if len(all) == 0 || cat.Root(all[0]) != dir {
-		return nil, nil, nil
+		// No skill, but never a silent one: what discovery said about dir (a SKILL.md
+		// linked from outside it) is the answer.
+		return nil, diagsIn(ds, dir), nil
 	}
 	sk := all[0]
 	_, rds := Resolve(cat, s.opts)
 	return sk, byFile(ds)[sk.File], byFile(rds)[sk.File]
+}
+
+// diagsIn returns the diagnostics about dir or the files below it.
+func diagsIn(ds diag.Diagnostics, dir string) diag.Diagnostics {
+	var out diag.Diagnostics
+	for _, d := range ds {
+		if InDir(d.File, dir) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// InDir reports whether path is dir or lies below it, comparing absolute paths (so "./x"
+// and "x" agree); links are not resolved.
+func InDir(path, dir string) bool {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator))
 }
 
 func byFile(ds diag.Diagnostics) map[string]diag.Diagnostics {

@@ -118,7 +118,7 @@ func TestSizeFindings(t *testing.T) {
 		s := &Skill{Name: "long", Description: "Long. Use when testing.", Dir: dir, File: filepath.Join(dir, FileName),
 			Body: "## Gotchas\n" + tc.comment + long, BodyLine: 5}
 		var got []string
-		for _, d := range Lint(s) {
+		for _, d := range Lint(s, OptInRules()...) {
 			got = append(got, d.Rule)
 		}
 		if !slices.Equal(got, tc.want) {

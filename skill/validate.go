@@ -101,7 +101,7 @@ func Validate(s *Skill, opts Options) diag.Diagnostics {
 		if info, err := os.Stat(p); err != nil {
 			add(diag.Error(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q does not exist", s.Test.Cases)))
 		} else if !info.Mode().IsRegular() {
-			add(diag.Error(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q is not a regular file", s.Test.Cases)))
+			add(diag.Error(RuleTestCases, s.File, s.Line("test.cases"), fmt.Sprintf("cases file %q is %s, not a regular file", s.Test.Cases, describeMode(info.Mode()))))
 		}
 	}
 

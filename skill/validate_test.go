@@ -105,3 +105,37 @@ func TestStrictUnknownFields(t *testing.T) {
 		t.Error("KnownFields")
 	}
 }
+
+// TestUnquotedDatesAreStrings: YAML 1.2, which the specification's frontmatter and skills-ref
+// read, has no timestamp type, so an unquoted date is a string wherever a string is asked for;
+// only an explicit tag makes it a date.
+func TestUnquotedDatesAreStrings(t *testing.T) {
+	tests := []struct {
+		name  string
+		extra string // frontmatter lines after name and description
+		rules []string
+		meta  map[string]string // expected metadata entries
+	}{
+		{"a date in metadata", "metadata:\n  updated: 2025-01-15\n", nil, map[string]string{"updated": "2025-01-15"}},
+		{"a date and time in metadata", "metadata:\n  at: 2025-01-15T10:30:00Z\n", nil, map[string]string{"at": "2025-01-15T10:30:00Z"}},
+		{"a spaced date and time in metadata", "metadata:\n  at: 2001-12-14 21:59:43.10 -5\n", nil, map[string]string{"at": "2001-12-14 21:59:43.10 -5"}},
+		{"a date as license", "license: 2024-01-01\n", nil, nil},
+		{"an explicitly tagged date", "metadata:\n  updated: !!timestamp 2025-01-15\n", []string{RuleMetadataValueType}, nil},
+		{"a number is still a number", "metadata:\n  version: 1.0\n", []string{RuleMetadataValueType}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "---\nname: s\ndescription: A fixture. Use when testing.\n" + tt.extra + "---\nbody\n"
+			s, ds := Parse("s/SKILL.md", []byte(src))
+			ds = append(ds, Validate(s, Options{Strict: true})...)
+			if got := ruleSet(ds); !slices.Equal(got, tt.rules) {
+				t.Errorf("rules %v, want %v (%v)", got, tt.rules, ds)
+			}
+			for k, v := range tt.meta {
+				if s.Metadata[k] != v {
+					t.Errorf("metadata.%s = %q, want %q", k, s.Metadata[k], v)
+				}
+			}
+		})
+	}
+}

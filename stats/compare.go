@@ -176,6 +176,7 @@ func analyze(name, stream string, cases []CaseDiff, opt Options) SkillComparison
 	if sc.Cases == 0 {
 		sc.Test, sc.IntervalMethod = TestNone, IntervalNone
 		sc.P, sc.PAdjusted = 1, 1
+		sc.power(nil, opt.MinEffect)
 		return sc
 	}
 	sc.Tested = true
@@ -198,6 +199,11 @@ func analyze(name, stream string, cases []CaseDiff, opt Options) SkillComparison
 	sc.Cost = Delta{A: sumA[2] / n, B: sumB[2] / n, Mean: mean[2], Interval: ivs[2]}
 	sc.Seconds = Delta{A: sumA[3] / n, B: sumB[3] / n, Mean: mean[3], Interval: ivs[3]}
 
+	d := make([]float64, len(rows))
+	for i, r := range rows {
+		d[i] = r[0]
+	}
+	sc.power(d, opt.MinEffect)
 	if single {
 		sc.Test, sc.P = TestMcNemarExact, McNemarExact(onlyA, onlyB)
 		sc.IntervalMethod = IntervalNewcombe
@@ -205,10 +211,6 @@ func analyze(name, stream string, cases []CaseDiff, opt Options) SkillComparison
 		return sc
 	}
 	sc.IntervalMethod, sc.Interval = IntervalBootstrap, ivs[0]
-	d := make([]float64, len(rows))
-	for i, r := range rows {
-		d[i] = r[0]
-	}
 	nz := len(nonZero(d))
 	if nz <= ExactSignFlipMax {
 		sc.Test, sc.P = TestSignFlipExact, SignFlipExact(d)
@@ -254,4 +256,22 @@ func gcd(a, b int) int {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// power estimates the group's design from its per-case differences d: the smallest
+// difference it detects (MinDetectable, at the variance of d around its mean) and whether
+// that is more than minEffect (DefaultMinEffect when not positive). The variance is the
+// comparison's own: it includes whatever the effect did to it, which is what a repeat of the
+// same design would see.
+func (sc *SkillComparison) power(d []float64, minEffect float64) {
+	if minEffect <= 0 {
+		minEffect = DefaultMinEffect
+	}
+	sc.MinEffect = minEffect
+	sc.PowerMethod = PowerMethod
+	mde, ok := MinDetectable(len(d), sampleVariance(d))
+	if ok {
+		sc.MinDetectable = &mde
+	}
+	sc.Underpowered = !ok || mde > minEffect
 }

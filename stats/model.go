@@ -44,6 +44,9 @@ type Options struct {
 	// group of more than 5,000 differing cases gets fewer (at least 1,000), to bound the work;
 	// the number used is in SkillComparison.Draws.
 	Draws int
+	// MinEffect is the difference in pass rate a design must be able to detect not to be
+	// underpowered; 0 means DefaultMinEffect.
+	MinEffect float64
 }
 
 // The defaults of Options, and the work budgets that bound a comparison of a huge run.
@@ -171,6 +174,20 @@ type SkillComparison struct {
 	Tokens  Delta `json:"tokens"`
 	Cost    Delta `json:"cost"`
 	Seconds Delta `json:"seconds"`
+
+	// MinDetectable is the smallest difference in pass rate this group's design (its paired
+	// cases, its epochs, the variance of its per-case differences) detects at Alpha with
+	// probability Power, as MinDetectable estimates it; nil when none of at most 1 is
+	// (fewer than MinDifferingCases paired cases, or too much noise). It is computed at
+	// Alpha, not at the stricter level Holm's adjustment asks of a skill among several, so a
+	// skill it calls underpowered is so at least.
+	MinDetectable *float64 `json:"min_detectable"`
+	// MinEffect is the difference the comparison was asked to be able to see (--min-effect);
+	// Underpowered is true when MinDetectable is larger (or nil): "not significant" then
+	// says little, since the design could not have seen MinEffect.
+	MinEffect    float64 `json:"min_effect"`
+	Underpowered bool    `json:"underpowered"`
+	PowerMethod  string  `json:"power_method"`
 }
 
 // Comparison is two arms compared, per skill and over the whole run.

@@ -19,16 +19,20 @@ const (
 	ArmWithSkill    Arm = "with_skill"
 	ArmWithoutSkill Arm = "without_skill"
 	ArmOldSkill     Arm = "old_skill"
+	// ArmA2 is the with_skill arm run a second time (an A/A run, --aa): every case runs in
+	// it, interleaved, exactly as in with_skill (arm a), so that every difference between
+	// the two is chance. It measures a suite's noise floor.
+	ArmA2 Arm = "a2"
 )
 
 // ParseArm checks a baseline arm's name as a run spec carries it: "" (no baseline),
-// without_skill or old_skill. with_skill is no baseline: every run has it.
+// without_skill, old_skill, or a2 (an A/A run). with_skill is no baseline: every run has it.
 func ParseArm(name string) (Arm, error) {
 	switch a := Arm(name); a {
-	case "", ArmWithoutSkill, ArmOldSkill:
+	case "", ArmWithoutSkill, ArmOldSkill, ArmA2:
 		return a, nil
 	}
-	return "", fmt.Errorf("unknown baseline arm %q (want %s or %s)", name, ArmWithoutSkill, ArmOldSkill)
+	return "", fmt.Errorf("unknown baseline arm %q (want %s, %s or %s)", name, ArmWithoutSkill, ArmOldSkill, ArmA2)
 }
 
 // Baseline is the second arm of a run: its prompt cases run again, interleaved with the
@@ -84,8 +88,12 @@ func oldDirs(old *skill.Graph, skills []*skill.Skill) ([]bundle.Dir, []*skill.Sk
 
 // baselineArms returns the arms a case runs in: with_skill, and the baseline for a prompt case
 // (a command case runs the skill's own script, with no agent to withhold a skill from) when
-// the baseline has the case's skill.
+// the baseline has the case's skill. An A/A run's second arm is every case's: a command
+// case's noise is a suite's noise too.
 func (p *Plan) baselineArms(c *Case) []Arm {
+	if p.Baseline == ArmA2 {
+		return []Arm{ArmWithSkill, ArmA2}
+	}
 	if p.Baseline == "" || c.Kind != KindPrompt {
 		return []Arm{ArmWithSkill}
 	}

@@ -59,6 +59,8 @@ func TestPlanArms(t *testing.T) {
 		// The old root has greeter (and its helper) but no stamp: stamp gets no old_skill job
 		// and a warning.
 		{name: "old", opts: PlanOptions{Baseline: Baseline{Arm: ArmOldSkill, Old: old}}, golden: "arms-old.txt", with: 5, baseline: 3},
+		// A/A: every case, command cases too, runs again in a2.
+		{name: "aa", opts: PlanOptions{Baseline: Baseline{Arm: ArmA2}}, golden: "arms-aa.txt", with: 5, baseline: 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,7 +78,7 @@ func TestPlanArms(t *testing.T) {
 				}
 			}
 			for i, j := range p.Jobs {
-				if j.Arm != ArmWithSkill && j.Case.Kind != KindPrompt {
+				if j.Arm != ArmWithSkill && j.Arm != ArmA2 && j.Case.Kind != KindPrompt {
 					t.Errorf("job %s: a %s case in arm %s", j.ID, j.Case.Kind, j.Arm)
 				}
 				// Interleaved: a baseline job follows the with_skill job of its case, epoch and agent.

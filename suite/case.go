@@ -2,8 +2,8 @@
 //
 // Four case formats are read: the RFC's prompt cases (the `test` frontmatter field naming a
 // cases file), the agentskills.io evals (`evals/evals.json`, read as prompt cases), Claude
-// Code's `claude plugin eval` cases (`evals/<case>/prompt.md` and its graders, read as prompt
-// cases) and seed 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
+// Code's `claude plugin eval` cases (`evals/<case>/prompt.md` and its graders, of a skill or of
+// the plugin that holds it, read as prompt cases) and seed 003's command cases (`tests/test-config.json` and `tests/cases/*.yaml`). Every
 // problem becomes a diagnostic naming file, line and rule; a case with any error is left out of
 // the plan, and the plan reports the errors, so nothing runs half-checked.
 package suite
@@ -122,4 +122,11 @@ func (c *Case) HasSemantic() bool {
 		}
 	}
 	return false
+}
+
+// OutsideSkill reports whether the case is read from outside its skill's directory: from the
+// evals/ of the plugin that holds the skill. A bundle of the skills' directories does not carry
+// it, so a fleet that plans from the bundle would not run it.
+func (c *Case) OutsideSkill() bool {
+	return c.Skill != nil && c.File != "" && !skill.InDir(c.File, c.Skill.Dir)
 }

@@ -87,9 +87,17 @@ func readCapped(path string, limit int64) ([]byte, error) {
 	return readCappedInto(nil, path, limit)
 }
 
-// readCappedInto is readCapped into buf's memory when it has room.
+// readCappedInto is readCapped into buf's memory when it has room. A special file is refused
+// before it is opened: opening a FIFO for reading waits for a writer, and opening a device can
+// have effects of its own. The open does not block either (openFlags), for a file replaced by
+// a FIFO between the two.
 func readCappedInto(buf []byte, path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, notRegular(st.Mode())
+	}
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +107,7 @@ func readCappedInto(buf []byte, path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
+		return nil, notRegular(st.Mode())
 	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("file is %d bytes, larger than the %d-byte limit", st.Size(), limit)
@@ -118,6 +126,26 @@ func readCappedInto(buf []byte, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("file is larger than the %d-byte limit", limit)
 	}
 	return data, nil
+}
+
+// notRegular says what a file that is not a regular file is, so the diagnostic names it.
+func notRegular(m fs.FileMode) error {
+	return fmt.Errorf("is %s, not a regular file; not read", describeType(m))
+}
+
+// describeType names the type of a file that is not a regular file.
+func describeType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // parseYAML parses data into a document node under the one YAML policy of the project

@@ -18,20 +18,24 @@ type Suite struct {
 	Graph   *skill.Graph
 	// Cases holds every valid case, ordered by skill name, then prompt cases in file order,
 	// then evals in file order, then `claude plugin eval` cases by directory name, then command
-	// cases by file name.
+	// cases by file name, then the cases of the suite of the plugin that holds the skill.
 	Cases []*Case
 	// Diagnostics covers discovery, validation, requires and case files, sorted.
 	Diagnostics diag.Diagnostics
 }
 
 // Load discovers the skills under roots, validates them and their `requires`, and reads every
-// case file. A skill with validation errors contributes no cases: its errors are in the
+// case file. A root that is a skill lists the skills below it too; a root without any skill is
+// a discovery.empty error. A skill with validation errors contributes no cases: its errors are in the
 // diagnostics, and running half-valid skills would hide them.
 func Load(roots []string, opts skill.Options) *Suite {
 	s := &Suite{Roots: roots}
 	cat, diags := skill.Discover(roots, opts)
 	s.Catalog = cat
 	s.Diagnostics = append(s.Diagnostics, diags...)
+	// A root without a skill is an error, as in validate: a mistyped path must not plan,
+	// run or submit "0 jobs" and pass.
+	s.Diagnostics = append(s.Diagnostics, cat.EmptyRoots(diags)...)
 	skills := cat.Skills()
 
 	bad := make(map[*skill.Skill]bool)
@@ -67,9 +71,17 @@ func Load(roots []string, opts skill.Options) *Suite {
 	}
 	close(work)
 	wg.Wait()
-	for i := range skills {
+	// A plugin's own suite, in evals/ at its root, is its skill's too (see pluginroot.go).
+	plugin, pd := loadPluginSuites(pluginSuites(cat, skills), bad, newScratch())
+	s.Diagnostics = append(s.Diagnostics, pd...)
+	for i, sk := range skills {
 		s.Cases = append(s.Cases, perSkill[i]...)
 		s.Diagnostics = append(s.Diagnostics, perDiags[i]...)
+		if pc := plugin[sk]; len(pc) > 0 {
+			cases, dd := joinCases(sk, perSkill[i], pc)
+			s.Cases = append(s.Cases, cases...)
+			s.Diagnostics = append(s.Diagnostics, dd...)
+		}
 	}
 	var nd diag.Diagnostics
 	s.Cases, nd = checkSkillNames(g, s.Cases)
@@ -107,9 +119,21 @@ func loadCases(sk *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
 	command, cd := loadCommandCases(sk, sc)
 	diags = append(diags, cd...)
 	all := append(append(append(prompt, evals...), pluginEvals...), command...)
-	seen := make(map[string]*Case, len(all))
-	out := all[:0]
-	for _, c := range all {
+	out, dd := joinCases(sk, nil, all)
+	return out, append(diags, dd...)
+}
+
+// joinCases returns the cases of more that are not named like a case of have or an earlier
+// case of more, reporting those that are: two cases of one name would make two report rows
+// indistinguishable.
+func joinCases(sk *skill.Skill, have, more []*Case) ([]*Case, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	seen := make(map[string]*Case, len(have)+len(more))
+	for _, c := range have {
+		seen[c.Name] = c
+	}
+	out := more[:0]
+	for _, c := range more {
 		c.Assertions = exactAssertions(c.Assertions)
 		if first, dup := seen[c.Name]; dup {
 			diags = append(diags, diag.Diagnostic{

@@ -194,6 +194,11 @@ func (s *Suite) Plan(opts PlanOptions) (*Plan, error) {
 		return nil, expandErr
 	}
 	b := w.b
+	for _, sf := range b.Skipped {
+		// Never opened, never shipped, and said so: the skill the agent gets lacks the file.
+		p.Diagnostics = append(p.Diagnostics, diag.Warning("bundle.specialFile", sf.Path, 0, fmt.Sprintf(
+			"this is %s, not a regular file: left out of the bundle, so the agent's copy of skill %s has no such file", describeType(sf.Mode), sf.Skill)))
+	}
 	p.SuiteDigest, p.BundleBytes, p.skillIndex = b.Digest, b.Bytes, make(map[string]int, len(b.Skills))
 	for _, sd := range b.Skills {
 		// The old versions are files of the bundle, not skills of the plan.

@@ -94,7 +94,14 @@ const baselineCriterion = "The output is at least as good as the reference trans
 // loadPluginEvalCases reads the `claude plugin eval` cases of a skill: every directory under
 // evals/ that holds a prompt.md, a case.yaml or a graders/ directory.
 func loadPluginEvalCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics) {
-	dir := filepath.Join(s.Dir, "evals")
+	return loadPluginEvalCasesAt(s, s.Dir, sc)
+}
+
+// loadPluginEvalCasesAt reads the cases under base/evals as cases of s: base is the skill
+// directory, or the root of the plugin that holds s (see pluginRoots), where Claude Code keeps
+// a plugin's suite. Every path a case names is resolved inside base.
+func loadPluginEvalCasesAt(s *skill.Skill, base string, sc *scratch) ([]*Case, diag.Diagnostics) {
+	dir := filepath.Join(base, "evals")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -121,7 +128,7 @@ func loadPluginEvalCases(s *skill.Skill, sc *scratch) ([]*Case, diag.Diagnostics
 			timeout = s.Test.Timeout
 		}
 	}
-	paths := newSkillPaths(s.Dir)
+	paths := newSkillPaths(base)
 	var out []*Case
 	for _, name := range names {
 		c := r.pluginEvalCase(s, paths, name, timeout)
@@ -174,12 +181,12 @@ func (r *reader) pluginEvalCase(s *skill.Skill, paths *skillPaths, name string, 
 	promptRel := rel + "/" + pluginEvalPrompt
 	c := &Case{
 		Skill: s, Name: name, Kind: KindPrompt, Runs: PluginEvalRuns, Confidence: DefaultConfidence,
-		Timeout: timeout, File: filepath.Join(s.Dir, filepath.FromSlash(promptRel)), Line: 1,
+		Timeout: timeout, File: filepath.Join(paths.dir, filepath.FromSlash(promptRel)), Line: 1,
 		DefaultBaseline: ArmWithoutSkill,
 	}
 	set := caseSettings{}
-	if _, err := os.Lstat(filepath.Join(s.Dir, filepath.FromSlash(promptRel))); err != nil {
-		r.file = filepath.Join(s.Dir, filepath.FromSlash(rel))
+	if _, err := os.Lstat(filepath.Join(paths.dir, filepath.FromSlash(promptRel))); err != nil {
+		r.file = filepath.Join(paths.dir, filepath.FromSlash(rel))
 		r.errorf(0, rulePEPrompt, "case %s has no %s: the prompt of a case is read from its prompt.md", name, pluginEvalPrompt)
 	} else if data, ok := r.readPE(paths, promptRel, maxCaseFileBytes); ok {
 		r.promptFile(c, data, &set)
@@ -190,7 +197,7 @@ func (r *reader) pluginEvalCase(s *skill.Skill, paths *skillPaths, name string, 
 	}
 	var graders []graderSource
 	caseRel := rel + "/" + pluginEvalCase
-	if _, err := os.Lstat(filepath.Join(s.Dir, filepath.FromSlash(caseRel))); err == nil {
+	if _, err := os.Lstat(filepath.Join(paths.dir, filepath.FromSlash(caseRel))); err == nil {
 		if data, ok := r.readPE(paths, caseRel, maxCaseFileBytes); ok {
 			graders = append(graders, r.caseFile(c, data, &set)...)
 		}
@@ -410,17 +417,17 @@ func (r *reader) caseFile(c *Case, data []byte, set *caseSettings) []graderSourc
 // graderFiles reads graders/*.md of a case, in name order.
 func (r *reader) graderFiles(s *skill.Skill, paths *skillPaths, rel string) []graderSource {
 	dirRel := rel + "/" + pluginEvalGraders
-	entries, err := os.ReadDir(filepath.Join(s.Dir, filepath.FromSlash(dirRel)))
+	entries, err := os.ReadDir(filepath.Join(paths.dir, filepath.FromSlash(dirRel)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		r.file = filepath.Join(s.Dir, filepath.FromSlash(dirRel))
+		r.file = filepath.Join(paths.dir, filepath.FromSlash(dirRel))
 		r.errorf(0, rulePEFile, "%v", err)
 		return nil
 	}
 	if len(entries) > maxGraders {
-		r.file = filepath.Join(s.Dir, filepath.FromSlash(dirRel))
+		r.file = filepath.Join(paths.dir, filepath.FromSlash(dirRel))
 		r.errorf(0, rulePETooLarge, "%s has %d entries, more than %d graders", dirRel, len(entries), maxGraders)
 		return nil
 	}
@@ -428,7 +435,7 @@ func (r *reader) graderFiles(s *skill.Skill, paths *skillPaths, rel string) []gr
 	for _, e := range entries {
 		fileRel := dirRel + "/" + e.Name()
 		if !strings.HasSuffix(e.Name(), ".md") {
-			r.file = filepath.Join(s.Dir, filepath.FromSlash(fileRel))
+			r.file = filepath.Join(paths.dir, filepath.FromSlash(fileRel))
 			r.warnf(0, rulePEUnread, "%s is not a grader (graders are .md files) and is not read", e.Name())
 			continue
 		}

@@ -72,6 +72,9 @@ func compareViewOf(r *comparison.Report, l links) *compareView {
 			row.Verdict = "yes, better"
 		case sc.Significant:
 			row.Verdict = "yes"
+		case sc.Underpowered:
+			// The design could not have seen --min-effect: "not significant" says little.
+			row.Verdict = "no, underpowered"
 		}
 		if sc.Skill != "" && l.skill != nil {
 			row.SkillHref = l.skill(sc.Skill)

@@ -45,6 +45,7 @@ func TestComparePage(t *testing.T) {
 	}
 	src.add(stC, repC, resC)
 	withArms(src, "rarms", 40)
+	withArms(src, "rsmall", 5)
 	s := testServer(t, src)
 	op := login(t, s, operatorToken)
 	for _, tc := range []struct {
@@ -56,6 +57,8 @@ func TestComparePage(t *testing.T) {
 		{"two runs", "/compare?a=ra&b=rb", http.StatusOK, []string{"on the skill axis", "fixed (20)", "all cases", "200 results"}},
 		{"refused", "/compare?a=ra&b=rc", http.StatusOK, []string{"Comparison refused", "another-model"}},
 		{"a run's arms", "/compare?run=rarms", http.StatusOK, []string{"on the arm axis", "B (with_skill, arm with_skill, 40 results) compared against A (without_skill", "fixed (36)", "yes, better"}},
+		// Five cases cannot reach p ≤ 0.05 whatever they do: not only "no".
+		{"an underpowered comparison", "/compare?run=rsmall", http.StatusOK, []string{"no, underpowered"}},
 		{"a run without a baseline", "/compare?run=ra", http.StatusBadRequest, []string{"has no baseline arm"}},
 		{"an unknown run", "/compare?a=ra&b=nope", http.StatusNotFound, []string{"nope"}},
 	} {

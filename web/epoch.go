@@ -26,11 +26,13 @@ const (
 // epochView is one job of a case (an epoch against an agent): its verdict, evidence, outputs,
 // trajectory and timings, clipped to a budget.
 type epochView struct {
-	Epoch                           int32
-	Verdict, Kind                   string
-	Reason                          Clip
-	Attempt                         int32
-	Worker, Model, JudgeModel       string
+	Epoch                     int32
+	Verdict, Kind             string
+	Reason                    Clip
+	Attempt                   int32
+	Worker, Model, JudgeModel string
+	// AgentVersion is the command agent's CLI version, as the CLI named itself.
+	AgentVersion                    string
 	JudgePrompt                     string
 	Finished                        time.Time
 	Timings                         *pb.Timings
@@ -121,7 +123,7 @@ type resultView struct {
 func epochOf(res *pb.Result, b *budget, trajectoryHref string) epochView {
 	e := epochView{
 		Epoch: res.GetEpoch(), Verdict: report.StatusOf(res.GetVerdict()), Kind: report.KindName(res.GetKind()),
-		Attempt: res.GetAttempt(), Worker: res.GetWorkerId(), Model: res.GetModel(), JudgeModel: res.GetJudgeModel(),
+		Attempt: res.GetAttempt(), Worker: res.GetWorkerId(), Model: res.GetModel(), JudgeModel: res.GetJudgeModel(), AgentVersion: res.GetAgentVersion(),
 		JudgePrompt: res.GetJudgePrompt(), Timings: res.GetTimings(), Usage: res.GetUsage(), ExitCode: res.GetExitCode(),
 		OutputTruncated: res.GetOutputTruncated(), Stop: res.GetTranscript().GetStop(), Turns: res.GetTranscript().GetTurns(),
 	}

@@ -222,7 +222,7 @@ func hostileRun(t testing.TB, id string) (*pb.RunStatus, report.Report, []*pb.Re
 	fin := timestamppb.New(t0.Add(time.Minute))
 	results := []*pb.Result{
 		{RunId: id, JobId: "j1", Skill: badSkill, CaseName: badCase, Agent: "builtin", Epoch: 1, Kind: pb.CaseKind_CASE_KIND_PROMPT,
-			Verdict: pb.Verdict_VERDICT_FAILED, Reason: "output_contains failed: " + xssScript, Attempt: 1, WorkerId: "w-1", Model: "m1", JudgeModel: "judge-1",
+			Verdict: pb.Verdict_VERDICT_FAILED, Reason: "output_contains failed: " + xssScript, Attempt: 1, WorkerId: "w-1", Model: "m1", JudgeModel: "judge-1", AgentVersion: "claude-cli/2.1.240",
 			Output: "I ran " + xssScript + " and " + xssImg + " and " + xssURL,
 			Assertions: []*pb.AssertionResult{
 				{Type: "output_contains", Passed: false, Expected: "done " + xssImg, Actual: xssScript, Message: "not found"},

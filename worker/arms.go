@@ -19,11 +19,14 @@ const (
 	armWithSkill    = "with_skill"
 	armWithoutSkill = "without_skill"
 	armOldSkill     = "old_skill"
+	// armA2 is an A/A run's second with_skill arm: it runs exactly as with_skill does.
+	armA2 = "a2"
 )
 
-// baselineJob reports whether the job runs in a baseline arm.
+// baselineJob reports whether the job runs in a baseline arm: one that changes what the agent
+// is shown or mounted. An A/A run's a2 is no such arm: it repeats with_skill.
 func baselineJob(job *pb.Job) bool {
-	return job.GetArm() != "" && job.GetArm() != armWithSkill
+	return job.GetArm() != "" && job.GetArm() != armWithSkill && job.GetArm() != armA2
 }
 
 // armCatalog is the catalog the job's agent is shown, made from the run's one catalog by the

@@ -94,6 +94,12 @@ func TestArmJobs(t *testing.T) {
 			wantShown:  []string{"/skills/dep/SKILL.md", "/skills/other/SKILL.md", "/skills/s/SKILL.md"},
 			wantMounts: []sandbox.Mount{mount("dep", "/skills/dep"), mount("other/SKILL.md", "/skills/other/SKILL.md"), mount("s", "/skills/s")},
 		},
+		{
+			// An A/A run's second arm runs exactly as with_skill.
+			arm:        "a2",
+			wantShown:  []string{"/skills/dep/SKILL.md", "/skills/other/SKILL.md", "/skills/s/SKILL.md"},
+			wantMounts: []sandbox.Mount{mount("dep", "/skills/dep"), mount("other/SKILL.md", "/skills/other/SKILL.md"), mount("s", "/skills/s")},
+		},
 	}
 	for _, tt := range tests {
 		t.Run("arm "+tt.arm, func(t *testing.T) {
@@ -130,7 +136,7 @@ func TestArmJobs(t *testing.T) {
 				t.Fatal("no input file copied")
 			}
 			first := sb.reqs[0]
-			if tt.arm == "" {
+			if tt.arm == "" || tt.arm == "a2" {
 				if len(first.Cmd) < 3 || first.Cmd[2] != copyScript {
 					t.Errorf("with_skill copy %q, want the copy script", first.Cmd)
 				}

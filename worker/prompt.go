@@ -137,7 +137,7 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 			ExecutionMs:    e.now().Sub(start).Milliseconds(),
 		},
 	}
-	out.Model = spec.Model
+	out.Model, out.AgentVersion = spec.Model, tr.AgentVersion
 	if dj, ok := e.judge.(describedJudge); ok && hasSemantic(assertions) {
 		out.JudgeModel, out.JudgePrompt = dj.Describe(job.GetReference())
 	}

@@ -148,9 +148,10 @@ func (w *Writer) iterationDir(skill string) (string, error) {
 }
 
 // ArmOf is a result's configuration in the guide's words: with_skill, without_skill or
-// old_skill.
+// old_skill; or a2, an A/A run's repeat of with_skill, kept apart so that the two identical
+// arms are never mixed.
 func ArmOf(r *pb.Result) string {
-	if a := r.GetArm(); a == "without_skill" || a == "old_skill" {
+	if a := r.GetArm(); a == "without_skill" || a == "old_skill" || a == "a2" {
 		return a
 	}
 	return WithSkill

@@ -146,7 +146,13 @@ func drive(ctx context.Context, cfg driveConfig, client *coordinator.Client, sim
 	if cfg.Kind == "prompt" {
 		skill, caseName = fmt.Sprintf("runs-%05d", cfg.Skills/2), fmt.Sprintf("case_%05d", cfg.Cases/2)
 	}
-	m.Pages = timePages(ctx, cfg.Coordinator, cfg.Token, m.Status.GetId(), skill, caseName)
+	// The viewer names a case by its agent too: the coordinator's default, read off a result.
+	agent := ""
+	_ = client.ResultsOf(ctx, m.Status.GetId(), coordinator.ResultsQuery{Skill: skill, Case: caseName}, func(r *pb.Result) error {
+		agent = r.GetAgent()
+		return errStop
+	})
+	m.Pages = timePages(ctx, cfg.Coordinator, cfg.Token, m.Status.GetId(), skill, caseName, agent)
 	if m.Results, err = tallyResults(ctx, client, m.Status.GetId(), sim); err != nil {
 		return nil, fmt.Errorf("reading the run's results back: %w", err)
 	}
@@ -381,3 +387,6 @@ func appendFile(path, s string) error {
 	}
 	return f.Close()
 }
+
+// errStop ends a read of results early once it has what it came for.
+var errStop = errors.New("stop")

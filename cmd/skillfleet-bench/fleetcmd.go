@@ -85,11 +85,12 @@ and the command exits: 0 when the checks hold. --workers 0 drives a fleet simula
 elsewhere.
 
 The coordinator refuses a run of more jobs than its --max-jobs-per-run (default 100,000),
-and the jobs of one token's unfinished runs beyond --max-jobs-per-token (default 400,000):
-for a bigger run start it with both raised, e.g. for a nightly of a million jobs
-  coordinator --max-jobs-per-run 1000000 --max-jobs-per-token 1000000 ...
-and mind its --results-max-bytes (4 GiB by default): each result keeps up to 64 KiB of
---output-bytes.`,
+and the jobs of one team's unfinished runs beyond --max-jobs-per-team (twice that): for a
+bigger run start it with --max-jobs-per-run raised, and mind its --results-max-bytes (4 GiB
+by default) and --max-result-bytes-per-team (an eighth of it): each result keeps up to 64 KiB
+of --output-bytes, and a million small results take about 1.1 GiB. For a nightly of a
+million jobs:
+  coordinator --max-jobs-per-run 1000000 --results-max-bytes 8589934592 --max-result-bytes-per-team 4GiB ...`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -291,7 +292,7 @@ func (o fleetOptions) drive(ctx context.Context, work string, progress io.Writer
 	if err != nil && cfg.jobs() > defaultMaxJobsPerRun {
 		var ae *coordinator.APIError
 		if errors.As(err, &ae) && ae.Status == 422 {
-			err = fmt.Errorf("%w (a run of %d jobs needs a coordinator started with --max-jobs-per-run and --max-jobs-per-token of at least %d)", err, cfg.jobs(), cfg.jobs())
+			err = fmt.Errorf("%w (a run of %d jobs needs a coordinator started with --max-jobs-per-run of at least %d)", err, cfg.jobs(), cfg.jobs())
 		}
 	}
 	return m, err

@@ -27,8 +27,9 @@ const pageTries = 5
 // timePages asks, once the run is final, for what a reader of one case asks for — its
 // results and its trajectory through the API, its page and its run's page in the viewer
 // (logged in with the token) — and for the run's status, each pageTries times: how long they
-// take at the run's size. skill and caseName name the case, one in the middle of the suite.
-func timePages(ctx context.Context, base, token, run, skill, caseName string) []pageTiming {
+// take at the run's size. skill, caseName and agent name the case, one in the middle of the
+// suite.
+func timePages(ctx context.Context, base, token, run, skill, caseName, agent string) []pageTiming {
 	base = strings.TrimRight(base, "/")
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Timeout: time.Minute, Jar: jar}
@@ -52,6 +53,9 @@ func timePages(ctx context.Context, base, token, run, skill, caseName string) []
 		return nil
 	}()
 	c := url.Values{"skill": {skill}, "case": {caseName}}
+	if agent != "" {
+		c.Set("agent", agent)
+	}
 	pages := []struct {
 		name, path string
 		api        bool

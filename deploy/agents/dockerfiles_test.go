@@ -87,7 +87,9 @@ var specs = map[string]imageSpec{
 				"general.enableAutoUpdateNotification": false,
 				"privacy.usageStatisticsEnabled":       false,
 				"telemetry.enabled":                    false,
-				"security.auth.selectedType":           "gemini-api-key",
+				// Required: without it Gemini CLI 0.56 picks its "gateway" auth type for
+				// GOOGLE_GEMINI_BASE_URL and exits "Invalid auth method selected".
+				"security.auth.selectedType": "gemini-api-key",
 			}},
 		},
 	},

@@ -3,6 +3,7 @@ package fleettest
 
 import (
 	"context"
+	"hash/fnv"
 	"sync"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -13,6 +14,13 @@ import (
 // run while it is still going (open its event stream, cancel it) without sleeping.
 type Executor struct {
 	Failing string
+	// PassProbability, when it names a job's case, makes the job pass with that probability
+	// instead: the job passes when Uniform(Seed, its id) is below it. A job's outcome so
+	// depends on its id only, never on the order jobs ran in, and a test can repeat it.
+	PassProbability map[string]float64
+	Seed            uint64
+	// Cost is what each job's result says it spent on models (US dollars), for cost caps.
+	Cost float64
 
 	mu    sync.Mutex
 	gates map[string]chan struct{}
@@ -67,9 +75,29 @@ func (e *Executor) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Resu
 		}
 	}
 	passed := job.GetCaseName() != e.Failing
+	if p, ok := e.PassProbability[job.GetCaseName()]; ok {
+		passed = Uniform(e.Seed, job.GetId()) < p
+	}
 	v := pb.Verdict_VERDICT_PASSED
 	if !passed {
 		v = pb.Verdict_VERDICT_FAILED
 	}
-	return &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}, nil
+	res := &pb.Result{Verdict: v, Assertions: []*pb.AssertionResult{{Type: "exit_code", Passed: passed, Message: "scripted"}}}
+	if e.Cost > 0 {
+		res.Usage = &pb.Usage{PromptTokens: 1, Cost: e.Cost}
+	}
+	return res, nil
+}
+
+// Uniform is a number in [0, 1) made from seed and id alone: FNV-1a of the id, mixed with the
+// seed by SplitMix64's finalizer, whose 53 high bits are the fraction.
+func Uniform(seed uint64, id string) float64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	z := h.Sum64() ^ seed
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
 }

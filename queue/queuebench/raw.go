@@ -57,6 +57,10 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 // Nats-Expected-Stream header, if any, names the throw-away stream instead, so the server makes
 // the same check. The server must hold no other stream on those subjects, and message ids, if
 // the messages carry them, must be distinct: a duplicate is an error.
+// stallWait is how long a publish waits for room among the pending acks: the default 200 ms
+// gave up on a machine loaded by other work, and a baseline that stops there measures nothing.
+var stallWait = jetstream.WithStallWait(time.Minute)
+
 func RawMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (Stats, error) {
 	n := len(msgs)
 	if n < 1 {
@@ -129,7 +133,7 @@ func RawMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (Stats, error
 	go func() {
 		defer wg.Done()
 		for i, m := range out {
-			if _, err := js.PublishMsgAsync(m); err != nil {
+			if _, err := js.PublishMsgAsync(m, stallWait); err != nil {
 				cancel(fmt.Errorf("queuebench: publish %d: %w", i, err))
 				return
 			}

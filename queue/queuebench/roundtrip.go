@@ -83,7 +83,7 @@ func RoundTrip(ctx context.Context, nc *nats.Conn, n, size, resultSize int) (Sta
 			m := nats.NewMsg(jobsSubject)
 			m.Data = payload
 			m.Header.Set(jetstream.MsgIDHeader, "j"+strconv.Itoa(i))
-			if _, err := js.PublishMsgAsync(m); err != nil {
+			if _, err := js.PublishMsgAsync(m, stallWait); err != nil {
 				pubErr = fmt.Errorf("queuebench: publish job %d: %w", i, err)
 				cancel()
 				return
@@ -129,7 +129,7 @@ func work(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, 
 			r := nats.NewMsg(subject)
 			r.Data = result
 			r.Header.Set(jetstream.MsgIDHeader, "r"+strconv.Itoa(got))
-			f, err := js.PublishMsgAsync(r)
+			f, err := js.PublishMsgAsync(r, stallWait)
 			if err != nil {
 				return fmt.Errorf("queuebench: publish result: %w", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,19 @@ const baselineHelp = `run every prompt case a second time, in a baseline arm int
 // revision is written to a temporary directory that f.close removes.
 func (f *suiteFlags) resolveBaseline(roots []string) error {
 	v := f.baseline
+	if f.maxCost < 0 || math.IsNaN(f.maxCost) || math.IsInf(f.maxCost, 0) {
+		return usageErrorf("--max-cost must be a positive number of US dollars, got %v", f.maxCost)
+	}
+	if f.minEffect <= 0 || f.minEffect > 1 {
+		return usageErrorf("--min-effect must be a fraction in (0, 1], got %v", f.minEffect)
+	}
+	if f.aa {
+		if v != "" {
+			return usageErrorf("--aa compares the with_skill arm with itself: it takes no --baseline")
+		}
+		f.base = suite.Baseline{Arm: suite.ArmA2}
+		return nil
+	}
 	switch {
 	case v == "":
 		return nil

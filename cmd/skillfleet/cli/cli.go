@@ -16,6 +16,9 @@ const (
 	ExitOK     = 0 // no errors (warnings allowed)
 	ExitErrors = 1 // the input has errors, or the command failed
 	ExitUsage  = 2 // bad flags, missing arguments, unknown format
+	// ExitCostCap: the run stopped at its cost cap (--max-cost); its report is partial. Apart
+	// from 1 so that a pipeline can tell "the suite failed" from "the money ran out".
+	ExitCostCap = 3
 )
 
 // env is what every command needs: where to write.

@@ -107,7 +107,7 @@ func TestValidateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if got := sortedKeys(doc); !slices.Equal(got, []string{"diagnostics", "errors", "skills", "warnings"}) {
+	if got := sortedKeys(doc); !slices.Equal(got, []string{"diagnostics", "errors", "skills", "valid", "warnings"}) {
 		t.Errorf("top-level keys %v", got)
 	}
 	skills := doc["skills"].([]any)
@@ -173,13 +173,14 @@ func TestValidateSingleSkillUsesSiblings(t *testing.T) {
 	}
 }
 
+// TestLint runs the opt-in rules too (--rules=opt-in), so the goldens show every rule.
 func TestLint(t *testing.T) {
-	code, out, _ := run("lint", good)
+	code, out, _ := run("lint", "--rules=opt-in", good)
 	if code != ExitOK {
 		t.Errorf("exit %d", code)
 	}
 	checkGolden(t, "lint-skills.txt", out)
-	code, out, _ = run("lint", "--format", "json", broken)
+	code, out, _ = run("lint", "--rules=opt-in", "--format", "json", broken)
 	if code != ExitErrors {
 		t.Errorf("exit %d", code)
 	}
@@ -190,7 +191,7 @@ func TestLint(t *testing.T) {
 // neither shown nor counted, a misspelt rule is reported, and validation errors stay.
 func TestLintSuppression(t *testing.T) {
 	const root = "testdata/lint"
-	code, out, _ := run("lint", root)
+	code, out, _ := run("lint", "--rules=opt-in", root)
 	if code != ExitOK {
 		t.Errorf("exit %d", code)
 	}
@@ -201,7 +202,7 @@ func TestLintSuppression(t *testing.T) {
 		}
 	}
 
-	code, out, _ = run("lint", "--format", "json", root)
+	code, out, _ = run("lint", "--rules=opt-in", "--format", "json", root)
 	var rep report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
 		t.Fatalf("exit %d: %v", code, err)
@@ -215,6 +216,34 @@ func TestLintSuppression(t *testing.T) {
 	want := []string{"6 lint.suppression", "11 no-generic-instructions", "12 references.broken", "13 lint.suppression"}
 	if !slices.Equal(got, want) || rep.Warnings != len(want) {
 		t.Errorf("findings %v (%d warnings), want %v", got, rep.Warnings, want)
+	}
+
+	// By default the opt-in rules do not run; named, one runs alone; a name that is no lint
+	// rule is a usage error.
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"lint", "--format", "json", root}, []string{"6 lint.suppression", "12 references.broken", "13 lint.suppression"}},
+		{[]string{"lint", "--rules=no-generic-instructions", "--format", "json", root}, want},
+	} {
+		_, out, _ := run(tc.args...)
+		var rep report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var got []string
+		for _, s := range rep.Skills {
+			for _, d := range s.Diagnostics {
+				got = append(got, fmt.Sprintf("%d %s", d.Line, d.Rule))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%v: findings %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	if code, _, _ := run("lint", "--rules=no-such-rule", root); code != ExitUsage {
+		t.Errorf("--rules=no-such-rule: exit %d, want %d", code, ExitUsage)
 	}
 
 	// The comment in misnamed/SKILL.md does not silence the validation error.

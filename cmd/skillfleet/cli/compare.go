@@ -12,6 +12,8 @@ import (
 	"github.com/skillfleet/skillfleet/internal/cmdutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	runreport "github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/stats"
+	"github.com/skillfleet/skillfleet/suite"
 	"github.com/skillfleet/skillfleet/workspace"
 )
 
@@ -22,6 +24,7 @@ func newCompareCommand(e *env) *cobra.Command {
 		failIfWorse bool
 		seed        uint64
 		arm         = "with_skill"
+		minEffect   = stats.DefaultMinEffect
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B [--format text|json|junit] [--fail-if-worse]",
@@ -65,7 +68,10 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 					fmt.Fprintf(e.stderr, "skillfleet: run %s is still %s: comparing the results it has so far\n", id, stateName(st.GetState()))
 				}
 			}
-			rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill, Seed: seed})
+			if minEffect <= 0 || minEffect > 1 {
+				return usageErrorf("--min-effect must be a fraction in (0, 1], got %v", minEffect)
+			}
+			rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill, Seed: seed, MinEffect: minEffect})
 			var refused *comparison.RefusalError
 			if errors.As(err, &refused) {
 				return &exitError{code: ExitUsage, err: err}
@@ -96,6 +102,7 @@ skill (or the coordinator failed), 2 refused or bad usage.`,
 	cmd.Flags().StringVar(&arm, "arm", arm, "the arm of each run to compare: with_skill, without_skill or old_skill")
 	cmd.Flags().StringVar(&format, "format", format, "output format: text, json or junit")
 	cmd.Flags().BoolVar(&failIfWorse, "fail-if-worse", false, "exit 1 when B is significantly worse than A on any skill")
+	cmd.Flags().Float64Var(&minEffect, "min-effect", minEffect, "the difference in pass rate (a fraction) the comparison should be able to detect at 80% power; a skill whose design cannot is marked underpowered")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the resampling methods (the same seed gives the same intervals)")
 	return cmd
 }
@@ -125,7 +132,9 @@ func comparedResults(ctx context.Context, src resultSource, id string, arms ...s
 // local history's (localRuns) or the in-process coordinator's (inProcessRuns).
 type sideReader interface {
 	Status(ctx context.Context, id string) (*pb.RunStatus, error)
-	Results(ctx context.Context, id string, fn func(*pb.Result) error) error
+	// Verdicts calls fn with each result the run's report counts; its documents (trajectory,
+	// output files) may be left out, since a comparison reads none of them.
+	Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error
 }
 
 // runSide is one arm of a run, as one side of a comparison, with the run's status.
@@ -134,7 +143,7 @@ func runSide(ctx context.Context, src sideReader, id, arm string) (comparison.Si
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
-	results, err := comparedResults(ctx, src.Results, id, arm)
+	results, err := comparedResults(ctx, src.Verdicts, id, arm)
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
@@ -149,14 +158,18 @@ func (r inProcessRuns) Status(ctx context.Context, id string) (*pb.RunStatus, er
 	return r.c.Status(ctx, id)
 }
 
-// Results replays a run's counted results, documents inline.
-func (r inProcessRuns) Results(ctx context.Context, id string, fn func(*pb.Result) error) error {
+// Verdicts replays a run's counted results, documents inline.
+func (r inProcessRuns) Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error {
 	return localResults(r.c)(ctx, id, fn)
 }
 
 // runComparison is the comparison made when a run with a baseline finishes: finishRun puts
 // it in the reports, and the gates read it afterwards.
-type runComparison struct{ made *comparison.Report }
+type runComparison struct {
+	made *comparison.Report
+	// minEffect is --min-effect: below it, a design is underpowered.
+	minEffect float64
+}
 
 // arms is outputFlags.compare for a run with a baseline arm: the with_skill arm against the
 // baseline arm (the skill's effect, with_skill minus the baseline).
@@ -170,7 +183,14 @@ func (c *runComparison) arms(ctx context.Context, src resultSource, id, baseline
 		side := func(a string) comparison.Side {
 			return comparison.Side{Label: a, Run: id, Arm: a, Spec: spec, Results: results[a]}
 		}
-		rep, err := comparison.Compare(side(baselineArm), side(workspace.WithSkill), comparison.Options{Axis: comparison.AxisArm})
+		a, b := side(baselineArm), side(workspace.WithSkill)
+		aa := baselineArm == string(suite.ArmA2)
+		if aa {
+			// An A/A run: arm a is the with_skill arm, a2 its repeat.
+			a, b = b, a
+			a.Label = "a"
+		}
+		rep, err := comparison.Compare(a, b, comparison.Options{Axis: comparison.AxisArm, AA: aa, MinEffect: c.minEffect})
 		if err != nil {
 			return nil, failf("comparison: %v", err)
 		}
@@ -196,7 +216,7 @@ func (c *runComparison) runs(ctx context.Context, base sideReader, baseID string
 			}
 			sides[i] = side
 		}
-		rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill})
+		rep, err := comparison.Compare(sides[0], sides[1], comparison.Options{Axis: comparison.AxisSkill, MinEffect: c.minEffect})
 		var refused *comparison.RefusalError
 		if errors.As(err, &refused) {
 			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--baseline-run %s: %w", baseID, err)}

@@ -69,10 +69,15 @@ func (r *remote) client() *coordinator.Client { return coordinator.NewClient(r.u
 
 func startRemote(t *testing.T) *remote {
 	t.Helper()
+	return startRemoteWith(t, &fleettest.Executor{Failing: failingCase})
+}
+
+// startRemoteWith is startRemote with the fleet's executor given.
+func startRemoteWith(t *testing.T, exec *fleettest.Executor) *remote {
+	t.Helper()
 	// The machine's environment must not supply a token or a coordinator to these tests.
 	t.Setenv("SKILLFLEET_TOKEN", "")
 	t.Setenv("SKILLFLEET_COORDINATOR", "")
-	exec := &fleettest.Executor{Failing: failingCase}
 	reg := prometheus.NewRegistry()
 	f, err := fleet.StartInProcess(context.Background(), fleet.InProcessConfig{
 		DataDir: t.TempDir(), Workers: 2, Slots: 2, Queue: queue.DefaultConfig(), Executor: exec,
@@ -389,6 +394,7 @@ func TestSubmitRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := badCaseSuite(t)
+	plugin := pluginSuite(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -396,6 +402,7 @@ func TestSubmitRefusals(t *testing.T) {
 		msg  []string // in stderr
 	}{
 		{"suite with errors", []string{"--token", fleetToken, bad}, ExitUsage, []string{badCaseDiagnostic, "the suite has 1 error; nothing was submitted"}},
+		{"a plugin's own suite, which the bundle does not carry", []string{"--token", fleetToken, plugin}, ExitUsage, []string{"case one/greets is in its plugin's evals/"}},
 		{"bad glob", []string{"--token", fleetToken, "--skill", "[", examples}, ExitUsage, []string{"bad pattern"}},
 		{"nothing matches", []string{"--token", fleetToken, "--skill", "nothing-*", examples}, ExitUsage, []string{"no test cases matched"}},
 		{"bad format", []string{"--token", fleetToken, "--format", "yaml", examples}, ExitUsage, []string{"unknown --format"}},

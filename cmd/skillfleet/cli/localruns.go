@@ -30,6 +30,8 @@ type runReader interface {
 	Trajectory(ctx context.Context, id string, q coordinator.TrajectoryQuery, w io.Writer) error
 	// Results calls fn with each result the run's report counts, documents inline.
 	Results(ctx context.Context, id string, fn func(*pb.Result) error) error
+	// Verdicts is Results for readers of verdicts only: documents may stay out.
+	Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error
 }
 
 var (
@@ -40,6 +42,12 @@ var (
 // WriteReport copies the coordinator's rendering of a run's report.
 func (r remoteRuns) WriteReport(ctx context.Context, id, format string, w io.Writer) error {
 	return r.Client.Report(ctx, id, format, w)
+}
+
+// Verdicts reads a run's counted results without resolving their documents: of a run of a
+// million jobs, the documents are most of what would cross the wire and be decoded.
+func (r remoteRuns) Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error {
+	return r.Client.ResultsOf(ctx, id, coordinator.ResultsQuery{}, fn)
 }
 
 // given reports whether a coordinator was named, by --coordinator or $SKILLFLEET_COORDINATOR.
@@ -155,6 +163,11 @@ func (l localRuns) Trajectory(ctx context.Context, id string, q coordinator.Traj
 // bound) is refused whole: a comparison or export of part of a run would say less than it
 // seems to.
 func (l localRuns) Results(ctx context.Context, id string, fn func(*pb.Result) error) error {
+	return l.Verdicts(ctx, id, fn)
+}
+
+// Verdicts is Results: the history keeps each result with its documents inline.
+func (l localRuns) Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error {
 	a, err := l.store.ArchivedRun(ctx, id)
 	if err != nil {
 		return err

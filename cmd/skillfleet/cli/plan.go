@@ -12,6 +12,7 @@ import (
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/stats"
 	"github.com/skillfleet/skillfleet/suite"
 )
 
@@ -21,6 +22,8 @@ type planDoc struct {
 	SuiteDigest string           `json:"suite_digest"`
 	Jobs        []planJob        `json:"jobs"`
 	Diagnostics diag.Diagnostics `json:"diagnostics"`
+	// Power is, with --baseline, the estimate of the comparison's design (see planPower).
+	Power *planPower `json:"power,omitempty"`
 }
 
 type planJob struct {
@@ -78,6 +81,13 @@ type suiteFlags struct {
 	// changedOnly reuses the passing verdicts of cells unchanged within reuseWithin.
 	changedOnly bool
 	reuseWithin time.Duration
+	// aa runs the with_skill arm twice (arms a and a2), to measure the suite's noise floor.
+	aa bool
+	// maxCost is the run's cost cap in US dollars (--max-cost); 0 none.
+	maxCost float64
+	// minEffect is the difference a baseline comparison should be able to detect; a design
+	// that cannot is reported underpowered.
+	minEffect float64
 }
 
 func (f *suiteFlags) register(cmd *cobra.Command) {
@@ -86,6 +96,9 @@ func (f *suiteFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.force, "force", false, "report missing dependencies as warnings")
 	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "model tokens the whole run may spend (test, submit), both arms of a run with --baseline; 0: no budget")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", baselineHelp)
+	cmd.Flags().Float64Var(&f.maxCost, "max-cost", 0, "US dollars the whole run may spend on models (agents and judge, priced; test, submit): once its spend plus what its jobs in flight are expected to spend reaches it, nothing more is dispatched, running jobs are cancelled, unfinished cases are skipped and the run exits 3 with a partial report; 0: no cap")
+	cmd.Flags().BoolVar(&f.aa, "aa", false, "an A/A run: run every case twice, interleaved, in two identical arms (a, the with_skill arm, and a2), and report per case whether they agree, the suite's flip rate and the smallest difference a --baseline comparison of its size could detect")
+	cmd.Flags().Float64Var(&f.minEffect, "min-effect", stats.DefaultMinEffect, "with --baseline: the difference in pass rate (a fraction) the comparison should be able to detect at 80% power; a design that cannot is reported underpowered")
 	cmd.Flags().StringArrayVar(&f.agents, "agent", nil, "run prompt cases against this agent (repeatable; a report row per agent)")
 	cmd.Flags().StringArrayVar(&f.kinds, "kind", nil, "only cases of this kind: prompt or command (repeatable)")
 	cmd.Flags().BoolVar(&f.changedOnly, "changed-only", false, "run only the cells whose digest (the case, its skill's files and its requires closure, the agent's configuration, the judge, the limits) changed since a passing run of this suite within --reuse-within; the others are reported reused, with the run they came from, and never counted as fresh passes (plan: show what would run)")
@@ -221,6 +234,18 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				doc.SuiteDigest = p.SuiteDigest
 				jobs.jobs = p.Jobs
 			}
+			if suiteName == "" {
+				suiteName = defaultSuiteName(roots[0])
+			}
+			if p != nil && p.Baseline != "" && p.Baseline != suite.ArmA2 {
+				// Before any token is spent: could this comparison see --min-effect at all?
+				rates, err := historyRates(cmd.Context(), e, historyTarget, suiteName)
+				if err != nil {
+					return err
+				}
+				pp := estimatePower(p, rates, f.minEffect)
+				doc.Power = &pp
+			}
 			if format == "json" {
 				if err := writePlanJSON(e.stdout, doc, jobs); err != nil {
 					return err
@@ -260,6 +285,9 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 				if reuseFrom != nil {
 					fmt.Fprintln(e.stdout, reuseSummary(reuseFrom))
 				}
+				if doc.Power != nil {
+					doc.Power.write(e.stdout, suiteName)
+				}
 			}
 			if s.Diagnostics.HasErrors() {
 				return errorsFound()
@@ -270,7 +298,7 @@ Exit status: 0 no errors, 1 errors found, 2 usage error.`,
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", format, "output format: text or json")
 	cmd.Flags().StringVar(&f.config, "config", "", "with --changed-only: the suite configuration whose agents and limits a run would use (default: skillfleet.yaml in the first ROOT)")
-	cmd.Flags().StringVar(&historyTarget, "history", "", "with --changed-only: the history to look in (as for test)")
-	cmd.Flags().StringVar(&suiteName, "suite", "", "with --changed-only: the suite name (default: the first ROOT's directory name)")
+	cmd.Flags().StringVar(&historyTarget, "history", "", "with --changed-only or --baseline: the history to look in (as for test; --baseline estimates the comparison's noise from it)")
+	cmd.Flags().StringVar(&suiteName, "suite", "", "with --changed-only or --baseline: the suite name (default: the first ROOT's directory name)")
 	return cmd
 }

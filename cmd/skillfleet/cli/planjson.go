@@ -50,6 +50,12 @@ func writePlanJSON(w io.Writer, doc planDoc, jobs jobList) error {
 	if err := encode(doc.Diagnostics, "  "); err != nil {
 		return err
 	}
+	if doc.Power != nil {
+		bw.WriteString(",\n  \"power\": ")
+		if err := encode(doc.Power, "  "); err != nil {
+			return err
+		}
+	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
 }

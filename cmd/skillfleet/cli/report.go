@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/diag"
@@ -12,6 +13,8 @@ import (
 
 // report is the document `--format json` writes, and what text output is rendered from.
 type report struct {
+	// Valid is what the exit status says: no error anywhere, about a skill or not.
+	Valid       bool             `json:"valid"`
 	Skills      []skillReport    `json:"skills"`
 	Diagnostics diag.Diagnostics `json:"diagnostics"` // those about no particular skill
 	Errors      int              `json:"errors"`
@@ -25,16 +28,51 @@ type skillReport struct {
 	Diagnostics diag.Diagnostics `json:"diagnostics"`
 }
 
-// add files diagnostics under the skills they are about (by file); the rest go top-level.
+// add files diagnostics under the skills they are about: a skill's SKILL.md, or a file in its
+// directory (a cases file, an eval), under the nearest skill above it, so that a skill whose
+// test cases are broken is not "valid" while the command fails. The rest go top-level.
 func (r *report) add(skills []*skill.Skill, ds diag.Diagnostics) {
 	byFile := make(map[string]int, len(skills))
+	byDir := make(map[string]int, len(skills))
 	start := len(r.Skills)
 	for i, s := range skills {
 		byFile[s.File] = start + i
+		if s.Dir != "" {
+			if abs, err := filepath.Abs(s.Dir); err == nil {
+				if _, taken := byDir[abs]; !taken {
+					byDir[abs] = start + i
+				}
+			}
+		}
 		r.Skills = append(r.Skills, skillReport{Path: s.Dir, Name: s.Name, Diagnostics: diag.Diagnostics{}})
 	}
+	owner := func(d diag.Diagnostic) (int, bool) {
+		file := d.File
+		if i, ok := byFile[file]; ok {
+			return i, true
+		}
+		// Discovery findings below a skill (a sub-skill's SKILL.md that is not listed) are
+		// about the tree, not about the skill above them.
+		if file == "" || len(byDir) == 0 || strings.HasPrefix(d.Rule, "discovery.") || strings.EqualFold(filepath.Base(file), skill.FileName) {
+			return 0, false
+		}
+		p, err := filepath.Abs(file)
+		if err != nil {
+			return 0, false
+		}
+		for {
+			if i, ok := byDir[p]; ok {
+				return i, true
+			}
+			up := filepath.Dir(p)
+			if up == p {
+				return 0, false
+			}
+			p = up
+		}
+	}
 	for _, d := range ds {
-		if i, ok := byFile[d.File]; ok {
+		if i, ok := owner(d); ok {
 			r.Skills[i].Diagnostics = append(r.Skills[i].Diagnostics, d)
 		} else {
 			r.Diagnostics = append(r.Diagnostics, d)
@@ -59,6 +97,7 @@ func (r *report) finish() {
 		r.Errors += sr.Diagnostics.Errors()
 		r.Warnings += sr.Diagnostics.Warnings()
 	}
+	r.Valid = r.Errors == 0
 }
 
 // all returns every diagnostic, sorted.

@@ -155,6 +155,9 @@ func finishRun(e *env, st *pb.RunStatus, rep runreport.Report, o outputFlags) er
 	if cmpErr != nil {
 		return cmpErr
 	}
+	if st.GetCostCapped() {
+		return &exitError{code: ExitCostCap, err: fmt.Errorf("run %s stopped at its cost cap: %s", st.GetId(), st.GetReason())}
+	}
 	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED {
 		return failf("run %s ended %s: %s", st.GetId(), strings.ToLower(strings.TrimPrefix(st.GetState().String(), "RUN_STATE_")), st.GetReason())
 	}

@@ -143,6 +143,7 @@ the scheduled lane. Slots missed while no coordinator ran fire once, when one is
 	add.Flags().StringVar(&req.Suite, "suite", "", "the pushed suite to run")
 	add.Flags().StringVar(&req.Cron, "cron", "", `when to run it: "MIN HOUR DOM MON DOW" or a descriptor such as @daily (UTC)`)
 	add.Flags().StringArrayVar(&req.Agents, "agent", nil, "agent to run prompt cases against (repeatable; default: the fleet's)")
+	add.Flags().Float64Var(&req.MaxCost, "max-cost", 0, "US dollars each fired run may spend on models (agents and judge, priced); the run stops at the cap with a partial report (see test --max-cost); 0: no cap")
 	list := &cobra.Command{Use: "list", Short: "List the schedules and their last fire", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {

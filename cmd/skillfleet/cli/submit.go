@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -113,11 +114,15 @@ uploads it as a bundle to the coordinator and prints the run id. With --follow i
 progress until the run ends and prints the report.
 
 Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --follow:
-0 every case passed, 1 a case failed, errored or timed out, 2 invalid input.`,
+0 every case passed, 1 a case failed, errored or timed out, 2 invalid input, 3 the run stopped
+at its cost cap (--max-cost; the report is partial).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, roots []string) error {
 			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
 				return err
+			}
+			if f.aa && baselineRun != "" {
+				return usageErrorf("--aa compares the with_skill arm with itself: it takes no --baseline-run")
 			}
 			if err := f.checkReuse(cmd); err != nil {
 				return err
@@ -147,6 +152,12 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			if err != nil {
 				return err
 			}
+			for _, j := range p.Jobs {
+				if c := j.Case; c.OutsideSkill() {
+					return usageErrorf("%s:%d: case %s/%s is in its plugin's evals/, outside the skill's directory, and the fleet plans from a bundle of the skills' directories alone: run it with skillfleet test, or move the case into %s",
+						c.File, c.Line, c.Skill.Name, c.Name, filepath.Join(c.Skill.Dir, "evals"))
+				}
+			}
 			if len(f.agents) == 0 && cfg != nil {
 				// Agent names only: the fleet's workers hold the endpoints and keys.
 				for _, a := range cfg.Agents {
@@ -168,7 +179,7 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			}
 			st, err := client.Submit(ctx, &bundle, coordinator.SubmitOptions{
 				Name: name, Skills: f.skills, Cases: f.cases, Kinds: f.kinds, Agents: f.agents, Scheduled: scheduled, Deadline: deadline,
-				Limits: limits, MaxTokens: f.maxTokens, Baseline: string(p.Baseline),
+				Limits: limits, MaxTokens: f.maxTokens, MaxCost: f.maxCost, Baseline: string(p.Baseline),
 				ChangedOnly: f.changedOnly, ReuseWithin: f.reuseWithin,
 			})
 			if err != nil {
@@ -183,12 +194,12 @@ Exit status without --follow: 0 submitted, 1 failure, 2 invalid input. With --fo
 			}
 			fmt.Fprintf(e.stderr, "run %s: %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"))
 			o.quarantine = quarantineReport(qp, st.GetSpec().GetName())
-			var cmp runComparison
+			cmp := runComparison{minEffect: f.minEffect}
 			switch {
 			case baselineRun != "":
-				o.compare = cmp.runs(ctx, client, baselineRun, client, st)
+				o.compare = cmp.runs(ctx, remoteRuns{client}, baselineRun, remoteRuns{client}, st)
 			case p.Baseline != "":
-				o.compare = cmp.arms(ctx, client.Results, st.GetId(), string(p.Baseline), st.GetSpec())
+				o.compare = cmp.arms(ctx, remoteRuns{client}.Verdicts, st.GetId(), string(p.Baseline), st.GetSpec())
 			}
 			return cmp.gate(gates, follow(ctx, e, remoteRuns{client}, st, remotePolicy(), o))
 		},

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/diag"
@@ -14,34 +15,27 @@ type target struct {
 	catalog *skill.Catalog
 	skills  []*skill.Skill   // the skills to report on
 	diags   diag.Diagnostics // discovery and parse diagnostics worth reporting
-	single  bool             // PATH was one skill
+	single  bool             // PATH was one skill directory (with the skills below it)
+	dir     string           // that directory
 	// resolved holds Resolve's diagnostics when they came with the skill (catalog is nil).
 	resolved diag.Diagnostics
 }
 
-// files returns the SKILL.md paths of the reported skills.
-func (t *target) files() map[string]bool {
-	out := make(map[string]bool, len(t.skills))
-	for _, s := range t.skills {
-		out[s.File] = true
-	}
-	return out
-}
-
-// only keeps the diagnostics about the reported skills and those about no file; with a single
-// skill, siblings' problems are not the user's question.
+// only keeps, for a skill directory, the diagnostics about it and the files below it, once
+// each: siblings' problems are not the user's question, but nothing found in the directory is
+// dropped (a SKILL.md linked from outside it must not leave "0 skills, 0 errors").
 func (t *target) only(ds diag.Diagnostics) diag.Diagnostics {
 	if !t.single {
 		return ds
 	}
-	files := t.files()
 	var out diag.Diagnostics
 	for _, d := range ds {
-		if files[d.File] {
+		if skill.InDir(d.File, t.dir) {
 			out = append(out, d)
 		}
 	}
-	return out
+	out.Sort()
+	return slices.Compact(out)
 }
 
 // discoveryHelp says, in validate's and lint's --help, where a skills root is searched.
@@ -49,7 +43,9 @@ func discoveryHelp() string {
 	return `A skill is a directory holding a SKILL.md (or a lowercase skill.md); skills below it
 are skills too, but SKILL.md files under its references, assets, scripts, examples,
 templates or test fixtures are examples: reported (discovery.nested), not listed. Symlinked
-directories are listed once, under their real path. Below a root every directory is searched, hidden ones
+directories are listed once, under their real path; a SKILL.md that is a symlink to a file
+outside its skill directory is an error (discovery.linkLeavesSkill), and one that dangles or
+is not a regular file is file.unreadable. Below a root every directory is searched, hidden ones
 included, so agents' skill folders are found: .claude/skills, .agents/skills,
 .github/skills, .gemini/skills, .codex/skills, .cursor/skills, .crush/skills, and
 hidden catalogs such as skills/.curated. Never searched (version control, dependency,
@@ -98,6 +94,11 @@ func skillDir(path string) (string, bool) {
 // directory is searched one level deep, so validating ~/src/x/my-skill does not walk ~/src.
 // sib, shared by a command's paths, discovers and resolves each parent once; it is nil when
 // siblings are not wanted.
+//
+// A skill directory with skills below it is also their root (a repository with a SKILL.md at
+// its top, a skill with sub-skills): they are listed with it, and requires resolve among
+// them first, then among its siblings. A path that yields no skill is a discovery.empty
+// error, never "0 skills, 0 errors".
 func loadTarget(path string, opts skill.Options, sib *skill.Siblings) *target {
 	dir, single := skillDir(path)
 	if !single {
@@ -105,23 +106,42 @@ func loadTarget(path string, opts skill.Options, sib *skill.Siblings) *target {
 		ds = append(ds, cat.EmptyRoots(ds)...)
 		return &target{catalog: cat, skills: cat.All(), diags: ds}
 	}
-	t := &target{single: true}
-	if sib != nil {
+	t := &target{single: true, dir: dir}
+	switch {
+	case skill.HasSkillsBelow(dir, opts):
+		var cat *skill.Catalog
+		var ds diag.Diagnostics
+		if sib != nil {
+			cat, ds = skill.DiscoverTree(dir, opts)
+		} else {
+			cat, ds = skill.Discover([]string{dir}, opts)
+		}
+		t.catalog = cat
+		for _, s := range cat.All() {
+			if cat.Root(s) == dir {
+				t.skills = append(t.skills, s)
+			}
+		}
+		t.diags = t.only(ds)
+	case sib != nil:
 		s, ds, rds := sib.Load(dir)
 		if s != nil {
 			t.skills = []*skill.Skill{s}
 		}
-		t.diags, t.resolved = ds, rds
-		return t
+		t.diags, t.resolved = t.only(ds), rds
+	default:
+		sopts := opts
+		sopts.MaxDepth = 1
+		cat, ds := skill.Discover([]string{dir}, sopts)
+		t.catalog = cat
+		if all := cat.All(); len(all) > 0 {
+			t.skills = all[:1]
+		}
+		t.diags = t.only(ds)
 	}
-	sopts := opts
-	sopts.MaxDepth = 1
-	cat, ds := skill.Discover([]string{dir}, sopts)
-	t.catalog = cat
-	if all := cat.All(); len(all) > 0 {
-		t.skills = all[:1]
+	if len(t.skills) == 0 {
+		t.diags = append(t.diags, diag.Error(skill.RuleDiscoveryEmpty, dir, 0, "no skill found: this directory's "+skill.FileName+" is not listed as a skill, and no skill is below it"))
 	}
-	t.diags = t.only(ds)
 	return t
 }
 

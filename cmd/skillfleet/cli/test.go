@@ -65,7 +65,7 @@ compressed with its trajectory, the run up to 256 MiB): skillfleet runs and comp
 without a coordinator, and --baseline-run RUN compares this run with one of them.
 
 Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored or timed out,
-2 invalid input.`,
+2 invalid input, 3 the run stopped at its cost cap (--max-cost; the report is partial).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, roots []string) error {
 			if err := checkFormat(o.format); err != nil {
@@ -76,6 +76,9 @@ Exit status: 0 every case passed (or is quarantined), 1 a case failed, errored o
 			}
 			if err := gates.check(f.baseline != "" || baselineRun != ""); err != nil {
 				return err
+			}
+			if f.aa && baselineRun != "" {
+				return usageErrorf("--aa compares the with_skill arm with itself: it takes no --baseline-run")
 			}
 			if err := f.checkReuse(cmd); err != nil {
 				return err
@@ -250,7 +253,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 	// Planned once, here: the in-process coordinator takes the plan and its bundle as they are.
 	spec := &pb.RunSpec{
 		Name: o.suite, SkillGlobs: o.flags.skills, CaseGlobs: o.flags.cases, CaseKinds: o.flags.kinds, Agents: o.flags.agents, Limits: o.limits,
-		MaxTokens: o.flags.maxTokens, Baseline: string(p.Baseline),
+		MaxTokens: o.flags.maxTokens, MaxCost: o.flags.maxCost, Baseline: string(p.Baseline),
 	}
 	if o.flags.changedOnly {
 		spec.ChangedOnly, spec.ReuseWithinMs = true, o.flags.reuseWithin.Milliseconds()
@@ -260,7 +263,7 @@ func runLocal(ctx context.Context, e *env, s *suite.Suite, p *suite.Plan, o loca
 		return failf("%v", err)
 	}
 	fmt.Fprintf(e.stderr, "run %s: %s over %s\n", st.GetId(), text.Count(int(st.GetTotalJobs()), "job", "jobs"), text.Count(o.workers, "worker", "workers"))
-	var cmp runComparison
+	cmp := runComparison{minEffect: o.flags.minEffect}
 	switch {
 	case o.baselineRun != "":
 		o.out.compare = cmp.runs(ctx, localRuns{f.History.Store}, o.baselineRun, inProcessRuns{f.Coordinator}, st)

@@ -22,9 +22,10 @@ specification and the RFC's requires and test fields, resolves requires, and che
 cases (the test field's cases file, evals/evals.json and tests/cases/*.yaml) of every valid
 skill.
 
-PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth.
-Dependencies resolve within the root; for a single skill directory, among the skill
-directories next to it.
+PATH is a skill directory (or its SKILL.md) or a skills root searched at any depth. A skill
+directory with skills below it is their root too: it is listed with them. Dependencies
+resolve within the root; for a skill directory, among the skills below it, then among the
+skill directories next to it. A PATH that yields no skill is an error (discovery.empty).
 
 ` + discoveryHelp() + `
 --strict enforces the specification alone, as the reference validator (skills-ref) does:
@@ -45,14 +46,22 @@ Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.`,
 			for _, path := range args {
 				t := loadTarget(path, opts, sib)
 				ds := append(diag.Diagnostics{}, t.diags...)
+				invalid := map[*skill.Skill]bool{}
 				for _, s := range t.skills {
 					vds := skill.Validate(s, opts)
 					ds = append(ds, vds...)
-					if !vds.HasErrors() {
-						// A skill is only as valid as its test cases: check them too.
-						_, cds := suite.LoadCases(s)
-						ds = append(ds, cds...)
+					if vds.HasErrors() {
+						invalid[s] = true
+						continue
 					}
+					// A skill is only as valid as its test cases: check them too.
+					_, cds := suite.LoadCases(s)
+					ds = append(ds, cds...)
+				}
+				if t.catalog != nil {
+					// And as the suite of the plugin that holds it, which plan reads.
+					_, pds := suite.LoadPluginCases(t.catalog, t.skills, invalid)
+					ds = append(ds, pds...)
 				}
 				ds = append(ds, t.requires(opts)...)
 				r.add(t.skills, ds)

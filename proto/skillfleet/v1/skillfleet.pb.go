@@ -1372,7 +1372,12 @@ type Result struct {
 	// For VERDICT_REUSED: the run whose passing verdict is reused.
 	ReusedFrom string `protobuf:"bytes,46,opt,name=reused_from,json=reusedFrom,proto3" json:"reused_from,omitempty"`
 	// For VERDICT_REUSED: the offer's Reuse.proof, echoed.
-	ReuseProof    []byte `protobuf:"bytes,47,opt,name=reuse_proof,json=reuseProof,proto3" json:"reuse_proof,omitempty"`
+	ReuseProof []byte `protobuf:"bytes,47,opt,name=reuse_proof,json=reuseProof,proto3" json:"reuse_proof,omitempty"`
+	// A command agent's CLI name and version, as the User-Agent of its model requests named them
+	// ("claude-cli/2.1.240", "codex_exec/0.162.1", "GeminiCLI/0.56.0"; see gateway
+	// Session.AgentVersion); empty for the built-in agent, a CLI that named none, a command case,
+	// and a worker older than the field. The CLI says it of itself.
+	AgentVersion  string `protobuf:"bytes,48,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1650,6 +1655,13 @@ func (x *Result) GetReuseProof() []byte {
 		return x.ReuseProof
 	}
 	return nil
+}
+
+func (x *Result) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
 }
 
 // StoredDocument is a document kept with a result: inline when small, else in the artifacts
@@ -2103,7 +2115,14 @@ type RunSpec struct {
 	// "default", as for a run admitted before teams). Every read and change of the run, its
 	// history rows, flaky labels and reuse sources are the team's alone; suite names live in
 	// the team's namespace. Never taken from a request.
-	Team          string `protobuf:"bytes,17,opt,name=team,proto3" json:"team,omitempty"`
+	Team string `protobuf:"bytes,17,opt,name=team,proto3" json:"team,omitempty"`
+	// US dollars the whole run may spend on models (agents and judge, as the workers price
+	// their usage); 0 means no cap. Once the spend of its results plus what its jobs in flight
+	// are expected to spend (their number times the mean cost of a finished job) reaches it,
+	// nothing more is dispatched, queued and running jobs are cancelled, unfinished cases are
+	// skipped ("cost cap") and the run ends cancelled with cost_capped set. A coordinator older
+	// than the field ignores it: upgrade coordinators before relying on it.
+	MaxCost       float64 `protobuf:"fixed64,18,opt,name=max_cost,json=maxCost,proto3" json:"max_cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2257,6 +2276,13 @@ func (x *RunSpec) GetTeam() string {
 	return ""
 }
 
+func (x *RunSpec) GetMaxCost() float64 {
+	if x != nil {
+		return x.MaxCost
+	}
+	return 0
+}
+
 // Counts tallies cases (not jobs) by verdict.
 type Counts struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -2392,11 +2418,14 @@ type RunStatus struct {
 	// Set on a finished run whose final report was stored: its results may then leave the
 	// streams (results_evicted_at) without its report changing.
 	ReportStored bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
+	// Set on a run its cost cap (RunSpec.max_cost) stopped; spent is what its counted results
+	// cost then (jobs cancelled while running may have spent more, unreported).
+	CostCapped bool    `protobuf:"varint,19,opt,name=cost_capped,json=costCapped,proto3" json:"cost_capped,omitempty"`
+	Spent      float64 `protobuf:"fixed64,20,opt,name=spent,proto3" json:"spent,omitempty"`
 	// Set at admission on a run whose cases stop their epochs once their verdicts are settled
 	// (curtailment): the rest are not published, or withdrawn. Its ungated jobs are then only
 	// each case's first epochs (published counts among those); a run admitted without it
 	// publishes every job, as before.
-	// (19 and 20 are the cost cap's cost_capped and spent, added beside these.)
 	Curtailed bool `protobuf:"varint,21,opt,name=curtailed,proto3" json:"curtailed,omitempty"`
 	// Planned jobs that will not run because their case's verdict was settled without them
 	// (not counted in total_jobs).
@@ -2559,6 +2588,20 @@ func (x *RunStatus) GetReportStored() bool {
 		return x.ReportStored
 	}
 	return false
+}
+
+func (x *RunStatus) GetCostCapped() bool {
+	if x != nil {
+		return x.CostCapped
+	}
+	return false
+}
+
+func (x *RunStatus) GetSpent() float64 {
+	if x != nil {
+		return x.Spent
+	}
+	return 0
 }
 
 func (x *RunStatus) GetCurtailed() bool {
@@ -2842,7 +2885,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12\x12\n" +
 	"\x04cost\x18\x03 \x01(\x01R\x04cost\x12*\n" +
 	"\x11cache_read_tokens\x18\x04 \x01(\x03R\x0fcacheReadTokens\x12,\n" +
-	"\x12cache_write_tokens\x18\x05 \x01(\x03R\x10cacheWriteTokens\"\xef\t\n" +
+	"\x12cache_write_tokens\x18\x05 \x01(\x03R\x10cacheWriteTokens\"\x94\n" +
+	"\n" +
 	"\x06Result\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2891,7 +2935,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vreused_from\x18. \x01(\tR\n" +
 	"reusedFrom\x12\x1f\n" +
 	"\vreuse_proof\x18/ \x01(\fR\n" +
-	"reuseProof\"\x84\x01\n" +
+	"reuseProof\x12#\n" +
+	"\ragent_version\x180 \x01(\tR\fagentVersion\"\x84\x01\n" +
 	"\x0eStoredDocument\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1a\n" +
 	"\bartifact\x18\x02 \x01(\tR\bartifact\x12\x12\n" +
@@ -2923,7 +2968,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\x12\x16\n" +
 	"\x06output\x18\x03 \x01(\tR\x06output\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xca\x04\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xe5\x04\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
@@ -2948,7 +2993,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\bbaseline\x18\x0e \x01(\tR\bbaseline\x12!\n" +
 	"\fchanged_only\x18\x0f \x01(\bR\vchangedOnly\x12&\n" +
 	"\x0freuse_within_ms\x18\x10 \x01(\x03R\rreuseWithinMs\x12\x12\n" +
-	"\x04team\x18\x11 \x01(\tR\x04team\"\xb7\x01\n" +
+	"\x04team\x18\x11 \x01(\tR\x04team\x12\x19\n" +
+	"\bmax_cost\x18\x12 \x01(\x01R\amaxCost\"\xb7\x01\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
@@ -2956,7 +3002,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\xa9\x06\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe0\x06\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -2979,7 +3025,10 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12results_evicted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x10resultsEvictedAt\x123\n" +
 	"\bmisfiled\x18\x10 \x03(\v2\x17.skillfleet.v1.MisfiledR\bmisfiled\x12+\n" +
 	"\x11misfiled_overflow\x18\x11 \x01(\bR\x10misfiledOverflow\x12#\n" +
-	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1c\n" +
+	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1f\n" +
+	"\vcost_capped\x18\x13 \x01(\bR\n" +
+	"costCapped\x12\x14\n" +
+	"\x05spent\x18\x14 \x01(\x01R\x05spent\x12\x1c\n" +
 	"\tcurtailed\x18\x15 \x01(\bR\tcurtailed\x12%\n" +
 	"\x0ewithdrawn_jobs\x18\x16 \x01(\x05R\rwithdrawnJobs\";\n" +
 	"\bMisfiled\x12\x1d\n" +
