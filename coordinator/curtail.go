@@ -288,3 +288,9 @@ func sequentialRule(c *suite.Case) *verdict.Sequential {
 	}
 	return &verdict.Sequential{Test: t, MaxRuns: c.Runs, Confidence: c.Confidence}
 }
+
+// complete reports whether the run needs no more results: every job has one, or, curtailed,
+// every case is settled.
+func (r *run) complete() bool {
+	return r.builder.Done() || (r.curtail && r.builder.Settled())
+}

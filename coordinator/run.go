@@ -318,7 +318,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	}
 
 	for {
-		if r.builder.Done() || (r.curtail && r.builder.Settled()) {
+		if r.complete() {
 			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
 			return
 		}
@@ -480,7 +480,7 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 		outcome("withdrawn")
 		r.done[idx] = true
 		if r.inFlight[idx] {
-			r.inFlight[idx] = false
+			r.setInFlight(idx, false)
 			if r.feed != nil {
 				c.feed.finished(r.feed, 1)
 			}
