@@ -202,7 +202,7 @@ func plannedCases(p *suite.Plan) []report.PlannedCase {
 		}
 		out = append(out, report.PlannedCase{
 			Skill: c.Skill.Name, Case: c.Name, Agent: j.Agent, Arm: string(j.Arm), Kind: kind, Epochs: c.Runs,
-			Confidence: c.Confidence, File: c.File, Line: c.Line,
+			Confidence: c.Confidence, Sequential: sequentialRule(c), File: c.File, Line: c.Line,
 		})
 	}
 	return out

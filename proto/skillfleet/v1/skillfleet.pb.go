@@ -2395,13 +2395,15 @@ func (x *Counts) GetReused() int32 {
 
 // RunStatus is the run's state as kept in the KV bucket.
 type RunStatus struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	State     RunState               `protobuf:"varint,2,opt,name=state,proto3,enum=skillfleet.v1.RunState" json:"state,omitempty"`
-	Spec      *RunSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
-	Cases     *Counts                `protobuf:"bytes,4,opt,name=cases,proto3" json:"cases,omitempty"`
-	TotalJobs int32                  `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
-	DoneJobs  int32                  `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	State RunState               `protobuf:"varint,2,opt,name=state,proto3,enum=skillfleet.v1.RunState" json:"state,omitempty"`
+	Spec  *RunSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Cases *Counts                `protobuf:"bytes,4,opt,name=cases,proto3" json:"cases,omitempty"`
+	// The jobs the run runs: its planned jobs less withdrawn_jobs. It starts at the plan's
+	// count and goes down as cases settle, so done_jobs reaches it when the run completes.
+	TotalJobs int32 `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
+	DoneJobs  int32 `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
 	// Jobs of ungated skills published so far, in plan order.
 	Published  int32                  `protobuf:"varint,7,opt,name=published,proto3" json:"published,omitempty"`
 	Reason     string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -2434,8 +2436,16 @@ type RunStatus struct {
 	ReportStored bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
 	// Set on a run its cost cap (RunSpec.max_cost) stopped; spent is what its counted results
 	// cost then (jobs cancelled while running may have spent more, unreported).
-	CostCapped    bool    `protobuf:"varint,19,opt,name=cost_capped,json=costCapped,proto3" json:"cost_capped,omitempty"`
-	Spent         float64 `protobuf:"fixed64,20,opt,name=spent,proto3" json:"spent,omitempty"`
+	CostCapped bool    `protobuf:"varint,19,opt,name=cost_capped,json=costCapped,proto3" json:"cost_capped,omitempty"`
+	Spent      float64 `protobuf:"fixed64,20,opt,name=spent,proto3" json:"spent,omitempty"`
+	// Set at admission on a run whose cases stop their epochs once their verdicts are settled
+	// (curtailment): the rest are not published, or withdrawn. Its ungated jobs are then only
+	// each case's first epochs (published counts among those); a run admitted without it
+	// publishes every job, as before.
+	Curtailed bool `protobuf:"varint,21,opt,name=curtailed,proto3" json:"curtailed,omitempty"`
+	// Planned jobs that will not run because their case's verdict was settled without them
+	// (not counted in total_jobs).
+	WithdrawnJobs int32 `protobuf:"varint,22,opt,name=withdrawn_jobs,json=withdrawnJobs,proto3" json:"withdrawn_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2606,6 +2616,20 @@ func (x *RunStatus) GetCostCapped() bool {
 func (x *RunStatus) GetSpent() float64 {
 	if x != nil {
 		return x.Spent
+	}
+	return 0
+}
+
+func (x *RunStatus) GetCurtailed() bool {
+	if x != nil {
+		return x.Curtailed
+	}
+	return false
+}
+
+func (x *RunStatus) GetWithdrawnJobs() int32 {
+	if x != nil {
+		return x.WithdrawnJobs
 	}
 	return 0
 }
@@ -2995,7 +3019,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\x9b\x06\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe0\x06\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -3021,7 +3045,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1f\n" +
 	"\vcost_capped\x18\x13 \x01(\bR\n" +
 	"costCapped\x12\x14\n" +
-	"\x05spent\x18\x14 \x01(\x01R\x05spent\";\n" +
+	"\x05spent\x18\x14 \x01(\x01R\x05spent\x12\x1c\n" +
+	"\tcurtailed\x18\x15 \x01(\bR\tcurtailed\x12%\n" +
+	"\x0ewithdrawn_jobs\x18\x16 \x01(\x05R\rwithdrawnJobs\";\n" +
 	"\bMisfiled\x12\x1d\n" +
 	"\n" +
 	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
