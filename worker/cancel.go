@@ -42,19 +42,48 @@ const rememberCancelled = 256
 type cancels struct {
 	mu      sync.Mutex
 	running map[string]map[*context.CancelCauseFunc]struct{}
-	// cancelled are the runs cancelled lately, oldest first in order.
-	cancelled map[string]struct{}
-	order     []string
+	// cancelled are the runs cancelled lately.
+	cancelled *recent[string]
 	// byJob holds the running jobs' contexts by run and job id; withdrawn the jobs withdrawn
-	// lately, oldest first in withdrawnOrder.
-	byJob          map[[2]string]*context.CancelCauseFunc
-	withdrawn      map[[2]string]struct{}
-	withdrawnOrder [][2]string
+	// lately.
+	byJob     map[[2]string]*context.CancelCauseFunc
+	withdrawn *recent[[2]string]
 }
 
 func newCancels() *cancels {
-	return &cancels{running: map[string]map[*context.CancelCauseFunc]struct{}{}, cancelled: map[string]struct{}{},
-		byJob: map[[2]string]*context.CancelCauseFunc{}, withdrawn: map[[2]string]struct{}{}}
+	return &cancels{running: map[string]map[*context.CancelCauseFunc]struct{}{}, cancelled: newRecent[string](rememberCancelled),
+		byJob: map[[2]string]*context.CancelCauseFunc{}, withdrawn: newRecent[[2]string](rememberWithdrawn)}
+}
+
+// recent is a set of the last max keys added: a notice for a job or run may come before
+// the job does, and a worker must not remember every one it ever heard of.
+type recent[K comparable] struct {
+	limit int
+	set   map[K]struct{}
+	order []K // oldest first
+}
+
+func newRecent[K comparable](limit int) *recent[K] {
+	return &recent[K]{limit: limit, set: map[K]struct{}{}}
+}
+
+// has reports whether k is among the keys remembered.
+func (r *recent[K]) has(k K) bool {
+	_, ok := r.set[k]
+	return ok
+}
+
+// add remembers k, forgetting the oldest key when full.
+func (r *recent[K]) add(k K) {
+	if r.has(k) {
+		return
+	}
+	if len(r.order) == r.limit {
+		delete(r.set, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.set[k] = struct{}{}
+	r.order = append(r.order, k)
 }
 
 // track returns a context for job of run that ends with errRunCancelled when the run is
@@ -64,12 +93,12 @@ func (c *cancels) track(ctx context.Context, run, job string) (context.Context, 
 	jctx, cancel := context.WithCancelCause(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.cancelled[run]; ok {
+	if c.cancelled.has(run) {
 		cancel(errRunCancelled)
 		return jctx, func() { cancel(nil) }
 	}
 	key := [2]string{run, job}
-	if _, ok := c.withdrawn[key]; ok {
+	if c.withdrawn.has(key) {
 		cancel(errJobWithdrawn)
 		return jctx, func() { cancel(nil) }
 	}
@@ -102,15 +131,7 @@ func (c *cancels) cancel(run string) {
 		(*f)(errRunCancelled)
 	}
 	delete(c.running, run)
-	if _, ok := c.cancelled[run]; ok {
-		return
-	}
-	if len(c.order) == rememberCancelled {
-		delete(c.cancelled, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.cancelled[run] = struct{}{}
-	c.order = append(c.order, run)
+	c.cancelled.add(run)
 }
 
 // withdraw stops the running jobs of run named in jobs and remembers them for when they
@@ -123,15 +144,7 @@ func (c *cancels) withdraw(run string, jobs []string) {
 		if f := c.byJob[key]; f != nil {
 			(*f)(errJobWithdrawn)
 		}
-		if _, ok := c.withdrawn[key]; ok {
-			continue
-		}
-		if len(c.withdrawnOrder) == rememberWithdrawn {
-			delete(c.withdrawn, c.withdrawnOrder[0])
-			c.withdrawnOrder = c.withdrawnOrder[1:]
-		}
-		c.withdrawn[key] = struct{}{}
-		c.withdrawnOrder = append(c.withdrawnOrder, key)
+		c.withdrawn.add(key)
 	}
 }
 
