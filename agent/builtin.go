@@ -63,6 +63,10 @@ type Request struct {
 	// Skills detects, by content, which skills' bodies enter the model's context (see package
 	// activation); nil leaves only the read of a listed SKILL.md path as an activation.
 	Skills *activation.Detector
+	// SkillsPlaced says the caller has already placed the catalog's skills where a command
+	// agent's CLI looks for them (Command.PlaceSkills), so Run does not place them again.
+	// The built-in agent reads the skills where they are mounted and ignores it.
+	SkillsPlaced bool
 }
 
 // ToolCall is one tool call in the transcript.

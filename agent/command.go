@@ -180,8 +180,8 @@ func (a *Command) Run(ctx context.Context, sb Sandbox, req Request) (output stri
 		}
 		return "", tr, e
 	}
-	if a.cfg.SkillsDir != "" {
-		if err := a.placeSkills(ctx, sb, req); err != nil {
+	if !req.SkillsPlaced {
+		if _, err := a.PlaceSkills(ctx, sb, req); err != nil {
 			if ctx.Err() != nil {
 				return fail("time", fmt.Errorf("%w: placing the skills did not finish", ErrTimeLimit))
 			}
@@ -250,9 +250,20 @@ done`
 // skillName is what a catalog name must look like to become a directory name.
 var skillName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
-// placeSkills puts the job's catalog where the CLI's own loader looks (SkillsDir), one
-// directory per skill under its name. The catalog is the arm's: a without_skill job's lacks
-// the skill under test, an old_skill job's holds its old version.
+// PlaceSkills puts the job's catalog where the CLI's own loader looks (SkillsDir), one
+// directory per skill under its name, and returns that directory ("" when the agent has no
+// SkillsDir and nothing was placed). The catalog is the arm's: a without_skill job's lacks
+// the skill under test, an old_skill job's holds its old version. Run calls it unless
+// req.SkillsPlaced says the caller did: the worker places the skills before it lists the
+// work directory, so that the copies, which land there when SkillsDir is under it, are never
+// taken for files the agent made.
+func (a *Command) PlaceSkills(ctx context.Context, sb Sandbox, req Request) (string, error) {
+	if a.cfg.SkillsDir == "" {
+		return "", nil
+	}
+	return a.cfg.SkillsDir, a.placeSkills(ctx, sb, req)
+}
+
 func (a *Command) placeSkills(ctx context.Context, sb Sandbox, req Request) error {
 	argv := []string{"bash", "-c", placeSkillsScript, "place-skills", a.cfg.SkillsDir}
 	seen := map[string]bool{}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,11 +21,13 @@ type RateStore interface {
 	// once) and says how long to wait before sending. A negative cost gives cells back;
 	// interval 0 books nothing and reads what Defer set.
 	Reserve(ctx context.Context, key string, interval time.Duration, burst int, cost float64, now time.Time) (time.Duration, error)
-	// Defer holds key's budget until at least until.
-	Defer(ctx context.Context, key string, until time.Time) error
+	// Defer holds key's budget until at least until (now is the caller's clock).
+	Defer(ctx context.Context, key string, until, now time.Time) error
 }
 
-// RateLimit is an endpoint's configured rate: requests and tokens per minute (0: none).
+// RateLimit is an endpoint's configured rate: requests and tokens per minute (0: none). A
+// gate with neither paces to the limit its endpoint announces, if it announces one
+// (RateGate.Observe).
 type RateLimit struct {
 	RequestsPerMinute int
 	TokensPerMinute   int
@@ -51,25 +54,59 @@ const (
 	// about a third of them were). 2% of the interval absorbs that jitter for 2% of the rate.
 	paceHeadroom        = 1.02
 	defaultStoreTimeout = time.Second
+	// probeEvery is how often a process lets a request go while its endpoint's limit is still
+	// unknown (no rate_limit, no answer read yet): each is a chance for an answer to announce
+	// the limit, and the start of a fleet cannot burst past it before one has.
+	probeEvery = time.Second
+	// The most an announced limit may say, as a configured one (config.RateLimit): beyond
+	// them a value is not a limit to pace to.
+	maxAnnouncedRequests = 1_000_000
+	maxAnnouncedTokens   = 1_000_000_000
+	// A refusal (429, 529) while pacing widens this process's intervals by widenStep, up to
+	// maxStretch; each answer narrows them by narrowStep, back to the headroom alone. Paced
+	// at the limit less 2%, a process the machine's load delays by more than 2% of two
+	// intervals sends into the window of the request two before it: on 2 cores shared with a
+	// load of 20, 8 of 100 were refused. Refusals waste their booking as much as the slack
+	// would: a few percent of slack once refusals start costs less than the refusals.
+	widenStep  = 0.04
+	narrowStep = 0.002
+	maxStretch = 1.2
 	// storeRetryAfter is how long the gate paces on its own after the store failed before it
 	// asks the store again: an outage costs each request nothing once it is noticed.
 	storeRetryAfter = 5 * time.Second
 )
 
+// MaxRateWait is the longest a gate makes a request wait, whatever its budget says: the longest
+// Retry-After the model client honours. The fleet's budget is written by every worker, so
+// no value in it, and no deferral, may hold a request past this (queue.RateMaxWait is the
+// same bound in the store).
+const MaxRateWait = maxRetryAfter
+
 // RateGate paces one endpoint's requests to its configured rate (less a 2% headroom for the
 // network's jitter), shared by the whole fleet through a RateStore, and holds every worker back when the provider says its limit is
-// reached (Observe). Wait before each attempt, Settle once its tokens are known. A nil gate
-// lets everything through. It is safe for concurrent use.
+// reached (Observe). Without a configured rate, it paces to the limit the endpoint announces
+// on its answers (Observe), and until the first answer lets one request a second through. No
+// request waits longer than MaxRateWait. Wait before each attempt, Settle once its tokens are
+// known. A nil gate lets everything through. It is safe for concurrent use.
 type RateGate struct {
 	reqKey, tokKey string
-	// reqInterval and tokInterval are the time one request and one token are worth (0: no
-	// limit of that kind).
+	// reqInterval and tokInterval are the time one request and one token are worth at the
+	// configured rate (0: no limit of that kind); configured says there is one.
 	reqInterval, tokInterval time.Duration
+	configured               bool
 	store                    RateStore
 	timeout                  time.Duration
 	log                      *zap.Logger
 	now                      func() time.Time
 	sleep                    func(context.Context, time.Duration) error
+
+	// announcedReq and announcedTok are the same from the limit the endpoint last announced
+	// (nanoseconds, 0: none), used when nothing is configured.
+	announcedReq, announcedTok atomic.Int64
+	// answered is closed by the first answer read (Observe): from then on the announced limit,
+	// or its absence, is known.
+	answered     chan struct{}
+	answeredOnce sync.Once
 
 	// storeMu serialises this process's calls to the store: its callers then never lose a
 	// compare-and-swap to each other, only to other processes.
@@ -82,6 +119,10 @@ type RateGate struct {
 	// when the store is asked again.
 	down    bool
 	retryAt time.Time
+	// probeAt is when the next request may go while the limit is unknown.
+	probeAt time.Time
+	// stretch widens the intervals after refusals (1: the headroom alone).
+	stretch float64
 }
 
 // NewRateGate makes the gate of the endpoint named endpoint (its budget keys are
@@ -102,17 +143,56 @@ func NewRateGate(endpoint string, lim RateLimit, deps RateGateDeps) *RateGate {
 	g := &RateGate{
 		reqKey: endpoint + ".requests", tokKey: endpoint + ".tokens",
 		store: deps.Store, timeout: deps.StoreTimeout, now: deps.Now, sleep: deps.Sleep,
-		log:   deps.Log.With(zap.String("endpoint", endpoint)),
-		local: map[string]time.Time{},
+		log:      deps.Log.With(zap.String("endpoint", endpoint)),
+		local:    map[string]time.Time{},
+		answered: make(chan struct{}),
+		stretch:  1,
 	}
-	if lim.RequestsPerMinute > 0 {
-		g.reqInterval = time.Duration(float64(time.Minute) * paceHeadroom / float64(lim.RequestsPerMinute))
-	}
-	if lim.TokensPerMinute > 0 {
-		// At a billion tokens a minute a token is worth 60 ns: never let it round to nothing.
-		g.tokInterval = max(time.Duration(float64(time.Minute)*paceHeadroom/float64(lim.TokensPerMinute)), 1)
-	}
+	g.reqInterval = perMinute(lim.RequestsPerMinute)
+	g.tokInterval = perMinute(lim.TokensPerMinute)
+	g.configured = lim != (RateLimit{})
 	return g
+}
+
+// perMinute is the time one of n a minute is worth, stretched by the headroom; 0 for n ≤ 0.
+func perMinute(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	// At a billion tokens a minute a token is worth 60 ns: never let it round to nothing.
+	return max(time.Duration(float64(time.Minute)*paceHeadroom/float64(n)), 1)
+}
+
+// intervals are the request and token intervals paced to: the configured ones, else the
+// announced ones.
+func (g *RateGate) intervals() (req, tok time.Duration) {
+	req, tok = g.reqInterval, g.tokInterval
+	if !g.configured {
+		req, tok = time.Duration(g.announcedReq.Load()), time.Duration(g.announcedTok.Load())
+	}
+	g.mu.Lock()
+	s := g.stretch
+	g.mu.Unlock()
+	return time.Duration(float64(req) * s), time.Duration(float64(tok) * s)
+}
+
+// adapt widens the intervals after a refusal and narrows them after an answer.
+func (g *RateGate) adapt(status int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case status == http.StatusTooManyRequests || status == statusOverloaded:
+		g.stretch = min(g.stretch+widenStep, maxStretch)
+	case status < 300:
+		g.stretch = max(g.stretch-narrowStep, 1)
+	}
+}
+
+// minuteOf is how many tokens a minute of the budget holds at interval (at least 1): the most
+// one request books, so that no booking reaches further than the store takes as a fleet's
+// (queue.RateStore); a request larger than that cannot be served within the limit anyway.
+func minuteOf(interval time.Duration) int64 {
+	return max(int64(float64(time.Minute)*paceHeadroom/float64(interval)), 1)
 }
 
 // Wait books one request and estimatedTokens tokens and waits until the budget allows them to
@@ -124,35 +204,94 @@ func (g *RateGate) Wait(ctx context.Context, estimatedTokens int64) error {
 	if g == nil {
 		return nil
 	}
+	if err := g.probe(ctx); err != nil {
+		return err
+	}
 	now := g.now()
+	reqInterval, tokInterval := g.intervals()
 	// A request is always checked against its budget, limited or not: a deferral (Observe)
 	// holds it.
-	wait := g.reserve(ctx, g.reqKey, g.reqInterval, 1, 1, now)
-	if g.tokInterval > 0 && estimatedTokens > 0 {
-		burst := int(min(estimatedTokens, math.MaxInt32))
-		wait = max(wait, g.reserve(ctx, g.tokKey, g.tokInterval, burst, float64(estimatedTokens), now))
+	wait := g.reserve(ctx, g.reqKey, reqInterval, 1, 1, now)
+	if tokInterval > 0 && estimatedTokens > 0 {
+		cost := min(estimatedTokens, minuteOf(tokInterval))
+		burst := int(min(cost, math.MaxInt32))
+		wait = max(wait, g.reserve(ctx, g.tokKey, tokInterval, burst, float64(cost), now))
 	}
+	// The store bounds its waits too; this bound holds whatever store, or local budget, the
+	// gate paces on.
+	wait = min(wait, MaxRateWait)
 	if wait <= 0 {
 		return ctx.Err()
 	}
 	return g.sleep(ctx, wait)
 }
 
+// probe holds a request back while the endpoint's limit is unknown (no rate_limit, and no
+// answer read yet): one request goes at once, then one a second, until an answer says what
+// the limit is, or that there is none; the others wait for that answer. Without it, every
+// slot of every worker of a fleet starting up would send before anyone could know.
+func (g *RateGate) probe(ctx context.Context) error {
+	if g.configured {
+		return nil
+	}
+	for {
+		select {
+		case <-g.answered:
+			return nil
+		default:
+		}
+		now := g.now()
+		g.mu.Lock()
+		if !now.Before(g.probeAt) {
+			g.probeAt = now.Add(probeEvery)
+			g.mu.Unlock()
+			return nil
+		}
+		d := g.probeAt.Sub(now)
+		g.mu.Unlock()
+		if err := g.sleepUnlessAnswered(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// sleepUnlessAnswered sleeps d, or less if an answer is read meanwhile; it fails only when
+// ctx ends.
+func (g *RateGate) sleepUnlessAnswered(ctx context.Context, d time.Duration) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.answered:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	_ = g.sleep(sctx, d)
+	return ctx.Err()
+}
+
 // Settle books the difference between a request's actual tokens and the estimate Wait booked:
 // more when it used more, less (at most the estimate, never taking the budget below now) when
 // it used less, or failed without an answer (actual 0).
 func (g *RateGate) Settle(actualTokens, estimated int64) {
-	if g == nil || g.tokInterval <= 0 {
+	if g == nil {
 		return
 	}
-	// At most the estimate comes back: what Wait booked, never tokens booked by others.
-	diff := max(actualTokens, 0) - max(estimated, 0)
+	_, tokInterval := g.intervals()
+	if tokInterval <= 0 {
+		return
+	}
+	// At most the estimate comes back: what Wait booked (at most a minute's tokens, as Wait
+	// books), never tokens booked by others.
+	most := minuteOf(tokInterval)
+	diff := min(max(actualTokens, 0), most) - min(max(estimated, 0), most)
 	if diff == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	g.reserve(ctx, g.tokKey, g.tokInterval, 1, float64(diff), g.now())
+	g.reserve(ctx, g.tokKey, tokInterval, 1, float64(diff), g.now())
 }
 
 // Observe reads what an answer says about the endpoint's limits and holds every worker back
@@ -160,11 +299,16 @@ func (g *RateGate) Settle(actualTokens, estimated int64) {
 // a limit with nothing remaining until its reset (OpenAI's x-ratelimit-remaining-requests and
 // -tokens with x-ratelimit-reset-*, durations such as "6m0s"; Anthropic's
 // anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-remaining with -reset, RFC
-// 3339 times). A hold is capped at a minute, as a Retry-After is.
+// 3339 times). A hold is capped at a minute, as a Retry-After is. Without a configured rate,
+// the limit the answer announces becomes the one paced to (announce).
 func (g *RateGate) Observe(status int, h http.Header) {
 	if g == nil || h == nil {
 		return
 	}
+	if !g.configured {
+		g.announce(h)
+	}
+	g.adapt(status)
 	now := g.now()
 	var until time.Time
 	later := func(t time.Time) {
@@ -205,9 +349,39 @@ func (g *RateGate) Observe(status int, h http.Header) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	g.storeMu.Lock()
-	err := g.store.Defer(ctx, g.reqKey, until)
+	err := g.store.Defer(ctx, g.reqKey, until, now)
 	g.storeMu.Unlock()
 	g.noteStore(err)
+}
+
+// announce takes the limits an answer announces, per minute: requests from OpenAI's
+// x-ratelimit-limit-requests or Anthropic's anthropic-ratelimit-requests-limit, tokens from
+// x-ratelimit-limit-tokens or anthropic-ratelimit-tokens-limit (Anthropic's input and output
+// limits together, which is what Wait books: the prompt and the most it may write). A kind the
+// answer does not name keeps what an earlier answer said. Gemini announces no limit: its
+// gate paces only to its Retry-After. The first answer ends the probing (probe), announced
+// limit or not.
+func (g *RateGate) announce(h http.Header) {
+	for _, a := range []struct {
+		to      *atomic.Int64
+		most    int64
+		headers []string
+	}{
+		{&g.announcedReq, maxAnnouncedRequests, []string{"x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"}},
+		{&g.announcedTok, maxAnnouncedTokens, []string{"x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"}},
+	} {
+		for _, name := range a.headers {
+			n, err := strconv.ParseInt(strings.TrimSpace(h.Get(name)), 10, 64)
+			if err != nil || n <= 0 || n > a.most {
+				continue
+			}
+			if old := a.to.Swap(int64(perMinute(int(n)))); old != int64(perMinute(int(n))) {
+				g.log.Info("pacing to the limit the endpoint announces", zap.String("header", name), zap.Int64("per_minute", n))
+			}
+			break
+		}
+	}
+	g.answeredOnce.Do(func() { close(g.answered) })
 }
 
 // exhausted says whether a remaining-count header says nothing remains.

@@ -58,7 +58,7 @@ func (s *memStore) Reserve(ctx context.Context, key string, interval time.Durati
 	return gcra(s.tats, key, interval, burst, cost, now), nil
 }
 
-func (s *memStore) Defer(ctx context.Context, key string, until time.Time) error {
+func (s *memStore) Defer(ctx context.Context, key string, until, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.fail(ctx); err != nil {
@@ -341,8 +341,189 @@ func TestClientWaitsOnItsRateGate(t *testing.T) {
 		t.Errorf("%v tokens booked, want 640", got)
 	}
 	// The retry slept the Retry-After; the gate then let it through at once (the hold was
-	// over), and held the next request a second (60 a minute).
-	if got, want := clk.sleeps(), []time.Duration{2 * time.Second, paced(time.Second)}; !equalDurations(got, want) {
+	// over), booking a second (60 a minute) widened by the refusal, and held the next request
+	// that long.
+	widened := time.Duration(float64(paced(time.Second)) * (1 + widenStep))
+	if got, want := clk.sleeps(), []time.Duration{2 * time.Second, widened}; !equalDurations(got, want) {
 		t.Errorf("sleeps %v, want %v", got, want)
+	}
+}
+
+// TestRateGateAnnouncedLimit: without a configured rate, the gate paces requests to the limit
+// an answer announces, per minute, whichever provider's header names it; a value that is no
+// limit is ignored, and a configured rate wins.
+func TestRateGateAnnouncedLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lim    RateLimit
+		header http.Header
+		pace   time.Duration // between requests after the answer; 0: not paced
+	}{
+		{"OpenAI", RateLimit{}, http.Header{"X-Ratelimit-Limit-Requests": {"120"}}, paced(500 * time.Millisecond)},
+		{"Anthropic", RateLimit{}, http.Header{"Anthropic-Ratelimit-Requests-Limit": {"60"}}, paced(time.Second)},
+		{"Gemini announces nothing", RateLimit{}, http.Header{"Content-Type": {"application/json"}}, 0},
+		{"zero", RateLimit{}, http.Header{"X-Ratelimit-Limit-Requests": {"0"}}, 0},
+		{"negative", RateLimit{}, http.Header{"X-Ratelimit-Limit-Requests": {"-120"}}, 0},
+		{"garbage", RateLimit{}, http.Header{"X-Ratelimit-Limit-Requests": {"plenty"}}, 0},
+		{"beyond any limit", RateLimit{}, http.Header{"X-Ratelimit-Limit-Requests": {"1000001"}}, 0},
+		{"a configured rate wins", RateLimit{RequestsPerMinute: 60}, http.Header{"X-Ratelimit-Limit-Requests": {"120"}}, paced(time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &fakeClock{t: testNow, frozen: true}
+			g := newGate(newMemStore(), tc.lim, clk, nil)
+			g.Observe(http.StatusOK, tc.header)
+			for range 3 {
+				if err := g.Wait(context.Background(), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var want []time.Duration
+			if tc.pace > 0 {
+				want = []time.Duration{tc.pace, 2 * tc.pace}
+			}
+			if got := clk.sleeps(); !equalDurations(got, want) {
+				t.Errorf("sleeps %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestRateGateAnnouncedTokens: an announced token limit paces tokens as a configured one does.
+func TestRateGateAnnouncedTokens(t *testing.T) {
+	for _, name := range []string{"X-Ratelimit-Limit-Tokens", "Anthropic-Ratelimit-Tokens-Limit"} {
+		t.Run(name, func(t *testing.T) {
+			clk := &fakeClock{t: testNow, frozen: true}
+			g := newGate(newMemStore(), RateLimit{}, clk, nil)
+			g.Observe(http.StatusOK, http.Header{name: {"60000"}}) // a token a millisecond
+			for _, est := range []int64{2000, 100} {
+				if err := g.Wait(context.Background(), est); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := clk.sleeps(), []time.Duration{paced(2 * time.Second)}; !equalDurations(got, want) {
+				t.Errorf("sleeps %v, want %v (the first request's 2,000 tokens)", got, want)
+			}
+		})
+	}
+}
+
+// TestRateGateProbes: while the limit is unknown, one request goes at once and one a second
+// after; once an answer is read, announcing nothing, requests go unpaced.
+func TestRateGateProbes(t *testing.T) {
+	clk := &fakeClock{t: testNow}
+	g := newGate(newMemStore(), RateLimit{}, clk, nil)
+	for range 2 {
+		if err := g.Wait(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := clk.sleeps(), []time.Duration{probeEvery}; !equalDurations(got, want) {
+		t.Fatalf("before any answer: sleeps %v, want %v", got, want)
+	}
+	g.Observe(http.StatusOK, http.Header{})
+	for range 3 {
+		if err := g.Wait(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := clk.sleeps(); len(got) != 1 {
+		t.Errorf("after an answer announcing nothing: sleeps %v, want none more", got)
+	}
+}
+
+// TestRateGateProbeEndsWithTheAnswer: a request held back while the limit is unknown goes as
+// soon as an answer is read, not when its second is up.
+func TestRateGateProbeEndsWithTheAnswer(t *testing.T) {
+	asleep := make(chan struct{}, 1)
+	g := NewRateGate("ep", RateLimit{}, RateGateDeps{Store: newMemStore(), Now: func() time.Time { return testNow },
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			asleep <- struct{}{}
+			<-ctx.Done() // a second that never ends: only the answer can wake it
+			return ctx.Err()
+		}})
+	if err := g.Wait(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Wait(context.Background(), 0) }()
+	<-asleep
+	g.Observe(http.StatusOK, http.Header{"X-Ratelimit-Limit-Requests": {"6000"}})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held request was not woken by the answer")
+	}
+}
+
+// answerStore answers every Reserve with one wait, as a store holding a poisoned value might.
+type answerStore struct{ wait time.Duration }
+
+func (s answerStore) Reserve(context.Context, string, time.Duration, int, float64, time.Time) (time.Duration, error) {
+	return s.wait, nil
+}
+func (answerStore) Defer(context.Context, string, time.Time, time.Time) error { return nil }
+
+// TestRateGateBoundsWaits: whatever the store says, a request waits at most MaxRateWait; and
+// no request books more than a minute of the token budget, so none pushes the shared budget
+// further than the store takes as a fleet's.
+func TestRateGateBoundsWaits(t *testing.T) {
+	clk := &fakeClock{t: testNow, frozen: true}
+	g := newGate(answerStore{wait: 10 * time.Hour}, RateLimit{RequestsPerMinute: 60}, clk, nil)
+	if err := g.Wait(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := clk.sleeps(), []time.Duration{MaxRateWait}; !equalDurations(got, want) {
+		t.Errorf("sleeps %v, want %v", got, want)
+	}
+
+	store := newMemStore()
+	g = newGate(store, RateLimit{TokensPerMinute: 60000}, clk, nil)
+	if err := g.Wait(context.Background(), 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.booked["ep.tokens"]; got != 60000 {
+		t.Errorf("a request of a million tokens booked %v, want a minute's 60,000", got)
+	}
+	g.Settle(1_000_000, 1_000_000) // as booked: nothing to settle
+	g.Settle(10, 1_000_000)        // 10 used: the rest of the minute's booking back
+	if got := store.booked["ep.tokens"]; got != 10 {
+		t.Errorf("booked %v after settling, want 10", got)
+	}
+}
+
+// TestRateGateWidensAfterRefusals: each refusal widens the pace by widenStep, up to maxStretch;
+// each answer narrows it by narrowStep, never below the headroom alone.
+func TestRateGateWidensAfterRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		statuses []int
+		stretch  float64
+	}{
+		{"a refusal", []int{429}, 1 + widenStep},
+		{"an overload", []int{529}, 1 + widenStep},
+		{"bounded", []int{429, 429, 429, 429, 429, 429, 429, 429, 429, 429}, maxStretch},
+		{"an answer narrows", []int{429, 200}, 1 + widenStep - narrowStep},
+		{"never below the headroom", []int{200, 200}, 1},
+		{"other errors change nothing", []int{500, 400}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &fakeClock{t: testNow, frozen: true}
+			g := newGate(newMemStore(), RateLimit{RequestsPerMinute: 60}, clk, nil)
+			for _, st := range tc.statuses {
+				g.Observe(st, http.Header{})
+			}
+			for range 2 {
+				if err := g.Wait(context.Background(), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := time.Duration(float64(paced(time.Second)) * tc.stretch)
+			if got := clk.sleeps(); len(got) != 1 || got[0]-want > time.Microsecond || want-got[0] > time.Microsecond {
+				t.Errorf("sleeps %v, want [%s]", got, want)
+			}
+		})
 	}
 }

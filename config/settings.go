@@ -89,7 +89,7 @@ type Agent struct {
 	// drops the one a CLI sends (Codex's fast mode), so the operator chooses what is billed.
 	ServiceTier string `yaml:"service_tier"`
 	// RateLimit is the endpoint's rate, which the whole fleet shares: the built-in agent's
-	// requests are paced to it (nil: not paced).
+	// requests are paced to it (nil: to the limit the endpoint's answers announce, if any).
 	RateLimit *RateLimit `yaml:"rate_limit"`
 	// Line is where the agent is defined, for messages.
 	Line int `yaml:"-"`
@@ -182,7 +182,8 @@ type Judge struct {
 	// MaxOutputTokens is the max output of one judge answer (0: the provider's default;
 	// Anthropic's, which requires one, 8,192).
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
-	// RateLimit is the judge's endpoint's rate, shared by the fleet (nil: not paced).
+	// RateLimit is the judge's endpoint's rate, shared by the fleet (nil: the limit its
+	// answers announce, if any).
 	RateLimit *RateLimit `yaml:"rate_limit"`
 }
 

@@ -538,8 +538,9 @@ func TestAPISubmitRefusals(t *testing.T) {
 				t.Fatalf("%d, want 422: %s", resp.StatusCode, body)
 			}
 			e := decodeError(t, body)
-			if !strings.HasPrefix(e.Error, "suite cannot be planned: ") {
-				t.Errorf("message %q does not say the suite cannot be planned", e.Error)
+			// An empty bundle is refused by validation (discovery.empty), before planning.
+			if !strings.HasPrefix(e.Error, "suite cannot be planned: ") && !strings.HasPrefix(e.Error, "suite has 1 error(s)") {
+				t.Errorf("message %q does not say the suite cannot be planned or is invalid", e.Error)
 			}
 			if !slices.ContainsFunc(tc.msg, func(m string) bool { return strings.Contains(e.Error, m) }) {
 				t.Errorf("message %q does not say what is wrong (want one of %q)", e.Error, tc.msg)
@@ -570,8 +571,10 @@ func TestAPIRunLifecycle(t *testing.T) {
 	}
 	id := st.GetId()
 	fin := a.wait(t, id)
-	if fin.GetState() != pb.RunState_RUN_STATE_COMPLETED || fin.GetDoneJobs() != exampleJobs {
-		t.Fatalf("final: %v, %d jobs done (%s)", fin.GetState(), fin.GetDoneJobs(), fin.GetReason())
+	// default_is_dev (runs: 5, confidence: 0.8) passes its first four epochs: its fifth is
+	// never run.
+	if fin.GetState() != pb.RunState_RUN_STATE_COMPLETED || fin.GetDoneJobs() != exampleJobs-1 || fin.GetTotalJobs() != exampleJobs-1 || fin.GetWithdrawnJobs() != 1 {
+		t.Fatalf("final: %v, %d of %d jobs done, %d withdrawn (%s)", fin.GetState(), fin.GetDoneJobs(), fin.GetTotalJobs(), fin.GetWithdrawnJobs(), fin.GetReason())
 	}
 
 	// Status, by the Location the submission gave.
@@ -583,7 +586,7 @@ func TestAPIRunLifecycle(t *testing.T) {
 	if c := got.GetCases(); got.GetId() != id || c.GetTotal() != exampleCases || c.GetFailed() != 1 || c.GetPassed() != exampleCases-1 {
 		t.Fatalf("status %v", got)
 	}
-	if !strings.Contains(string(body), `"state":"RUN_STATE_COMPLETED"`) || !strings.Contains(string(body), `"total_jobs":21`) {
+	if !strings.Contains(string(body), `"state":"RUN_STATE_COMPLETED"`) || !strings.Contains(string(body), `"total_jobs":20`) {
 		t.Errorf("status JSON does not use proto field names: %s", body)
 	}
 
@@ -942,7 +945,8 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if results != 6 || last.GetState() != pb.RunState_RUN_STATE_COMPLETED || last.GetDoneJobs() != 6 {
+	// default_is_dev's fifth epoch is not run: its first four passed.
+	if results != 5 || last.GetState() != pb.RunState_RUN_STATE_COMPLETED || last.GetDoneJobs() != 5 || last.GetWithdrawnJobs() != 1 {
 		t.Fatalf("events: %d results, %d statuses, last %v", results, statuses, last)
 	}
 

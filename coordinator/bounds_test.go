@@ -86,9 +86,11 @@ func TestOneTeamCannotStopTheFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 64 KiB of stdout per result: b is over its 512 KiB after 8.
+	// 64 KiB of stdout per result: b is over its 512 KiB after 8. A job is waited for as
+	// long as a loaded machine may take to feed one (the loops end when none comes).
+	const feedWait = 3 * time.Second
 	answered := 0
-	for answer(t, topo, 64<<10, 500*time.Millisecond) != nil {
+	for answer(t, topo, 64<<10, feedWait) != nil {
 		answered++
 	}
 	if answered >= 60 {
@@ -135,7 +137,7 @@ func TestOneTeamCannotStopTheFleet(t *testing.T) {
 	if _, err := c.Submit(member("teamB"), bytes.NewReader(commandSuite(t, 1)), &pb.RunSpec{Name: "more"}); err != nil {
 		t.Errorf("team b refused once its big run finished: %v", err)
 	}
-	for answer(t, topo, 100, time.Second) != nil {
+	for answer(t, topo, 100, feedWait) != nil {
 	}
 
 	// Kept results fill the stream past EvictAbove: the oldest of the team holding the most go.
@@ -144,7 +146,7 @@ func TestOneTeamCannotStopTheFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for answer(t, topo, 64<<10, time.Second) != nil {
+		for answer(t, topo, 64<<10, feedWait) != nil {
 		}
 		eventually(t, "a filling run to finish", func() bool {
 			s, err := c.Status(ctx, st.GetId())

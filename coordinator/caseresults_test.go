@@ -56,7 +56,9 @@ func caseView(t *testing.T, c *coordinator.Coordinator, id, caseName string) []s
 func TestCaseResultsFileByJob(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := context.Background()
-	cfg := coordinator.Config{DataDir: t.TempDir(), Agents: []string{"fixture-agent"}}
+	// Every epoch runs: the first failure settles each case, and the test is of where the
+	// later results are filed.
+	cfg := coordinator.Config{DataDir: t.TempDir(), Agents: []string{"fixture-agent"}, KeepAllEpochs: true}
 	newC := func() *coordinator.Coordinator { return startOn(t, topo, cfg) }
 	c := newC()
 	st, err := c.Submit(ctx, strings.NewReader(string(bundleOf(t, writeFiles(t, map[string]string{

@@ -33,6 +33,10 @@ type jobCatalog struct {
 	// job's sandbox holds each of them (its agent may read any to activate the skill), so
 	// a prompt job's cell key covers them (see cellKey and worker skillMounts).
 	files string
+	// tests and testsOld are the bundle paths of each skill's test definitions (suite.TestPaths),
+	// of the current and the old versions by name: a job's sandbox shows none of them
+	// (pb.Job.hidden).
+	tests, testsOld map[string][]string
 	// cases caches each case's digest (*suite.Case → string): a case's fixtures are read
 	// once per run, not once per epoch and agent.
 	cases sync.Map
@@ -44,7 +48,16 @@ type jobCatalog struct {
 // old version's under bundle.BaselineDir. The worker makes each job's catalog from this one
 // by the job's arm (worker/arms.go): a run stores one catalog, whatever its arms.
 func catalogOf(skills, old []*skill.Skill) (*jobCatalog, error) {
-	c := &jobCatalog{allowed: make(map[string]string, len(skills)), allowedOld: make(map[string]string, len(old))}
+	c := &jobCatalog{allowed: make(map[string]string, len(skills)), allowedOld: make(map[string]string, len(old)),
+		tests: make(map[string][]string, len(skills)), testsOld: make(map[string][]string, len(old))}
+	testPaths := func(s *skill.Skill, dir string) []string {
+		rel := suite.TestPaths(s)
+		out := make([]string, len(rel))
+		for i, p := range rel {
+			out[i] = path.Join(dir, p)
+		}
+		return out
+	}
 	entry := func(s *skill.Skill, dir string) *pb.CatalogEntry {
 		// The file's own name: a lowercase skill.md is accepted too, and a bundle keeps it.
 		file := skill.FileName
@@ -58,11 +71,13 @@ func catalogOf(skills, old []*skill.Skill) (*jobCatalog, error) {
 	for _, s := range skills {
 		cat.Entries = append(cat.Entries, entry(s, s.Name))
 		c.allowed[s.Name] = s.AllowedTools
+		c.tests[s.Name] = testPaths(s, s.Name)
 		skillFileDigest(fh, s)
 	}
 	for _, s := range old {
 		cat.Baseline = append(cat.Baseline, entry(s, path.Join(bundle.BaselineDir, s.Name)))
 		c.allowedOld[s.Name] = s.AllowedTools
+		c.testsOld[s.Name] = testPaths(s, path.Join(bundle.BaselineDir, s.Name))
 		fmt.Fprintf(fh, "old\x00")
 		skillFileDigest(fh, s)
 	}

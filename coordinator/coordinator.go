@@ -79,6 +79,10 @@ type Config struct {
 	EvictEvery          time.Duration
 	// FeedEvery is how often each lane's load is read for the fair share (0 = 100 ms).
 	FeedEvery time.Duration
+	// KeepAllEpochs runs every planned epoch of every case, even once its verdict is settled
+	// (runs admitted from then on; see curtail.go). The verdicts are the same either way; it
+	// is there to measure what curtailment saves.
+	KeepAllEpochs bool
 	// MaxBundleBytes caps an upload (the tar, headers included); 0 means
 	// bundle.MaxBundleBytes plus 64 MiB of tar overhead.
 	MaxBundleBytes int64
@@ -663,6 +667,8 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
 		TotalJobs: int32(len(r.plan.Jobs)), Cases: r.builder.Counts(), UpdatedAt: spec.CreatedAt,
 		SubmittedBy: principal,
+		// A compared run runs every epoch of both arms: its comparison pairs them.
+		Curtailed: !c.cfg.KeepAllEpochs && r.plan.Baseline == "",
 	}
 	if err := c.save(ctx, r.status, r.key); err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func (r *run) costCapReached() (bool, string) {
 	switch {
 	case spent >= limit:
 		return true, r.costCapReason(fmt.Sprintf("%d jobs in flight cancelled", r.inFlightN))
-	case ok && mean > 0 && r.inFlightN == 0 && spent+mean > limit && !r.builder.Done():
+	case ok && mean > 0 && r.inFlightN == 0 && spent+mean > limit && !r.complete():
 		return true, r.costCapReason(fmt.Sprintf("the next job is expected to cost $%.4f", mean))
 	}
 	return false, ""

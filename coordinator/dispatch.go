@@ -24,6 +24,9 @@ type dispatcher struct {
 type dispatchJob struct {
 	skill    string
 	parallel bool
+	// deferred is a curtailed run's epoch beyond its case's first window: the run loop
+	// publishes it when the case's results call for it (see curtail.go), never the dispatcher.
+	deferred bool
 }
 
 func newDispatcher(jobs []dispatchJob) *dispatcher {
@@ -33,6 +36,9 @@ func newDispatcher(jobs []dispatchJob) *dispatcher {
 		skillOf:  make(map[int]string),
 	}
 	for i, j := range jobs {
+		if j.deferred {
+			continue
+		}
 		if j.parallel {
 			d.ungated = append(d.ungated, i)
 			continue

@@ -8,7 +8,9 @@ import (
 func TestDispatcher(t *testing.T) {
 	// a a(serial) b b(serial) a(serial) c
 	jobs := []dispatchJob{
-		{"a", true}, {"s", false}, {"b", true}, {"s", false}, {"t", false}, {"s", false},
+		{"a", true, false}, {"s", false, false}, {"b", true, false}, {"s", false, false}, {"t", false, false}, {"s", false, false},
+		// A curtailed run's deferred epoch: the run loop's to publish, never the dispatcher's.
+		{"b", true, true},
 	}
 	tests := []struct {
 		name        string
@@ -20,7 +22,7 @@ func TestDispatcher(t *testing.T) {
 		{name: "fresh run", wantUngated: []int{0, 2}, wantGated: []int{1, 4}},
 		{name: "resume after one ungated", published: 1, wantUngated: []int{2}, wantGated: []int{1, 4}},
 		{name: "resume with serial progress", published: 2, done: []int{1, 4}, wantGated: []int{3}},
-		{name: "resume all done", published: 2, done: []int{0, 1, 2, 3, 4, 5}},
+		{name: "resume all done", published: 2, done: []int{0, 1, 2, 3, 4, 5, 6}},
 		{name: "cursor beyond range clamps", published: 99, wantGated: []int{1, 4}},
 	}
 	for _, tt := range tests {
@@ -36,7 +38,7 @@ func TestDispatcher(t *testing.T) {
 }
 
 func TestDispatcherSerialAdvance(t *testing.T) {
-	jobs := []dispatchJob{{"s", false}, {"s", false}, {"s", false}, {"p", true}}
+	jobs := []dispatchJob{{"s", false, false}, {"s", false, false}, {"s", false, false}, {"p", true, false}}
 	d := newDispatcher(jobs)
 	doneSet := map[int]bool{}
 	done := func(i int) bool { return doneSet[i] }

@@ -62,7 +62,10 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 			m.Stdin, m.HasStdin = []byte(*c.Stdin), true
 		}
 		m.Env = c.Env
+		// The fixtures it declares: its sandbox shows them even under tests/, which it hides.
+		m.Files = c.Files
 	}
+	m.Hidden = hiddenPaths(cat, sd.Closure, j.Arm)
 	for _, a := range c.Assertions {
 		pa, err := assertpb.Encode(a.Assertion, c.File, a.Line, a.Votes)
 		if err != nil {
@@ -79,6 +82,20 @@ func jobMessage(spec *pb.RunSpec, p *suite.Plan, cat *jobCatalog, j suite.Job, m
 	m.CellKey = cellKey(m, sd.ClosureDigest, p.OldClosureDigest(c.Skill.Name), cat.files)
 	m.ResultKey = resultKey(c.Skill.Name, c.Name)
 	return m, nil
+}
+
+// hiddenPaths are the bundle paths of the test definitions of the skills a job's sandbox may
+// show (pb.Job.hidden): its closure's, and for an old_skill job also the old versions',
+// which it is shown in their place.
+func hiddenPaths(cat *jobCatalog, closure []string, arm suite.Arm) []string {
+	var out []string
+	for _, name := range closure {
+		out = append(out, cat.tests[name]...)
+		if arm == suite.ArmOldSkill {
+			out = append(out, cat.testsOld[name]...)
+		}
+	}
+	return out
 }
 
 // cellKey digests what the coordinator knows defines a cell (a case × agent × arm): the
@@ -122,7 +139,13 @@ const maxFixtureDigestBytes = 64 << 20
 func caseDigest(c *suite.Case, m *pb.Job) string {
 	def := &pb.Job{
 		Kind: m.GetKind(), Input: m.GetInput(), Command: m.GetCommand(), Stdin: m.GetStdin(), HasStdin: m.GetHasStdin(),
-		Env: m.GetEnv(), Reference: m.GetReference(), TimeoutMs: m.GetTimeoutMs(), Files: m.GetFiles(),
+		Env: m.GetEnv(), Reference: m.GetReference(), TimeoutMs: m.GetTimeoutMs(),
+	}
+	if m.GetKind() == pb.CaseKind_CASE_KIND_PROMPT {
+		// A command job carries its fixtures too, since they are hidden otherwise; they are
+		// digested below, by path and content, as they always were, so its digest is the
+		// one earlier runs recorded.
+		def.Files = m.GetFiles()
 	}
 	for _, a := range m.GetAssertions() {
 		a := proto.CloneOf(a)
@@ -179,7 +202,7 @@ func plannedCases(p *suite.Plan) []report.PlannedCase {
 		}
 		out = append(out, report.PlannedCase{
 			Skill: c.Skill.Name, Case: c.Name, Agent: j.Agent, Arm: string(j.Arm), Kind: kind, Epochs: c.Runs,
-			Confidence: c.Confidence, File: c.File, Line: c.Line,
+			Confidence: c.Confidence, Sequential: sequentialRule(c), File: c.File, Line: c.Line,
 		})
 	}
 	return out

@@ -16,7 +16,8 @@ import (
 
 // TestJobMessageOfAnEval: the job of an evals.json case carries its prompt, its input files and
 // the judge's reference beside its criteria; a YAML prompt case carries neither files nor a
-// reference, so its job is what it was before the fields existed.
+// reference, so its job is what it was before the fields existed. Every job names the skill's
+// test definitions as hidden.
 func TestJobMessageOfAnEval(t *testing.T) {
 	s := suite.Load([]string{filepath.Join("..", "suite", "testdata", "evals", "good")}, skill.Options{})
 	if s.Diagnostics.HasErrors() {
@@ -66,6 +67,11 @@ func TestJobMessageOfAnEval(t *testing.T) {
 			}
 			if m.GetReference() != tt.reference || !slices.Equal(m.GetFiles(), tt.files) {
 				t.Errorf("reference %q files %v, want %q %v", m.GetReference(), m.GetFiles(), tt.reference, tt.files)
+			}
+			// Whichever format the case came from, the job's sandbox shows none of the skill's
+			// test definitions (issue 31).
+			if want := []string{"s/tests", "s/evals", "s/test/cases.yaml"}; !slices.Equal(m.GetHidden(), want) {
+				t.Errorf("hidden %q, want %q", m.GetHidden(), want)
 			}
 			if tt.criteria == nil {
 				return
@@ -137,5 +143,28 @@ func TestCaseDigest(t *testing.T) {
 				t.Errorf("digest %s vs %s: same = %v, want %v", got, want, got == want, tt.same)
 			}
 		})
+	}
+}
+
+// TestCommandCaseDigestWithItsFixtures: a command job carries its fixtures (its sandbox shows
+// them under the hidden tests/) without changing its case digest, so runs before and after
+// the field compare and reuse as they did; the fixture's bytes still count.
+func TestCommandCaseDigestWithItsFixtures(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &suite.Case{Skill: &skill.Skill{Name: "s", Dir: dir}, Name: "c", Kind: suite.KindCommand, Command: "cat in.json",
+		Files: []string{"in.json"}, Runs: 1, Confidence: 1}
+	before := caseDigest(c, &pb.Job{Kind: pb.CaseKind_CASE_KIND_COMMAND, Command: c.Command})
+	now := caseDigest(c, &pb.Job{Kind: pb.CaseKind_CASE_KIND_COMMAND, Command: c.Command, Files: c.Files})
+	if now != before {
+		t.Errorf("a command job carrying its fixtures has digest %s, want the one before the field, %s", now, before)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.json"), []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed := caseDigest(c, &pb.Job{Kind: pb.CaseKind_CASE_KIND_COMMAND, Command: c.Command, Files: c.Files}); changed == now {
+		t.Error("a changed fixture left the command case's digest as it was")
 	}
 }

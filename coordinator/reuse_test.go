@@ -164,6 +164,9 @@ func TestChangedOnlyOffersAndChecksReuse(t *testing.T) {
 // SKILL.md (which a prompt job's agent may read to activate other) changes the prompt case's
 // key, not the command case's, whose sandbox does not hold it; a change to other's script
 // changes neither, since no sandbox of s's jobs holds it (worker skillMounts, tested there).
+// A changed test definition (the cases file test.cases names, a command case's file) changes
+// the keys of both, as before the sandboxes hid them (issue 31): they are still in the
+// bundle, and in the closure digest, as s's files.
 func TestCellKeyCoversWhatTheSandboxHolds(t *testing.T) {
 	c, topo := newCoordinator(t, coordinator.Config{Agents: []string{"fixture-agent"}})
 	ctx := context.Background()
@@ -206,6 +209,8 @@ func TestCellKeyCoversWhatTheSandboxHolds(t *testing.T) {
 		{"helper/run.sh", []string{"command", "prompt"}},
 		{"other/SKILL.md", []string{"prompt"}},
 		{"other/scripts/other.sh", nil},
+		{"s/cases.yaml", []string{"command", "prompt"}},
+		{"s/tests/cases/command.yaml", []string{"command", "prompt"}},
 	} {
 		now := keysOf(map[string]string{tt.edit: base[tt.edit] + "# changed\n"})
 		var changed []string

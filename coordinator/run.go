@@ -78,6 +78,15 @@ type run struct {
 	team string
 	feed *runFeed
 
+	// curtail says the run stops each case's epochs once its verdict is settled (see
+	// curtail.go); rows are its cases' jobs by epoch, and rowOf each job's row.
+	curtail bool
+	rows    []*caseEpochs
+	rowOf   []int32
+	// withdraw are the ids of published jobs of cases settled since the workers were last
+	// told (see withdrawJobs).
+	withdraw []string
+
 	mu     sync.Mutex
 	status *pb.RunStatus
 	// resultBytes and artifactBytes are what the run holds of the results and artifacts
@@ -85,6 +94,8 @@ type run struct {
 	// another case's subject, kept in status.Misfiled.
 	resultBytes, artifactBytes int64
 	misfiled                   map[uint64]bool
+	// withdrawn counts the jobs without a result of cases settled without them.
+	withdrawn int
 }
 
 func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
@@ -183,6 +194,7 @@ func (r *run) snapshot() *pb.RunStatus {
 		st.Cases = r.builder.Counts()
 		st.DoneJobs = int32(r.builder.JobsDone())
 		st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes
+		r.countWithdrawnLocked(st)
 	}
 	return st
 }
@@ -199,6 +211,9 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		return
 	}
 	defer stopResults()
+	if r.status.GetCurtailed() {
+		r.curtailEpochs()
+	}
 
 	// Catch up on what is already stored before deciding what to publish.
 	for range existing {
@@ -215,12 +230,20 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 			return
 		}
 	}
-	isDone := func(i int) bool { return r.done[i] }
-	// Jobs still to publish: ungated ones in plan order, then the serial skills' next jobs. A
-	// serial job freed by a result joins gated, so a publish that fails (a stream leader lost
-	// mid-run) is retried like any other rather than leaving its skill stalled to the deadline.
-	ungated, gated := r.disp.start(int(r.status.GetPublished()), isDone)
+	// A curtailed run's rows are brought up to date with the results replayed first, so that
+	// a settled case's jobs are passed over and the deferred epochs released before the
+	// restart go out again.
+	var released []int
+	if r.curtail {
+		released = r.resumeEpochs()
+	}
+	// Jobs still to publish: ungated ones in plan order, then the serial skills' next jobs
+	// and a curtailed run's released epochs. A serial job freed by a result joins gated, so a
+	// publish that fails (a stream leader lost mid-run) is retried like any other rather than
+	// leaving its skill stalled to the deadline.
+	ungated, gated := r.disp.start(int(r.status.GetPublished()), r.passedOver)
 	ungated = slices.Clone(ungated)
+	gated = append(slices.Clone(gated), released...)
 	log.Info("run started", zap.Int("jobs", len(r.plan.Jobs)), zap.Int("to_publish", len(ungated)+len(gated)), zap.Int("results_so_far", existing))
 
 	// The run takes its share of the lane holding what it has in the stream already: the
@@ -256,10 +279,11 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 				c.fail(ctx, r, "results stream closed")
 				return true
 			}
-			if next, ok := c.onResult(r, m); ok {
-				gated = append(gated, next)
+			if next := c.onResult(r, m); len(next) > 0 {
+				gated = append(gated, next...)
 				c.feed.setReady(fd, max(len(ungated)+len(gated)-credit, 0))
 			}
+			c.withdrawJobs(ctx, r)
 			dirty = true
 			if reached, reason := r.costCapReached(); reached {
 				c.stopAtCostCap(ctx, r, reason)
@@ -294,7 +318,7 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	}
 
 	for {
-		if r.builder.Done() {
+		if r.complete() {
 			c.finish(ctx, r, pb.RunState_RUN_STATE_COMPLETED, "")
 			return
 		}
@@ -342,23 +366,28 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 		nUngated := min(n, len(ungated))
 		nGated := min(n-nUngated, len(gated))
 		chunk := append(slices.Clone(ungated[:nUngated]), gated[:nGated]...)
-		if err := c.publish(ctx, r, chunk); err != nil {
-			if ctx.Err() != nil {
-				c.persist(r, log)
-				return
+		// A settled case's jobs are withdrawn: never published, their credit given back.
+		pub := r.unsettled(chunk)
+		if len(pub) > 0 {
+			if err := c.publish(ctx, r, pub); err != nil {
+				if ctx.Err() != nil {
+					c.persist(r, log)
+					return
+				}
+				log.Error("publishing jobs failed; retrying", zap.Error(err))
+				clock.Sleep(ctx, c.clock, time.Second)
+				continue
 			}
-			log.Error("publishing jobs failed; retrying", zap.Error(err))
-			clock.Sleep(ctx, c.clock, time.Second)
-			continue
 		}
 		over := 0
-		for _, i := range chunk {
+		for _, i := range pub {
 			// A job whose result came while it was being published again holds nothing.
 			if r.setInFlight(i, !r.done[i]); !r.inFlight[i] {
 				over++
 			}
 		}
 		c.feed.finished(fd, over)
+		c.feed.unused(fd, len(chunk)-len(pub))
 		credit -= len(chunk)
 		ungated, gated = ungated[nUngated:], gated[nGated:]
 		// Ready beyond the credit still held (more than a chunk's worth may have been granted).
@@ -379,18 +408,25 @@ func (c *Coordinator) deadline(r *run) time.Time {
 	return r.spec.GetCreatedAt().AsTime().Add(d)
 }
 
-// onResult aggregates one result and returns the next job of a serial skill it frees, for the
-// run loop to publish.
-func (c *Coordinator) onResult(r *run, m queue.ResultMsg) (next int, ok bool) {
+// onResult aggregates one result and returns the jobs it frees for the run loop to publish:
+// the next job of a serial skill, and a curtailed run's epochs its case now calls for.
+func (c *Coordinator) onResult(r *run, m queue.ResultMsg) []int {
 	idx, ok := c.accept(r, m, true)
 	if !ok {
-		return 0, false
+		return nil
 	}
 	if r.inFlight[idx] {
 		r.setInFlight(idx, false)
 		c.feed.finished(r.feed, 1)
 	}
-	return r.disp.finished(idx, func(i int) bool { return r.done[i] })
+	var out []int
+	if r.curtail {
+		out = r.onEpoch(idx)
+	}
+	if next, ok := r.disp.finished(idx, r.passedOver); ok {
+		out = append(out, next)
+	}
+	return out
 }
 
 // accept decodes a result and adds it to the run once; count says whether it is a new arrival
@@ -439,6 +475,18 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 			zap.String("worker", res.GetWorkerId()), zap.String("reused_from", res.GetReusedFrom()))
 	}
 	res.ReuseProof = nil
+	if r.withdrawnSkip(idx, res) {
+		// Withdrawn and skipped by its worker: never run, so not an epoch of the case.
+		outcome("withdrawn")
+		r.done[idx] = true
+		if r.inFlight[idx] {
+			r.setInFlight(idx, false)
+			if r.feed != nil {
+				c.feed.finished(r.feed, 1)
+			}
+		}
+		return 0, false
+	}
 	// Served on request (Trajectory, AcceptedResults), not with every event: they can be tens
 	// of kilobytes. The output files stay listed.
 	res.Trajectory, res.OutputsStored = nil, nil
@@ -511,7 +559,9 @@ func (c *Coordinator) persist(r *run, log *zap.Logger) {
 func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, reason string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if state != pb.RunState_RUN_STATE_COMPLETED {
+	// A curtailed run completes with the jobs of its settled cases that were queued or
+	// running still out: they are withdrawn like a cancelled run's.
+	if state != pb.RunState_RUN_STATE_COMPLETED || !r.builder.Done() {
 		if err := c.queue.PurgeRunJobs(ctx, r.id); err != nil {
 			c.log.Error("removing queued jobs failed", zap.String("run", r.id), zap.Error(err))
 		}
@@ -519,10 +569,13 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		if err := c.queue.NotifyCancelled(ctx, r.id); err != nil {
 			c.log.Error("telling workers to stop the run's jobs failed", zap.String("run", r.id), zap.Error(err))
 		}
+	}
+	if state != pb.RunState_RUN_STATE_COMPLETED {
 		r.builder.Skip(reason)
 	}
 	r.mu.Lock()
 	st := proto.Clone(r.status).(*pb.RunStatus)
+	r.countWithdrawnLocked(st)
 	r.mu.Unlock()
 	st.State, st.Reason = state, reason
 	st.Spent = r.builder.Usage().Cost

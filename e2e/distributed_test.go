@@ -152,8 +152,8 @@ func TestDistributedFleet(t *testing.T) {
 	if n := scrape(t, workerURL, "skillfleet_worker_jobs_total", `verdict="passed"`, `kind="command"`); n != 11 {
 		t.Errorf("worker: %v command jobs passed, want 11", n)
 	}
-	if n := scrape(t, workerURL, "skillfleet_worker_jobs_total"); n != exampleJobs {
-		t.Errorf("worker: %v jobs, want the plan's %d", n, exampleJobs)
+	if n := scrape(t, workerURL, "skillfleet_worker_jobs_total"); n != exampleJobsRun {
+		t.Errorf("worker: %v jobs, want the %d of the plan's %d that curtailment leaves", n, exampleJobsRun, exampleJobs)
 	}
 	if n := scrape(t, f.api+"/metrics", "skillfleet_coordinator_cases_total", `verdict="errored"`); n != 6 {
 		t.Errorf("coordinator: %v errored cases, want 6", n)

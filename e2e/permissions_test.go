@@ -99,6 +99,7 @@ func TestLeastPrivilegeNATS(t *testing.T) {
 		{"read other jobs' artifacts", "$JS.API.DIRECT.GET.SKILLFLEET_ARTIFACTS"},
 		{"list artifacts", "$JS.API.STREAM.INFO.SKILLFLEET_ARTIFACTS"},
 		{"stop another run's running jobs", "skillfleet.cancel.r20260101t000000-00000000"},
+		{"withdraw another run's jobs", "skillfleet.withdraw.r20260101t000000-00000000"},
 	}
 	var missing, seen []string
 	for _, r := range refused {

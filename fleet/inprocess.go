@@ -181,6 +181,7 @@ func (f *InProcess) startWorker(exec worker.Executor) error {
 		Executor:      exec,
 		Artifacts:     queueArtifacts{f.Topology},
 		Cancellations: f.Topology,
+		Withdrawals:   f.Topology,
 		Log:           f.log.Named("worker"),
 		Registry:      reg,
 	})

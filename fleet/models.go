@@ -41,8 +41,9 @@ type ModelsConfig struct {
 	GatewayDir string
 	// RateStore is the rate budget the fleet shares (a topology's Rates()): every built-in
 	// agent's and the judge's endpoint gets a gate on it, so that their rate_limit is the
-	// fleet's and a 429 holds the whole fleet back. Nil: an endpoint with a rate_limit is paced
-	// by this process alone; one without is not paced.
+	// fleet's and a 429 holds the whole fleet back. An endpoint without a rate_limit is paced
+	// to the limit its answers announce, if any. Nil: each endpoint is paced by this process
+	// alone.
 	RateStore agent.RateStore
 }
 
@@ -267,14 +268,12 @@ func rateLimits(cfg *config.Settings) map[string]*config.RateLimit {
 }
 
 // rateGate is the rate gate of the endpoint named name, keyed by that name in the store: on
-// m.RateStore when there is one, else pacing this process alone at lim, else none.
+// m.RateStore when there is one, else pacing this process alone; at lim when it is set, else
+// at the limit the endpoint announces (agent.RateGate.Observe).
 func (m ModelsConfig) rateGate(name string, lim *config.RateLimit, log *zap.Logger) *agent.RateGate {
 	var rl agent.RateLimit
 	if lim != nil {
 		rl = agent.RateLimit{RequestsPerMinute: lim.RequestsPerMinute, TokensPerMinute: lim.TokensPerMinute}
-	}
-	if m.RateStore == nil && rl == (agent.RateLimit{}) {
-		return nil
 	}
 	return agent.NewRateGate(name, rl, agent.RateGateDeps{Store: m.RateStore, Log: log.Named("rate")})
 }

@@ -99,6 +99,7 @@ func NewQueueWorker(ctx context.Context, cfg QueueWorkerConfig, deps QueueWorker
 		Executor:      deps.Executor,
 		Artifacts:     queueArtifacts{topo},
 		Cancellations: topo,
+		Withdrawals:   topo,
 		Log:           log.Named("worker"),
 		Registry:      deps.Registry,
 	})

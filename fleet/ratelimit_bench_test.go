@@ -26,9 +26,12 @@ import (
 
 // limitedEndpoint is an OpenAI-compatible endpoint that takes perSecond requests in any
 // sliding second and refuses the rest with 429 and a Retry-After, as a provider's per-second
-// limit does; every answer it gives is a final one ("READY").
+// limit does; every answer it gives is a final one ("READY"). With announce, every answer,
+// refusals included, announces the limit as OpenAI does (x-ratelimit-limit-requests, per
+// minute).
 type limitedEndpoint struct {
 	perSecond int
+	announce  bool
 
 	mu       sync.Mutex
 	accepted []time.Time // the last perSecond answered requests' arrivals
@@ -40,6 +43,9 @@ type limitedEndpoint struct {
 
 func (e *limitedEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
+	if e.announce {
+		w.Header().Set("x-ratelimit-limit-requests", strconv.Itoa(e.perSecond*60))
+	}
 	e.mu.Lock()
 	if n := len(e.accepted); n >= e.perSecond {
 		if oldest := e.accepted[n-e.perSecond]; now.Sub(oldest) < time.Second {
@@ -113,8 +119,10 @@ func readySuite(tb testing.TB, root string, skills, cases int) {
 // models, client and concurrency limit, sharing only the NATS KV of one embedded server), run
 // 100 one-turn prompt jobs against one endpoint that takes 2 requests a second. It reports the
 // answered requests' rate as a share of the limit and the refused (429) requests per answered
-// one, with the fleet's rate gate (rate_limit: {requests_per_minute: 120}) and without it
-// (each client backing off on its own).
+// one: with a configured rate_limit of {requests_per_minute: 120}; without one, against an
+// endpoint that announces its limit on every answer (x-ratelimit-limit-requests: 120); without
+// one, against an endpoint that announces nothing (the fleet then shares only its 429s'
+// Retry-After); and with no shared budget at all (each client backing off on its own).
 func BenchmarkFleetRateLimit(b *testing.B) {
 	const (
 		workers, slots = 3, 8
@@ -129,11 +137,17 @@ func BenchmarkFleetRateLimit(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, mode := range []struct {
-		name string
-		rate *config.RateLimit
+		name     string
+		rate     *config.RateLimit
+		announce bool
+		shared   bool // the workers share the budget in the KV bucket, as a fleet's do
+		// paced says the fleet paces to the limit: every case must pass.
+		paced bool
 	}{
-		{"gate", &config.RateLimit{RequestsPerMinute: perSecond * 60}},
-		{"none", nil},
+		{"configured", &config.RateLimit{RequestsPerMinute: perSecond * 60}, false, true, true},
+		{"announced", nil, true, true, true},
+		{"silent", nil, false, true, false},
+		{"unshared", nil, false, false, false},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			var answered, refused, errored int
@@ -141,7 +155,7 @@ func BenchmarkFleetRateLimit(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
 				b.StopTimer()
-				ep := &limitedEndpoint{perSecond: perSecond}
+				ep := &limitedEndpoint{perSecond: perSecond, announce: mode.announce}
 				srv := httptest.NewServer(ep)
 				f, err := StartInProcess(ctx, InProcessConfig{DataDir: b.TempDir(), Slots: slots, Executor: noop{}, Log: zap.NewNop()}) // no worker of its own: three are added below
 				if err != nil {
@@ -150,7 +164,7 @@ func BenchmarkFleetRateLimit(b *testing.B) {
 				var closers []func()
 				for i := range workers {
 					mc := ModelsConfig{}
-					if mode.rate != nil {
+					if mode.shared {
 						// A process of its own: its own connection to NATS, and the budget in
 						// the KV bucket its only link to the others.
 						conn, err := f.Server.Connect(fmt.Sprintf("bench-worker-%d", i))
@@ -192,7 +206,7 @@ func BenchmarkFleetRateLimit(b *testing.B) {
 				}
 				// Without the gate, a job whose requests are refused past its retries is errored:
 				// that is what is measured, not a failure of the benchmark.
-				if mode.rate != nil && rep.Summary.Passed != skills*cases {
+				if mode.paced && rep.Summary.Passed != skills*cases {
 					b.Errorf("summary %+v: want every case passed", rep.Summary)
 				}
 				errored += rep.Summary.Errored

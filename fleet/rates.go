@@ -40,10 +40,10 @@ func (l *LateRates) Reserve(ctx context.Context, key string, interval time.Durat
 }
 
 // Defer is queue.RateStore.Defer, once bound.
-func (l *LateRates) Defer(ctx context.Context, key string, until time.Time) error {
+func (l *LateRates) Defer(ctx context.Context, key string, until, now time.Time) error {
 	s := l.s.Load()
 	if s == nil {
 		return errRatesUnbound
 	}
-	return s.Defer(ctx, key, until)
+	return s.Defer(ctx, key, until, now)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/agent"
+	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
 
@@ -79,5 +80,13 @@ func TestRateLimitFallsBackWhenNATSIsDown(t *testing.T) {
 	}
 	if got, want := clk.take(), []time.Duration{1020 * time.Millisecond}; !slices.Equal(got, want) {
 		t.Fatalf("sleeps of an unbound store %v, want %v", got, want)
+	}
+}
+
+// TestRateWaitBoundsAgree: the gate and the store bound a wait alike, so that neither lets
+// through what the other would hold, nor holds what the other would let through.
+func TestRateWaitBoundsAgree(t *testing.T) {
+	if agent.MaxRateWait != queue.RateMaxWait {
+		t.Fatalf("agent.MaxRateWait %s, queue.RateMaxWait %s: want them equal", agent.MaxRateWait, queue.RateMaxWait)
 	}
 }

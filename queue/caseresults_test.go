@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -175,7 +176,7 @@ func TestLaneLoad(t *testing.T) {
 		}
 	}
 	lanes := topo.LaneConsumers()
-	got, err := lanes[1].Fetch(1, 0)
+	got, err := lanes[1].Fetch(1, 5*time.Second) // FetchNoWait may answer "none" before a loaded server has the jobs
 	if err != nil || len(got) != 1 {
 		t.Fatalf("fetch = %d, %v", len(got), err)
 	}

@@ -18,6 +18,21 @@ import (
 // far beyond what a fleet's model calls make it.
 const rateCASTries = 16
 
+// RateMaxWait is the longest wait a booking or a deferral can impose: the longest Retry-After
+// the model client honours (agent.MaxRateWait). A worker's NATS user may write the bucket (it
+// books by compare-and-swap), so whatever a value says, nobody waits longer than this.
+const RateMaxWait = time.Minute
+
+// rateMaxAhead is how far past a reader's clock a stored arrival time may lie and still be one
+// a fleet wrote: a wait of RateMaxWait, plus a booking of at most a minute of the budget (the
+// gate books no more, and a minute's requests at 1 a minute is 61.2 s with the headroom),
+// plus a minute for the processes' clocks to disagree. A value past it (a far-future poison)
+// counts as none and is overwritten; Reserve never writes one.
+const rateMaxAhead = RateMaxWait + 2*time.Minute
+
+// ratesStream is the stream under RatesBucket, as the client library names it.
+const ratesStream = "KV_" + RatesBucket
+
 // RateStore is the fleet's shared rate budgets (RatesBucket): per key (an endpoint's budget
 // of requests, or of tokens) one value, the generic cell rate algorithm's theoretical arrival
 // time (TAT) in Unix nanoseconds, changed only by compare-and-swap so that every worker of
@@ -68,26 +83,31 @@ func ValidateRateKey(key string) error {
 // Reserve books cost cells of key's budget, a budget of one cell per interval that lets burst
 // cells go at once, and says how long the caller must wait before it sends: the generic cell
 // rate algorithm, with the theoretical arrival time TAT = max(stored, now) + cost×interval and
-// the wait TAT − burst×interval − now (never negative). The booking stands whether or not the
-// caller sends. A negative cost gives cells back (an estimate that proved too high), never
-// taking the TAT below now. Interval 0 books nothing and waits for what Defer set. The clock
-// is the caller's: the processes of a fleet compare their own clocks with the stored TAT.
+// the wait TAT − burst×interval − now. The booking stands whether or not the caller sends. A
+// negative cost gives cells back (an estimate that proved too high), never taking the TAT below
+// now. Interval 0 books nothing and waits for what Defer set. The clock is the caller's: the
+// processes of a fleet compare their own clocks with the stored TAT.
+//
+// Any NATS user allowed to book can write any value, so nothing stored is taken on trust: a
+// value that is not a TAT a fleet could have written (not decimal digits, or more than
+// rateMaxAhead past now) counts as none and is overwritten; a queue of bookings longer than
+// RateMaxWait is waited for only that long; and the wait is never more than RateMaxWait.
 func (s *RateStore) Reserve(ctx context.Context, key string, interval time.Duration, burst int, cost float64, now time.Time) (time.Duration, error) {
 	if interval < 0 || burst < 1 || math.IsNaN(cost) || math.IsInf(cost, 0) {
 		return 0, fmt.Errorf("queue: reserve %s: interval %s, burst %d, cost %v: want interval ≥ 0, burst ≥ 1 and a finite cost", key, interval, burst, cost)
 	}
+	n := now.UnixNano()
 	var wait time.Duration
-	err := s.swap(ctx, key, func(tat int64) (int64, bool) {
-		n := now.UnixNano()
-		base := max(tat, n)
-		next := base + int64(cost*float64(interval))
+	err := s.swap(ctx, key, n, func(tat int64) int64 {
+		base := min(max(tat, n), n+int64(RateMaxWait))
+		// The product is clamped in floating point: a huge cost must not wrap around.
+		book := math.Max(math.Min(cost*float64(interval), float64(rateMaxAhead)), -float64(rateMaxAhead))
+		next := min(base+int64(book), n+int64(rateMaxAhead))
 		if cost < 0 {
-			next = max(next, n) // a refund ends at now
-		} else {
-			wait = max(time.Duration(next-n)-time.Duration(burst)*interval, 0)
+			return max(next, n) // a refund ends at now
 		}
-		// A TAT in the past is the same as now: writing one would change nothing.
-		return next, next != tat && (next > n || tat > n)
+		wait = min(max(time.Duration(next-n)-time.Duration(burst)*interval, 0), RateMaxWait)
+		return next
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue: reserve %s in %s: %w", key, RatesBucket, err)
@@ -95,25 +115,43 @@ func (s *RateStore) Reserve(ctx context.Context, key string, interval time.Durat
 	return wait, nil
 }
 
-// Defer pushes key's theoretical arrival time to at least until: the next booking with a burst
-// of one waits until then (a 429's Retry-After, or a provider's word that nothing remains until
-// a reset).
-func (s *RateStore) Defer(ctx context.Context, key string, until time.Time) error {
-	err := s.swap(ctx, key, func(tat int64) (int64, bool) {
-		u := until.UnixNano()
-		return max(tat, u), u > tat
-	})
+// Defer pushes key's theoretical arrival time to at least until, and at most RateMaxWait past
+// now: the next booking with a burst of one waits until then (a 429's Retry-After, or a
+// provider's word that nothing remains until a reset).
+func (s *RateStore) Defer(ctx context.Context, key string, until, now time.Time) error {
+	n := now.UnixNano()
+	u := min(until.UnixNano(), n+int64(RateMaxWait))
+	err := s.swap(ctx, key, n, func(tat int64) int64 { return max(tat, u) })
 	if err != nil {
 		return fmt.Errorf("queue: defer %s in %s: %w", key, RatesBucket, err)
 	}
 	return nil
 }
 
-// swap applies next to key's stored TAT (0 when absent) by compare-and-swap: Create when the
-// key holds nothing, Update at the revision read otherwise, again on a conflict, at most
-// rateCASTries times. A value that is not a TAT (written by something else) counts as none and
-// is overwritten. Nothing is written when next says nothing changed.
-func (s *RateStore) swap(ctx context.Context, key string, next func(tat int64) (int64, bool)) error {
+// parseTAT reads a stored TAT as the fleet writes it: 1 to 19 decimal digits, and not more than
+// rateMaxAhead past now (Unix nanoseconds). Anything else (a sign, a space, an exponent, a
+// number past int64, a far-future poison) is not a TAT.
+func parseTAT(v []byte, now int64) (int64, bool) {
+	if len(v) == 0 || len(v) > 19 {
+		return 0, false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	tat, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || tat > now+int64(rateMaxAhead) {
+		return 0, false
+	}
+	return tat, true
+}
+
+// swap applies next to key's stored TAT by compare-and-swap: Create when the key holds nothing,
+// Update at the revision read otherwise, again on a conflict, at most rateCASTries times. A
+// stored value that is no TAT (parseTAT) counts as none (0) and is overwritten. A TAT in the
+// past is the same as now: nothing is written when the value would stay the same in effect.
+func (s *RateStore) swap(ctx context.Context, key string, now int64, next func(tat int64) int64) error {
 	if err := ValidateRateKey(key); err != nil {
 		return err
 	}
@@ -123,8 +161,9 @@ func (s *RateStore) swap(ctx context.Context, key string, next func(tat int64) (
 	}
 	for range rateCASTries {
 		var (
-			tat int64
-			rev uint64
+			tat   int64
+			rev   uint64
+			valid = true
 		)
 		e, err := kv.Get(ctx, key)
 		switch {
@@ -133,15 +172,13 @@ func (s *RateStore) swap(ctx context.Context, key string, next func(tat int64) (
 			return err
 		default:
 			rev = e.Revision()
-			if v, perr := strconv.ParseInt(string(e.Value()), 10, 64); perr == nil {
-				tat = v
-			}
+			tat, valid = parseTAT(e.Value(), now)
 		}
-		n, changed := next(tat)
-		if !changed {
+		n := next(tat)
+		if valid && (n == tat || n <= now && tat <= now) {
 			return nil
 		}
-		value := []byte(strconv.FormatInt(n, 10))
+		value := []byte(strconv.FormatInt(max(n, 0), 10))
 		if rev == 0 {
 			_, err = kv.Create(ctx, key, value)
 			if errors.Is(err, jetstream.ErrKeyExists) {

@@ -2,10 +2,13 @@ package queue_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -62,13 +65,13 @@ func TestRateDefer(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	rates := topo.Rates()
 	ctx := testCtx(t)
-	if err := rates.Defer(ctx, "ep.requests", rateNow.Add(3*time.Second)); err != nil {
+	if err := rates.Defer(ctx, "ep.requests", rateNow.Add(3*time.Second), rateNow); err != nil {
 		t.Fatal(err)
 	}
 	if w, err := rates.Reserve(ctx, "ep.requests", 0, 1, 0, rateNow); err != nil || w != 3*time.Second {
 		t.Fatalf("reserve of interval 0 = %s, %v; want 3s", w, err)
 	}
-	if err := rates.Defer(ctx, "ep.requests", rateNow.Add(time.Second)); err != nil {
+	if err := rates.Defer(ctx, "ep.requests", rateNow.Add(time.Second), rateNow); err != nil {
 		t.Fatal(err)
 	}
 	if w, err := rates.Reserve(ctx, "ep.requests", time.Second, 1, 1, rateNow); err != nil || w != 3*time.Second {
@@ -130,7 +133,7 @@ func TestRateRefusesBadInput(t *testing.T) {
 		if _, err := rates.Reserve(testCtx(t), key, time.Second, 1, 1, rateNow); err == nil || !strings.Contains(err.Error(), "invalid rate key") {
 			t.Errorf("Reserve(%q) = %v, want an invalid key", key, err)
 		}
-		if err := rates.Defer(testCtx(t), key, rateNow); err == nil {
+		if err := rates.Defer(testCtx(t), key, rateNow, rateNow); err == nil {
 			t.Errorf("Defer(%q) accepted", key)
 		}
 	}
@@ -182,9 +185,10 @@ func TestRatesBindLate(t *testing.T) {
 	}
 }
 
-// TestRatesWithinWorkerPermissions: the worker's and coordinator's users of
-// deploy/nats/permissions.conf may book and defer in the rate budgets.
-func TestRatesWithinWorkerPermissions(t *testing.T) {
+// startPermitted starts a server on deploy/nats/permissions.conf and connects the coordinator's
+// user (which ensures the topology) and the worker's, as the daemons do.
+func startPermitted(t *testing.T) (ctopo *queue.Topology, worker *queue.Conn) {
+	t.Helper()
 	conf := queuetest.PermissionsConfig(t, "../deploy/nats/permissions.conf", "")
 	t.Setenv("SKILLFLEET_COORDINATOR_PASSWORD", "coordinator-password")
 	t.Setenv("SKILLFLEET_WORKER_PASSWORD", "worker-password")
@@ -193,23 +197,29 @@ func TestRatesWithinWorkerPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	ctx := testCtx(t)
 	coordinator, err := queue.Connect(queue.ConnectConfig{URL: srv.ClientURL(), User: "skillfleet-coordinator", Password: "coordinator-password",
 		InboxPrefix: "_INBOX_skillfleet_coordinator"}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(coordinator.Close)
-	ctopo, err := queue.Ensure(ctx, coordinator, queue.DefaultConfig())
-	if err != nil {
+	if ctopo, err = queue.Ensure(testCtx(t), coordinator, queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := queue.Connect(queue.ConnectConfig{URL: srv.ClientURL(), User: "skillfleet-worker", Password: "worker-password",
+	worker, err = queue.Connect(queue.ConnectConfig{URL: srv.ClientURL(), User: "skillfleet-worker", Password: "worker-password",
 		InboxPrefix: "_INBOX_skillfleet_worker"}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(worker.Close)
+	return ctopo, worker
+}
+
+// TestRatesWithinWorkerPermissions: the worker's and coordinator's users of
+// deploy/nats/permissions.conf may book and defer in the rate budgets.
+func TestRatesWithinWorkerPermissions(t *testing.T) {
+	ctopo, worker := startPermitted(t)
+	ctx := testCtx(t)
 	wtopo, err := queue.OpenWorker(ctx, worker, queue.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -220,10 +230,129 @@ func TestRatesWithinWorkerPermissions(t *testing.T) {
 			t.Fatalf("worker's Reserve %d = %s, %v; want %s", i, w, err, want)
 		}
 	}
-	if err := wrates.Defer(ctx, "ep.requests", rateNow.Add(5*time.Second)); err != nil {
+	if err := wrates.Defer(ctx, "ep.requests", rateNow.Add(5*time.Second), rateNow); err != nil {
 		t.Fatalf("worker's Defer: %v", err)
 	}
 	if w, err := ctopo.Rates().Reserve(ctx, "ep.requests", time.Second, 1, 1, rateNow); err != nil || w != 5*time.Second {
 		t.Fatalf("coordinator's Reserve = %s, %v; want 5s", w, err)
+	}
+}
+
+// TestRatesWorkerCannotPoison: a connection with the shipped worker credentials publishes
+// straight to a budget's subject, as one 19-byte publish of a far-future value once stalled
+// every prompt case of a fleet. Whatever it writes, the next booking waits at most RateMaxWait
+// (nothing, for a value no fleet could have written), and the one after it is paced as
+// if the value had never been there: the poison does not outlive the booking that reads it.
+func TestRatesWorkerCannotPoison(t *testing.T) {
+	const T = time.Second
+	unix := func(d time.Duration) string { return strconv.FormatInt(rateNow.Add(d).UnixNano(), 10) }
+	for _, tc := range []struct {
+		name, key, value string
+		// first is the wait of the first booking after the publish; second that of the next.
+		first, second time.Duration
+	}{
+		{"the largest int64, 19 bytes", "ep.requests", "9223372036854775807", 0, T},
+		{"a year ahead", "ep.requests", unix(365 * 24 * time.Hour), 0, T},
+		{"just past the horizon", "ep.requests", unix(3*time.Minute + time.Second), 0, T},
+		{"within reach, waited at most a minute", "ep.requests", unix(2 * time.Minute), queue.RateMaxWait, queue.RateMaxWait},
+		{"negative", "ep.requests", "-9223372036854775808", 0, T},
+		{"signed", "ep.requests", "+" + unix(time.Hour)[1:], 0, T},
+		{"garbage", "ep.requests", "not a time", 0, T},
+		{"an exponent", "ep.requests", "9e18", 0, T},
+		{"past int64", "ep.requests", strings.Repeat("9", 19) + "9", 0, T},
+		{"huge", "ep.requests", strings.Repeat("9", 900), 0, T},
+		{"empty", "ep.requests", "", 0, T},
+		{"a key of no endpoint", "other.requests", "9223372036854775807", 0, T},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctopo, worker := startPermitted(t)
+			ctx := testCtx(t)
+			js, err := jetstream.New(worker.NATS())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Stored, or refused by the bucket (a value over its size): either way the
+			// bookings below must not care.
+			_, _ = js.Publish(ctx, "$KV."+queue.RatesBucket+"."+tc.key, []byte(tc.value))
+			rates := ctopo.Rates()
+			for i, want := range []time.Duration{tc.first, tc.second} {
+				if w, err := rates.Reserve(ctx, "ep.requests", T, 1, 1, rateNow); err != nil || w != want {
+					t.Fatalf("booking %d after %q: wait %s, %v; want %s", i, tc.value, w, err, want)
+				}
+			}
+		})
+	}
+	t.Run("a deferral", func(t *testing.T) {
+		ctopo, worker := startPermitted(t)
+		ctx := testCtx(t)
+		js, err := jetstream.New(worker.NATS())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, "$KV."+queue.RatesBucket+".ep.requests", []byte("9223372036854775807")); err != nil {
+			t.Fatal(err)
+		}
+		// A far-future value does not make a deferral of its own last forever, and a
+		// deferral is held at most RateMaxWait.
+		rates := ctopo.Rates()
+		if err := rates.Defer(ctx, "ep.requests", rateNow.Add(5*time.Second), rateNow); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := rates.Reserve(ctx, "ep.requests", 0, 1, 0, rateNow); err != nil || w != 5*time.Second {
+			t.Fatalf("reserve after the deferral = %s, %v; want 5s", w, err)
+		}
+		if err := rates.Defer(ctx, "ep.requests", rateNow.Add(time.Hour), rateNow); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := rates.Reserve(ctx, "ep.requests", 0, 1, 0, rateNow); err != nil || w != queue.RateMaxWait {
+			t.Fatalf("reserve after a deferral of an hour = %s, %v; want %s", w, err, queue.RateMaxWait)
+		}
+	})
+}
+
+// TestRatesWorkerCannotFill: a worker that writes keys of no endpoint, twice the bucket's bound
+// of them, leaves the bucket within its bound, and a budget booked afterwards is paced as
+// always.
+func TestRatesWorkerCannotFill(t *testing.T) {
+	ctopo, worker := startPermitted(t)
+	ctx := testCtx(t)
+	if _, err := ctopo.Rates().Reserve(ctx, "ep.requests", time.Second, 1, 1, rateNow); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(worker.NATS(), jetstream.WithPublishAsyncMaxPending(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := []byte(strconv.FormatInt(rateNow.UnixNano(), 10))
+	prefix := "$KV." + queue.RatesBucket + "." + strings.Repeat("k", 200) + "."
+	var written int
+	for i := 0; written < 2*queue.RatesMaxBytes; i++ {
+		subject := prefix + strconv.Itoa(i)
+		if _, err := js.PublishAsync(subject, value); err != nil {
+			t.Fatal(err)
+		}
+		written += len(subject) + len(value)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("the worker's publishes were not all acknowledged")
+	}
+	info, err := ctopo.RawJS().Stream(ctx, "KV_"+queue.RatesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.CachedInfo().State; st.Bytes > queue.RatesMaxBytes {
+		t.Fatalf("the bucket holds %d bytes in %d entries after %d written: want at most %d", st.Bytes, st.Msgs, written, queue.RatesMaxBytes)
+	}
+	// The budget booked before is paced as always, and a new one is created, not refused for
+	// want of room (a bucket that refuses new entries when full, the client library's
+	// default, refused it).
+	for _, key := range []string{"ep.requests", "new.requests"} {
+		for i, want := range []time.Duration{0, time.Second} {
+			if w, err := ctopo.Rates().Reserve(ctx, key, time.Second, 1, 1, rateNow.Add(time.Minute)); err != nil || w != want {
+				t.Fatalf("%s booking %d after the filling: %s, %v; want %s", key, i, w, err, want)
+			}
+		}
 	}
 }

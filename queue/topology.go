@@ -80,8 +80,8 @@ func Ensure(ctx context.Context, conn *Conn, cfg Config) (*Topology, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RunsBucket, err)
 	}
-	if t.rates, err = js.CreateOrUpdateKeyValue(ctx, ratesBucketConfig(cfg)); err != nil {
-		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RatesBucket, err)
+	if t.rates, err = ensureRates(ctx, js, cfg); err != nil {
+		return nil, err
 	}
 	if t.reports, err = js.CreateOrUpdateObjectStore(ctx, reportsStoreConfig(cfg)); err != nil {
 		return nil, fmt.Errorf("queue: ensure object store %s: %w", ReportsBucket, err)
@@ -154,17 +154,53 @@ func (t *Topology) consumer(lane Lane) jetstream.Consumer {
 }
 
 // ratesBucketConfig is the shared rate budgets' bucket: the latest TAT per key only, and a key
-// idle for a day dropped (a TAT that far in the past books the same as none).
+// idle for a day dropped (a TAT that far in the past books the same as none). It is bounded in
+// bytes: the workers' NATS user may write any key of it (it books by compare-and-swap), and
+// without a bound one worker filled the disk every stream shares with it.
 func ratesBucketConfig(cfg Config) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:       RatesBucket,
 		Description:  "skillfleet rate budgets shared by the fleet: a GCRA arrival time per endpoint budget",
 		History:      1,
 		TTL:          24 * time.Hour,
-		MaxValueSize: 1024, // a message with its headers and key; a TAT is 19 digits
+		MaxValueSize: ratesMaxValueSize,
+		MaxBytes:     RatesMaxBytes,
 		Storage:      jetstream.FileStorage,
 		Replicas:     cfg.Replicas,
 	}
+}
+
+const (
+	// RatesMaxBytes bounds the rate budgets' bucket. A budget takes at most about 400 bytes on
+	// the server (its subject with a key of up to 256 characters, the compare-and-swap header,
+	// 19 digits): room for some 2,500 budgets, where a fleet's endpoints make tens.
+	RatesMaxBytes = 1 << 20
+	// ratesMaxValueSize is the largest message the bucket takes, headers included; a TAT is
+	// 19 digits.
+	ratesMaxValueSize = 1024
+)
+
+// ensureRates creates or updates the rate budgets' bucket, then has its stream discard its
+// oldest entries when full rather than refuse new ones (the client library makes every bucket
+// refuse): a worker that writes keys of no endpoint then pushes out idle ones, whose loss
+// books the same as an idle budget, and never leaves a configured endpoint's budget without
+// room, which would leave each process pacing alone.
+func ensureRates(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, ratesBucketConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RatesBucket, err)
+	}
+	s, err := js.Stream(ctx, ratesStream)
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure KV bucket %s: %w", RatesBucket, err)
+	}
+	if sc := s.CachedInfo().Config; sc.Discard != jetstream.DiscardOld {
+		sc.Discard = jetstream.DiscardOld
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("queue: ensure KV bucket %s discards its oldest entries: %w", RatesBucket, err)
+		}
+	}
+	return kv, nil
 }
 
 func jobsStreamConfig(cfg Config) jetstream.StreamConfig {

@@ -306,3 +306,27 @@ func TestEnsureAppliesLimits(t *testing.T) {
 		t.Errorf("%d jobs queued after a refused shrink, want 3", got)
 	}
 }
+
+// TestEnsureBoundsTheRatesBucket: a rate bucket made before it was bounded (no byte limit, and
+// the client library's refusal of new entries when full) is bounded by Ensure and discards its
+// oldest entries, and stays so when Ensure runs again (which updates the bucket through the
+// client library, whose config refuses).
+func TestEnsureBoundsTheRatesBucket(t *testing.T) {
+	_, conn, js := startBare(t)
+	ctx := testCtx(t)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: queue.RatesBucket, History: 1, TTL: 24 * time.Hour, MaxValueSize: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := queue.Ensure(ctx, conn, queue.DefaultConfig()); err != nil {
+			t.Fatalf("Ensure %d: %v", i, err)
+		}
+		s, err := js.Stream(ctx, "KV_"+queue.RatesBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := s.CachedInfo().Config; c.MaxBytes != queue.RatesMaxBytes || c.Discard != jetstream.DiscardOld || c.MaxMsgsPerSubject != 1 {
+			t.Fatalf("after Ensure %d: max bytes %d, discard %s, history %d; want %d, old, 1", i, c.MaxBytes, c.Discard, c.MaxMsgsPerSubject, queue.RatesMaxBytes)
+		}
+	}
+}

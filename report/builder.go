@@ -43,6 +43,9 @@ type PlannedCase struct {
 	Epochs int
 	// Confidence is the fraction of epochs that must pass; 0 means 1.0.
 	Confidence float64
+	// Sequential, for a `runs: auto` case, is its rule: epochs in order until the sequential
+	// test decides, Epochs (its MaxRuns) at most; nil for the fixed rule.
+	Sequential *verdict.Sequential
 	// File and Line are where the case was written.
 	File string
 	Line int
@@ -66,6 +69,8 @@ type Builder struct {
 	counts [7]int
 	// counted is how many cases counts covers.
 	counted int
+	// open is how many cases of every arm have no settled verdict yet.
+	open int
 	// closed is set by Skip: the report is final and later results are ignored.
 	closed      bool
 	closeReason string
@@ -85,6 +90,12 @@ type caseState struct {
 	line        int
 	epochs      int
 	confidence  float64
+	// seq is a `runs: auto` case's rule, outcomes its epochs' counted verdicts by epoch
+	// (VERDICT_UNSPECIFIED: none yet), and atMax says it reached its MaxRuns without the
+	// test deciding; nil, nil and false for the fixed rule.
+	seq      *verdict.Sequential
+	outcomes []skillfleetv1.Verdict
+	atMax    bool
 
 	// agentVersions are the CLI versions the epochs ran on, once each, at most
 	// maxAgentVersions.
@@ -98,6 +109,9 @@ type caseState struct {
 	// conflict, when set, makes the case errored: two different jobs reported one epoch.
 	conflict string
 	status   skillfleetv1.Verdict
+	// cut says the run ended (Skip) while the case was still open: its epochs without a
+	// result are skipped. A case settled before then did not need them.
+	cut bool
 
 	// Evidence from the lowest-numbered epoch of each kind; dropped once the verdict is
 	// certain and the evidence cannot be the one shown.
@@ -129,6 +143,11 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 			epochs:     NormalizeEpochs(pc.Epochs),
 			confidence: NormalizeConfidence(pc.Confidence),
 		}
+		if pc.Sequential != nil {
+			seq := *pc.Sequential
+			seq.MaxRuns = cs.epochs
+			cs.seq, cs.outcomes = &seq, make([]skillfleetv1.Verdict, cs.epochs)
+		}
 		b.byKey[k] = cs
 		b.cases = append(b.cases, cs)
 		b.jobsTotal += cs.epochs
@@ -146,6 +165,7 @@ func NewBuilder(run string, cases []PlannedCase) *Builder {
 		}
 	}
 	b.counts[skillfleetv1.Verdict_VERDICT_UNSPECIFIED] = b.counted
+	b.open = len(b.cases)
 	return b
 }
 
@@ -208,6 +228,9 @@ func (cs *caseState) record(r *skillfleetv1.Result) {
 		cs.kind = r.GetKind()
 	}
 	epoch := r.GetEpoch()
+	if cs.outcomes != nil {
+		cs.outcomes[epoch-1] = v
+	}
 	if v != skillfleetv1.Verdict_VERDICT_PASSED && (cs.firstBadEpoch == 0 || epoch < cs.firstBadEpoch) {
 		cs.firstBadEpoch, cs.firstBadVerdict = epoch, v
 	}
@@ -265,11 +288,25 @@ func undecidedRank(v skillfleetv1.Verdict) int {
 func (b *Builder) refresh(cs *caseState) {
 	cs.fresh = false
 	v := skillfleetv1.Verdict_VERDICT_ERRORED
-	if cs.conflict == "" {
+	switch {
+	case cs.conflict != "":
+	case cs.seq != nil:
+		v, cs.atMax, _ = cs.seq.Decide(cs.outcomes)
+		if v == skillfleetv1.Verdict_VERDICT_UNSPECIFIED && b.closed {
+			// Cut short by the run's end: the fixed rule over every epoch, the missing ones
+			// skipped, as for any case.
+			v = Decide(cs.epochs, cs.confidence, cs.tally, true)
+		}
+	default:
 		v = Decide(cs.epochs, cs.confidence, cs.tally, b.closed)
 	}
 	if v == cs.status {
 		return
+	}
+	if cs.status == skillfleetv1.Verdict_VERDICT_UNSPECIFIED {
+		b.open--
+	} else if v == skillfleetv1.Verdict_VERDICT_UNSPECIFIED {
+		b.open++
 	}
 	if cs.arm == "" {
 		b.counts[cs.status]--
@@ -300,6 +337,7 @@ func (b *Builder) Skip(reason string) {
 	b.closed = true
 	b.closeReason = clip(reason)
 	for _, cs := range b.cases {
+		cs.cut = cs.status == skillfleetv1.Verdict_VERDICT_UNSPECIFIED
 		b.refresh(cs)
 	}
 }
@@ -309,6 +347,44 @@ func (b *Builder) Done() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.jobsDone == b.jobsTotal
+}
+
+// Settled reports whether every case, of every arm, has its verdict: the epochs without a
+// result could not change any (see Decide). A run whose cases are settled needs no more of
+// its jobs.
+func (b *Builder) Settled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open == 0
+}
+
+// Open reports whether case k has no settled verdict yet (false for a case not in the plan).
+func (b *Builder) Open(k CaseKey) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cs := b.byKey[k]
+	return cs != nil && cs.status == skillfleetv1.Verdict_VERDICT_UNSPECIFIED
+}
+
+// Tally is case k's epochs reported so far by verdict (as counted: see verdict.Counted).
+func (b *Builder) Tally(k CaseKey) Tally {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cs := b.byKey[k]; cs != nil {
+		return cs.tally
+	}
+	return Tally{}
+}
+
+// Outcomes is a `runs: auto` case's counted verdicts by epoch (VERDICT_UNSPECIFIED: none
+// yet), a copy; nil for a case of the fixed rule.
+func (b *Builder) Outcomes(k CaseKey) []skillfleetv1.Verdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cs := b.byKey[k]; cs != nil && cs.outcomes != nil {
+		return slices.Clone(cs.outcomes)
+	}
+	return nil
 }
 
 // JobsDone is how many planned jobs have a result.
@@ -401,6 +477,8 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		Epochs: cs.epochs, PassedEpochs: cs.tally.Passed, FailedEpochs: cs.tally.Failed,
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		ReusedEpochs: cs.tally.Reused, ReusedFrom: cs.reusedFrom,
+		EpochsRun: cs.tally.Reported() - cs.tally.Reused, EpochsPlanned: cs.epochs,
+		Sequential: cs.seq != nil, Undecided: cs.atMax,
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
 		Usage: cs.usageOrNil(),
@@ -409,7 +487,7 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 	if len(cs.agentVersions) > 0 {
 		c.AgentVersions = slices.Sorted(slices.Values(cs.agentVersions))
 	}
-	if closed {
+	if closed && cs.cut {
 		c.SkippedEpochs += missing
 	}
 	if decided := cs.tally.Passed + cs.tally.Failed; cs.epochs > 1 && decided > 0 {
@@ -429,7 +507,7 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		c.Assertions = slices.Clone(ev.assertions)
 		c.Output, c.Stdout, c.Stderr, c.OutputTruncated = ev.output, ev.stdout, ev.stderr, ev.truncated
 	}
-	c.Reason = cs.reason(c, ev, closed && missing > 0, closeReason)
+	c.Reason = cs.reason(c, ev, closed && cs.cut && missing > 0, closeReason)
 	return c
 }
 

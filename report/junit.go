@@ -47,6 +47,8 @@ type junitCase struct {
 	Failure   *junitProblem `xml:"failure"`
 	Error     *junitProblem `xml:"error"`
 	Skipped   *junitSkipped `xml:"skipped"`
+	// SystemOut says that a `runs: auto` case was undecided, whatever its verdict.
+	SystemOut string `xml:"system-out,omitempty"`
 }
 
 type junitProblem struct {
@@ -90,6 +92,9 @@ func WriteJUnit(w io.Writer, r Report) error {
 				File: cleanXML(c.File), Line: c.Line,
 			}
 			baseline := c.Arm != "" && c.Arm != ArmWithSkill
+			if c.Undecided {
+				jc.SystemOut = cleanXML(undecidedText(c))
+			}
 			switch {
 			case c.Status == StatusPassed:
 			case c.Quarantined != "" && !baseline:
@@ -203,6 +208,12 @@ func problemText(c Case) string {
 	var b strings.Builder
 	if c.Epochs > 1 {
 		fmt.Fprintf(&b, "%s (confidence %s)\n", epochTally(c), strconv.FormatFloat(c.Confidence, 'f', -1, 64))
+		if c.Curtailed() {
+			fmt.Fprintf(&b, "%s\n", epochsRunText(c))
+		}
+		if c.Undecided {
+			fmt.Fprintf(&b, "%s\n", undecidedText(c))
+		}
 	}
 	if c.Reason != "" && c.Reason != epochTally(c) {
 		fmt.Fprintf(&b, "reason: %s\n", c.Reason)

@@ -134,6 +134,18 @@ type Case struct {
 	// ReusedEpochs did not run in this run: a changed-only run reused them from ReusedFrom.
 	ReusedEpochs int    `json:"reused_epochs,omitempty"`
 	ReusedFrom   string `json:"reused_from,omitempty"`
+	// EpochsPlanned is the case's `runs` (Epochs, again, under the name that pairs it with
+	// EpochsRun), and EpochsRun how many of them ran and reported (reused ones did not run).
+	// Once a case's verdict is settled its other epochs are not run: they could not change
+	// it (see Decide). Both are 0 in a report written before they were.
+	EpochsRun     int `json:"epochs_run"`
+	EpochsPlanned int `json:"epochs_planned"`
+	// Sequential marks a `runs: auto` case: its epochs ran until a sequential test decided
+	// it, EpochsPlanned (its max_runs) at most. Undecided says the test reached max_runs
+	// without deciding: the verdict is the fixed rule's over those epochs (RequiredPasses of
+	// them), and Interval says how sure it is.
+	Sequential bool `json:"sequential,omitempty"`
+	Undecided  bool `json:"undecided,omitempty"`
 	// RequiredPasses is how many epochs must pass: RequiredPasses(Epochs, Confidence).
 	RequiredPasses int     `json:"required_passes"`
 	Confidence     float64 `json:"confidence"`
@@ -266,6 +278,22 @@ func summarize(cases []Case) Summary {
 // pendingEpochs is how many epochs have no result in a report taken mid-run.
 func (c Case) pendingEpochs() int {
 	return c.Epochs - c.PassedEpochs - c.FailedEpochs - c.ErroredEpochs - c.TimedOutEpochs - c.SkippedEpochs - c.ReusedEpochs
+}
+
+// Curtailed reports whether some of the case's planned epochs did not run because its
+// verdict was settled without them (not because the run ended early: those are skipped).
+func (c Case) Curtailed() bool {
+	return c.EpochsPlanned > 0 && c.Status != StatusPending && c.pendingEpochs() > 0
+}
+
+// undecidedText says why an undecided case has the verdict it has.
+func undecidedText(c Case) string {
+	return fmt.Sprintf("undecided: the sequential test reached max_runs (%d) without deciding; the fixed rule over them (%d needed) gave %s", c.EpochsPlanned, c.RequiredPasses, c.Status)
+}
+
+// epochsRunText is e.g. "4 of 5 epochs run (the others could not change the verdict)".
+func epochsRunText(c Case) string {
+	return fmt.Sprintf("%d of %d epochs run (the others could not change the verdict)", c.EpochsRun, c.EpochsPlanned)
 }
 
 // epochTally is e.g. "8/10 epochs passed, 1 failed, 1 errored; 9 needed".

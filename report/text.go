@@ -218,6 +218,12 @@ func (t *textWriter) problem(c Case) {
 	facts := []string{}
 	if c.Epochs > 1 {
 		facts = append(facts, epochTally(c))
+		if c.Curtailed() {
+			facts = append(facts, epochsRunText(c))
+		}
+		if c.Undecided {
+			facts = append(facts, undecidedText(c))
+		}
 		if c.Interval != nil {
 			facts = append(facts, fmt.Sprintf("95%% CI %.2f–%.2f", c.Interval[0], c.Interval[1]))
 		}
@@ -316,6 +322,16 @@ func caseName(c Case) string {
 func epochsBrief(c Case) string {
 	if c.Epochs <= 1 {
 		return ""
+	}
+	if c.Undecided {
+		iv := ""
+		if c.Interval != nil {
+			iv = fmt.Sprintf(", 95%% CI %.2f–%.2f", c.Interval[0], c.Interval[1])
+		}
+		return fmt.Sprintf("  (%d/%d epochs; undecided at max_runs, passed by the fixed rule%s)", c.PassedEpochs, c.Epochs, iv)
+	}
+	if c.Curtailed() {
+		return fmt.Sprintf("  (%d/%d epochs; %d of %d run, the others could not change the verdict)", c.PassedEpochs, c.Epochs, c.EpochsRun, c.EpochsPlanned)
 	}
 	return fmt.Sprintf("  (%d/%d epochs)", c.PassedEpochs, c.Epochs)
 }

@@ -4,19 +4,11 @@ import (
 	"math"
 
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/verdict"
 )
 
 // Tally counts a case's epochs by job verdict. Epochs without a result are not in it.
-type Tally struct {
-	Passed, Failed, Errored, TimedOut, Skipped int
-	// Reused epochs were not run: a changed-only run reused a recent pass of the same digest.
-	Reused int
-}
-
-// Reported is how many epochs have a result.
-func (t Tally) Reported() int {
-	return t.Passed + t.Failed + t.Errored + t.TimedOut + t.Skipped + t.Reused
-}
+type Tally = verdict.Tally
 
 // NormalizeEpochs is the number of epochs a case runs: `runs`, at least 1.
 func NormalizeEpochs(epochs int) int { return max(epochs, 1) }
@@ -42,42 +34,27 @@ func RequiredPasses(epochs int, confidence float64) int {
 	return max(need, 1)
 }
 
-// Decide is the case verdict rule. With N epochs, need = RequiredPasses(N, c) and t the
-// epochs reported so far:
-//
-//   - passed when t.Passed ≥ need — certain as soon as it holds, whatever the other epochs do;
-//   - failed when N − t.Failed < need — even if every other epoch had passed, the threshold
-//     could not be met, so the assertion failures alone decide it;
-//   - otherwise, once every epoch is in (or final is set: the run was cancelled or hit its
-//     deadline, and missing epochs count as skipped), the epochs that errored, timed out or
-//     were skipped could have met the threshold, so the case is not a plain fail: errored if
-//     any epoch errored, else timed_out if any timed out, else skipped;
-//   - before that, VERDICT_UNSPECIFIED (pending).
-//
-// Reused epochs are not passes: a case is reused when every epoch was, and otherwise its
-// reused epochs weigh like skipped ones (a case the fleet's workers split between reusing and
-// running is decided by what ran, and passes only if that alone is enough).
+// Rule is the case rule of a case of epochs runs held to confidence (see verdict.Fixed).
+func Rule(epochs int, confidence float64) verdict.Fixed {
+	n := NormalizeEpochs(epochs)
+	return verdict.Fixed{Epochs: n, Need: RequiredPasses(n, confidence)}
+}
+
+// Decide is the case verdict rule (verdict.Fixed.Final) as far as the epochs reported so far
+// decide it: the verdict all the epochs will give as soon as the others cannot change it
+// (verdict.Fixed.Settled: passed once enough passed, failed once too many failed, errored,
+// timed_out or skipped once neither a pass nor a fail is in reach), VERDICT_UNSPECIFIED
+// (pending) before that. With final set (the run was cancelled or hit its deadline) the
+// epochs without a result count as skipped and the verdict is Final's.
 //
 // It never returns passed unless enough epochs really passed.
 func Decide(epochs int, confidence float64, t Tally, final bool) skillfleetv1.Verdict {
-	n := NormalizeEpochs(epochs)
-	need := RequiredPasses(n, confidence)
-	switch {
-	case t.Reused == n:
-		return skillfleetv1.Verdict_VERDICT_REUSED
-	case t.Passed >= need:
-		return skillfleetv1.Verdict_VERDICT_PASSED
-	case n-t.Failed < need:
-		return skillfleetv1.Verdict_VERDICT_FAILED
-	case t.Reported() < n && !final:
-		return skillfleetv1.Verdict_VERDICT_UNSPECIFIED
-	case t.Errored > 0:
-		return skillfleetv1.Verdict_VERDICT_ERRORED
-	case t.TimedOut > 0:
-		return skillfleetv1.Verdict_VERDICT_TIMED_OUT
-	default:
-		return skillfleetv1.Verdict_VERDICT_SKIPPED
+	rule := Rule(epochs, confidence)
+	if final {
+		t.Skipped += max(rule.Epochs-t.Reported(), 0)
+		return rule.Final(t)
 	}
+	return rule.Settled(t)
 }
 
 // z95 is the standard normal quantile for a two-sided 95% interval.

@@ -336,7 +336,7 @@ func (d *decoder) testConfig(tc *TestConfig, k, v *yaml.Node) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		d.typeErr(RuleTestConfig, "", k.Line, fmt.Sprintf("test.config must be a mapping with timeout and parallel, not %s", describe(v)))
+		d.typeErr(RuleTestConfig, "", k.Line, fmt.Sprintf("test.config must be a mapping with timeout, parallel and the runs: auto settings, not %s", describe(v)))
 		return
 	}
 	d.pairs(v, RuleTestConfig, "test.config", func(key string, ck, cv *yaml.Node) {
@@ -355,8 +355,38 @@ func (d *decoder) testConfig(tc *TestConfig, k, v *yaml.Node) {
 				return
 			}
 			tc.Parallel = cv.Value == "true" || cv.Value == "True" || cv.Value == "TRUE"
+		case "runs":
+			if cv.Kind != yaml.ScalarNode || cv.ShortTag() != "!!str" || cv.Value != "auto" {
+				d.typeErr(RuleTestConfig, "", ck.Line, fmt.Sprintf("test.config.runs can only be auto (a sequential test for every case), not %s; give a fixed runs per case", describeValue(cv)))
+				return
+			}
+			tc.Sequential = true
+		case "max_runs":
+			n, err := strconv.Atoi(cv.Value)
+			if cv.Kind != yaml.ScalarNode || cv.ShortTag() != "!!int" || err != nil || n < 1 || n > MaxTestRuns {
+				d.typeErr(RuleTestConfig, "", ck.Line, fmt.Sprintf("test.config.max_runs must be an integer from 1 to %d, not %s", MaxTestRuns, describeValue(cv)))
+				return
+			}
+			tc.MaxRuns = n
+		case "confidence", "delta", "alpha", "beta":
+			f, err := strconv.ParseFloat(cv.Value, 64)
+			tag := cv.ShortTag()
+			if cv.Kind != yaml.ScalarNode || (tag != "!!int" && tag != "!!float") || err != nil || !(f > 0 && f <= 1) {
+				d.typeErr(RuleTestConfig, "", ck.Line, fmt.Sprintf("test.config.%s must be a number in (0, 1], not %s", key, describeValue(cv)))
+				return
+			}
+			switch key {
+			case "confidence":
+				tc.Confidence = f
+			case "delta":
+				tc.Delta = f
+			case "alpha":
+				tc.Alpha = f
+			default:
+				tc.Beta = f
+			}
 		default:
-			d.typeErr(RuleTestConfig, "", ck.Line, fmt.Sprintf("test.config has unknown key %q; it has only timeout and parallel", clip(key)))
+			d.typeErr(RuleTestConfig, "", ck.Line, fmt.Sprintf("test.config has unknown key %q; it has only timeout, parallel, runs (auto), confidence, max_runs, delta, alpha and beta", clip(key)))
 		}
 	})
 }

@@ -34,6 +34,8 @@
 //   - requires entries and their versions must be strings too (version: 1.2 is an error); an
 //     entry with a wrong-typed value is dropped, one with an unknown extra key is reported and
 //     kept; a repeated skill is a requires.duplicate warning.
+//   - test.config.runs can only be auto, with test.config.max_runs (1 to MaxTestRuns),
+//     confidence, delta, alpha and beta in (0, 1]: the defaults of the skill's cases.
 //   - test.config.timeout is a positive number of seconds, at most MaxTestTimeout; "30s" is an
 //     error that says to write 30. test.cases must be relative, stay inside the skill and name
 //     an existing file.

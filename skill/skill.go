@@ -65,7 +65,17 @@ type TestConfig struct {
 	Timeout  time.Duration // per case; DefaultTestTimeout unless configured
 	Parallel bool          // whether cases may run concurrently; true unless configured
 	Line     int           // line of `test:`
+	// Sequential (test.config.runs: auto) makes `runs: auto` the default of the skill's
+	// cases, with MaxRuns, Delta, Alpha and Beta (0: the suite's defaults); Confidence (0:
+	// unset) is their default confidence. A case's own runs and confidence override them.
+	Sequential         bool
+	Confidence         float64
+	MaxRuns            int
+	Delta, Alpha, Beta float64
 }
+
+// MaxTestRuns bounds test.config.max_runs, as the planner bounds a case's runs.
+const MaxTestRuns = 1000
 
 // DefaultTestTimeout is the RFC's default per-case timeout.
 const DefaultTestTimeout = 60 * time.Second

@@ -70,10 +70,21 @@ type Case struct {
 	Env   map[string]string
 
 	Assertions []Assertion
+	// Runs is the case's epochs: `runs`, or for `runs: auto` its MaxRuns.
 	Runs       int
 	Confidence float64
 	Timeout    time.Duration
 	Parallel   bool
+	// Sequential is set by `runs: auto`: the case runs until Wald's sequential test of
+	// "passes at least Confidence + Delta of the time" against "at most Confidence − Delta"
+	// decides, with error rates Alpha (a false pass) and Beta (a false fail), at most
+	// MaxRuns epochs (see verdict.Sequential).
+	Sequential         bool
+	MaxRuns            int
+	Delta, Alpha, Beta float64
+	// seqLine and seqKeyLine are where `runs: auto` and the last of its settings were
+	// written, for the errors of sequential.
+	seqLine, seqKeyLine int
 
 	// DefaultBaseline is the arm the case's own format runs beside with_skill by default
 	// (without_skill for a `claude plugin eval` case, which Claude Code also runs without the

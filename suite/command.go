@@ -32,6 +32,8 @@ var testConfigKeys = map[string]bool{"version": true, "timeout": true, "env": tr
 var commandCaseKeys = map[string]bool{
 	"name": true, "description": true, "input": true, "expected": true,
 	"runs": true, "confidence": true, "timeout": true,
+	// runs: auto
+	"max_runs": true, "delta": true, "alpha": true, "beta": true,
 }
 
 var commandInputKeys = map[string]bool{"command": true, "stdin": true, "files": true}
@@ -205,6 +207,7 @@ func (r *reader) commandCase(s *skill.Skill, data []byte, cfg testConfig) *Case 
 		Skill: s, Kind: KindCommand, Runs: DefaultRuns, Confidence: DefaultConfidence,
 		Timeout: cfg.timeout, Parallel: parallel, Env: cfg.env, File: r.file, Line: root.Line,
 	}
+	testDefaults(c, s.Test)
 	var expected *yaml.Node
 	expectedLine := 0
 	has := map[string]bool{}
@@ -234,6 +237,7 @@ func (r *reader) commandCase(s *skill.Skill, data []byte, cfg testConfig) *Case 
 	if !has["command"] {
 		r.errorf(root.Line, "case.noInput", "case %q has no input.command", c.Name)
 	}
+	r.sequential(c, root.Line)
 	if expected == nil {
 		r.errorf(root.Line, "case.noAssertion", "case %q has no `expected` block (write `expected: {exit-code: 0}` to check only the exit code)", c.Name)
 	} else {

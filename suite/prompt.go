@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp/syntax"
@@ -12,6 +13,7 @@ import (
 	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/diag"
 	"github.com/skillfleet/skillfleet/skill"
+	"github.com/skillfleet/skillfleet/stats"
 )
 
 var casesFileKeys = map[string]bool{"cases": true}
@@ -20,6 +22,8 @@ var promptCaseKeys = map[string]bool{
 	"name": true, "description": true, "input": true, "assertions": true,
 	// seed 004 and per-case extensions
 	"runs": true, "confidence": true, "timeout": true,
+	// runs: auto
+	"max_runs": true, "delta": true, "alpha": true, "beta": true,
 }
 
 // promptAssertionKeys are the kinds assert says a prompt case may use.
@@ -118,6 +122,7 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 		Skill: s, Kind: KindPrompt, Runs: DefaultRuns, Confidence: DefaultConfidence,
 		Timeout: timeout, Parallel: s.Test.Parallel, File: r.file, Line: n.Line,
 	}
+	testDefaults(c, s.Test)
 	var assertions *yaml.Node
 	hasName, hasInput := false, false
 	for _, p := range pairs {
@@ -147,6 +152,7 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 	if !hasInput {
 		r.errorf(n.Line, "case.noInput", "case %q has no input", c.Name)
 	}
+	r.sequential(c, n.Line)
 	if assertions == nil {
 		r.errorf(n.Line, "case.noAssertion", "case %q has no assertions", c.Name)
 	} else {
@@ -167,7 +173,12 @@ func (r *reader) promptCase(s *skill.Skill, n *yaml.Node, timeout time.Duration)
 func (r *reader) caseExtension(c *Case, p pair) {
 	switch p.key {
 	case "runs":
+		if v := r.deref(p.val); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Value == "auto" {
+			c.Sequential, c.seqLine = true, p.line
+			return
+		}
 		if v, ok := r.integer(p.val, "runs", "case.runs"); ok {
+			c.Sequential = false // a fixed runs overrides test.config.runs: auto
 			if v < 1 || v > MaxRuns {
 				r.errorf(p.line, "case.runs", "runs must be between 1 and %d, got %d", MaxRuns, v)
 			}
@@ -179,6 +190,25 @@ func (r *reader) caseExtension(c *Case, p pair) {
 				r.errorf(p.line, "case.confidence", "confidence must be in (0, 1], got %v", v)
 			}
 			c.Confidence = v
+		}
+	case "max_runs":
+		if v, ok := r.integer(p.val, "max_runs", "case.runs"); ok {
+			if v < 1 || v > MaxRuns {
+				r.errorf(p.line, "case.runs", "max_runs must be between 1 and %d, got %d", MaxRuns, v)
+			}
+			c.MaxRuns, c.seqKeyLine = v, p.line
+		}
+	case "delta", "alpha", "beta":
+		if v, ok := r.number(p.val, p.key, "case.runs"); ok {
+			switch p.key {
+			case "delta":
+				c.Delta = v
+			case "alpha":
+				c.Alpha = v
+			default:
+				c.Beta = v
+			}
+			c.seqKeyLine = p.line
 		}
 	case "timeout":
 		if v, ok := r.number(p.val, "timeout", "case.timeout"); ok {
@@ -405,4 +435,51 @@ func checkSkillNames(g *skill.Graph, cases []*Case) ([]*Case, diag.Diagnostics) 
 		}
 	}
 	return kept, diags
+}
+
+// DefaultMaxRuns bounds the epochs of a `runs: auto` case that sets no max_runs.
+const DefaultMaxRuns = 20
+
+// sequential completes and checks a case's `runs: auto` settings once all its keys are read:
+// the defaults of what it did not set, a zone and error rates the test can work with, and
+// Runs set to MaxRuns (the epochs planned). max_runs, delta, alpha or beta without `runs:
+// auto` are an error: they would silently do nothing.
+func (r *reader) sequential(c *Case, line int) {
+	if !c.Sequential {
+		if c.seqKeyLine > 0 {
+			r.errorf(c.seqKeyLine, "case.runs", "max_runs, delta, alpha and beta apply to `runs: auto` only")
+		}
+		return
+	}
+	if c.MaxRuns == 0 {
+		c.MaxRuns = DefaultMaxRuns
+	}
+	if c.Delta == 0 {
+		c.Delta = stats.DefaultSPRTDelta
+	}
+	if c.Alpha == 0 {
+		c.Alpha = stats.DefaultSPRTAlpha
+	}
+	if c.Beta == 0 {
+		c.Beta = stats.DefaultSPRTBeta
+	}
+	if _, err := stats.NewSPRT(c.Confidence, c.Delta, c.Alpha, c.Beta); err != nil {
+		r.errorf(cmp.Or(c.seqLine, line), "case.runs", "runs: auto: %v", err)
+	}
+	c.Runs = c.MaxRuns
+}
+
+// testDefaults gives a case the defaults of its skill's test.config (runs: auto and its
+// settings, confidence), before its own keys are read.
+func testDefaults(c *Case, tc *skill.TestConfig) {
+	if tc == nil {
+		return
+	}
+	if tc.Confidence > 0 {
+		c.Confidence = tc.Confidence
+	}
+	if tc.Sequential {
+		c.Sequential = true
+		c.MaxRuns, c.Delta, c.Alpha, c.Beta = tc.MaxRuns, tc.Delta, tc.Alpha, tc.Beta
+	}
 }

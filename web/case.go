@@ -35,16 +35,23 @@ type caseDetail struct {
 	Epochs, PassedEpochs, RequiredPasses        int
 	FailedEpochs, ErroredEpochs, TimedOutEpochs int
 	SkippedEpochs                               int
-	Confidence                                  float64
-	Interval                                    *[2]float64
-	File                                        string
-	Line                                        int
-	Reason                                      Clip
-	DurationMS                                  int64
-	Attempts                                    int
-	Usage                                       *report.Usage
-	Flaky                                       *report.CaseFlaky
-	Quarantined                                 string
+	// EpochsRun of EpochsPlanned ran; Curtailed says the others were not needed: the
+	// verdict was settled without them.
+	EpochsRun, EpochsPlanned int
+	Curtailed                bool
+	// Undecided: a `runs: auto` case whose sequential test reached max_runs (EpochsPlanned)
+	// without deciding; its verdict is the fixed rule's.
+	Undecided   bool
+	Confidence  float64
+	Interval    *[2]float64
+	File        string
+	Line        int
+	Reason      Clip
+	DurationMS  int64
+	Attempts    int
+	Usage       *report.Usage
+	Flaky       *report.CaseFlaky
+	Quarantined string
 	// Evidence is the report's evidence epoch (assertions, output excerpts), shown when the
 	// results themselves are not at hand.
 	Evidence []assertionView
@@ -67,6 +74,7 @@ func detailOf(c *report.Case, b *budget) caseDetail {
 		Skill: name(c.Skill), Case: name(c.Case), Agent: name(c.Agent), Arm: c.Arm, Kind: c.Kind, Status: c.Status,
 		Epochs: c.Epochs, PassedEpochs: c.PassedEpochs, RequiredPasses: c.RequiredPasses, FailedEpochs: c.FailedEpochs,
 		ErroredEpochs: c.ErroredEpochs, TimedOutEpochs: c.TimedOutEpochs, SkippedEpochs: c.SkippedEpochs,
+		EpochsRun: c.EpochsRun, EpochsPlanned: c.EpochsPlanned, Curtailed: c.Curtailed(), Undecided: c.Undecided,
 		Confidence: c.Confidence, Interval: c.Interval, File: name(c.File), Line: c.Line, Reason: b.take(c.Reason),
 		DurationMS: c.DurationMS, Attempts: c.Attempts, Usage: c.Usage, Flaky: c.Flaky, Quarantined: c.Quarantined,
 	}

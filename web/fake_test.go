@@ -212,7 +212,10 @@ func hostileRun(t testing.TB, id string) (*pb.RunStatus, report.Report, []*pb.Re
 			{Skill: "logging", Case: "flaps", Agent: "builtin", Kind: "prompt", Status: report.StatusFailed, Epochs: 1, FailedEpochs: 1, RequiredPasses: 1,
 				Confidence: 1, DurationMS: 900, Reason: "assertion failed", Quarantined: "flaky",
 				Flaky: &report.CaseFlaky{Runs: 8, Decided: 8, Flips: 3, FlipRate: 0.43, PassRate: 0.5, Evidence: "3 flips in 8 runs"}},
-			{Skill: "logging", Case: "logline-shape", Kind: "command", Status: report.StatusPassed, Epochs: 1, PassedEpochs: 1, RequiredPasses: 1, Confidence: 1, DurationMS: 150},
+			{Skill: "logging", Case: "logline-shape", Kind: "command", Status: report.StatusPassed, Epochs: 5, PassedEpochs: 4, RequiredPasses: 4, Confidence: 0.8, DurationMS: 150,
+				EpochsRun: 4, EpochsPlanned: 5},
+			{Skill: "logging", Case: "borderline", Kind: "command", Status: report.StatusPassed, Epochs: 20, PassedEpochs: 17, FailedEpochs: 3, RequiredPasses: 16, Confidence: 0.8,
+				DurationMS: 150, EpochsRun: 20, EpochsPlanned: 20, Sequential: true, Undecided: true, Interval: &[2]float64{0.64, 0.95}},
 		},
 	}
 	traj := trajectoryJSON(t)

@@ -66,10 +66,15 @@ type caseRow struct {
 	Index                                            int
 	Skill, SkillHref, Case, Agent, Arm, Status, Href string
 	Epochs, PassedEpochs                             int
-	DurationMS                                       int64
-	Flaky                                            *report.CaseFlaky
-	Quarantined                                      string
-	Reason                                           string
+	// EpochsRun is shown when Curtailed: fewer epochs ran than were planned, the verdict
+	// being settled without the others.
+	EpochsRun   int
+	Curtailed   bool
+	Undecided   bool
+	DurationMS  int64
+	Flaky       *report.CaseFlaky
+	Quarantined string
+	Reason      string
 }
 
 // caseHref is the page of case i of a run's report. A case whose names are too long to put
@@ -201,6 +206,7 @@ func rowOf(c *report.Case, i int, skillLink string) caseRow {
 	return caseRow{
 		Index: i, Skill: name(c.Skill), SkillHref: skillLink, Case: name(c.Case), Agent: name(c.Agent), Arm: c.Arm, Status: c.Status,
 		Epochs: c.Epochs, PassedEpochs: c.PassedEpochs, DurationMS: c.DurationMS,
+		EpochsRun: c.EpochsRun, Curtailed: c.Curtailed(), Undecided: c.Undecided,
 		Flaky: c.Flaky, Quarantined: c.Quarantined, Reason: oneLine(c.Reason, maxReasonRunes),
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -87,15 +88,15 @@ func sandboxPath(bundlePath string) string {
 // cell key covers, so that a changed-only run re-runs a case whenever a file it can reach
 // changed (issue 25: with the whole bundle mounted, a case running a sibling skill's script
 // was reused after that script changed). The directories of the job's closure (its skill and
-// what it requires, transitively: the closure digest of the key) are mounted whole. A prompt
-// job is also shown a catalog of every skill, and its agent must be able to read any of
-// their SKILL.md to activate it (activation cases would fail otherwise): each other catalog
-// skill's SKILL.md is mounted alone, and the key covers every SKILL.md of the catalog, not
-// the rest of those skills' files, which the job cannot reach. The arms still hold: a
-// without_skill job cannot find the skill it is run without (its catalog omits it), an
-// old_skill job finds the old versions where the skills would be, and no job finds the
-// bundle's old versions it was not shown.
-func skillMounts(job *pb.Job, bundleDir string) []sandbox.Mount {
+// what it requires, transitively: the closure digest of the key) are mounted whole but for
+// their test definitions (see mounter). A prompt job is also shown a catalog of every skill,
+// and its agent must be able to read any of their SKILL.md to activate it (activation cases
+// would fail otherwise): each other catalog skill's SKILL.md is mounted alone, and the key
+// covers every SKILL.md of the catalog, not the rest of those skills' files, which the job
+// cannot reach. The arms still hold: a without_skill job cannot find the skill it is run
+// without (its catalog omits it), an old_skill job finds the old versions where the skills
+// would be, and no job finds the bundle's old versions it was not shown.
+func skillMounts(job *pb.Job, bundleDir string) ([]sandbox.Mount, error) {
 	closure := job.GetClosure()
 	if len(closure) == 0 {
 		closure = []string{job.GetSkillPath()} // a job from a coordinator older than the field
@@ -104,25 +105,17 @@ func skillMounts(job *pb.Job, bundleDir string) []sandbox.Mount {
 	for _, p := range closure {
 		whole[path.Clean("/" + p)[1:]] = true
 	}
-	var mounts []sandbox.Mount
-	mounted := make(map[string]bool)
-	dirMount := func(dir string) {
-		// Cleaned against a root: a path can never leave the bundle.
-		dir = path.Clean("/" + dir)
-		if dir == "/" || mounted[dir] {
-			return
-		}
-		mounted[dir] = true
-		mounts = append(mounts, sandbox.Mount{
-			Source: filepath.Join(bundleDir, filepath.FromSlash(dir)),
-			Target: path.Join(SkillsMount, sandboxPath(dir[1:])),
-		})
+	m := &mounter{bundleDir: bundleDir, mounted: make(map[string]bool), hidden: make(map[string]bool)}
+	for _, h := range job.GetHidden() {
+		m.hidden[path.Clean("/"+h)] = true
 	}
 	if job.GetKind() != pb.CaseKind_CASE_KIND_PROMPT {
 		for _, p := range closure {
-			dirMount(p)
+			if err := m.dir(p); err != nil {
+				return nil, err
+			}
 		}
-		return mounts
+		return m.declared(job)
 	}
 	for _, e := range job.GetCatalog() {
 		file := path.Clean("/" + e.GetPath())
@@ -133,24 +126,150 @@ func skillMounts(job *pb.Job, bundleDir string) []sandbox.Mount {
 		case whole[e.GetName()]:
 			// The closure's skill by name: an old_skill job's is the old version the
 			// catalog shows (the key covers the old closure's digest).
-			dirMount(dir)
+			if err := m.dir(dir); err != nil {
+				return nil, err
+			}
 		default:
-			mounts = append(mounts, sandbox.Mount{
-				Source: filepath.Join(bundleDir, filepath.FromSlash(file)),
-				Target: path.Join(SkillsMount, sandboxPath(file[1:])),
-			})
+			m.add(file)
 		}
 	}
 	if !baselineJob(job) {
 		// What the skill requires is in the catalog too; a closure path it lacks is still
 		// the job's to read.
 		for _, p := range closure {
-			if !mounted[path.Clean("/"+p)] {
-				dirMount(p)
+			if err := m.dir(p); err != nil {
+				return nil, err
+			}
+		}
+		// A baseline job's input files come from the worker (copyInputFilesIn): its sandbox
+		// holds no current version of the skill to show them in.
+		return m.declared(job)
+	}
+	return m.mounts, nil
+}
+
+// The directories of a skill that hold test definitions whatever its frontmatter says
+// (suite.TestPaths): hidden in every skill directory a job mounts, so that a job from a
+// coordinator older than pb.Job.hidden does not show them either.
+const (
+	testsDir = "tests"
+	evalsDir = "evals"
+)
+
+// mounter collects the read-only mounts of a job's sandbox from the extracted bundle in
+// bundleDir. Paths are bundle paths, cleaned against a root ("/s/scripts"), so none can leave
+// the bundle.
+//
+// A job's sandbox never shows its suite's test definitions (issue 31: the agent could read
+// its own test/cases.yaml, and a CLI found it in its skills_dir, where its loader invites the
+// model to look). A directory holding no hidden path is one bind mount; one holding some is
+// mounted entry by entry, down to the hidden paths, which are left out: a bind mount cannot
+// leave part of its source out, and an empty mount over a hidden path would still need it
+// to exist and could not hold the fixtures a case declares beneath it.
+type mounter struct {
+	bundleDir string
+	hidden    map[string]bool
+	mounted   map[string]bool
+	mounts    []sandbox.Mount
+}
+
+// add mounts one bundle path (a directory or a file) at its place under SkillsMount.
+func (m *mounter) add(p string) {
+	p = path.Clean("/" + p)
+	if p == "/" || m.mounted[p] {
+		return
+	}
+	m.mounted[p] = true
+	m.mounts = append(m.mounts, sandbox.Mount{
+		Source: filepath.Join(m.bundleDir, filepath.FromSlash(p)),
+		Target: path.Join(SkillsMount, sandboxPath(p[1:])),
+	})
+}
+
+// dir mounts a skill directory without its test definitions: those the job names and, by
+// convention, its tests/ and evals/.
+func (m *mounter) dir(p string) error {
+	p = path.Clean("/" + p)
+	if p == "/" || m.mounted[p] {
+		return nil
+	}
+	for _, t := range [...]string{testsDir, evalsDir} {
+		m.hidden[path.Join(p, t)] = true
+	}
+	return m.tree(p)
+}
+
+// tree mounts p (a cleaned bundle path) but for the hidden paths under it that exist: whole
+// when there are none, else entry by entry.
+func (m *mounter) tree(p string) error {
+	if m.hidden[p] {
+		return nil
+	}
+	if !m.hidesBelow(p) {
+		m.add(p)
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(m.bundleDir, filepath.FromSlash(p)))
+	if err != nil {
+		return fmt.Errorf("listing the bundle's %s: %w", p[1:], err)
+	}
+	m.mounted[p] = true // its entries are; nothing mounts it whole any more
+	for _, e := range entries {
+		child := path.Join(p, e.Name())
+		if e.IsDir() {
+			if err := m.tree(child); err != nil {
+				return err
+			}
+			continue
+		}
+		if !m.hidden[child] {
+			m.add(child)
+		}
+	}
+	return nil
+}
+
+// hidesBelow says a hidden path that exists in the bundle lies under the directory p.
+func (m *mounter) hidesBelow(p string) bool {
+	for h := range m.hidden {
+		if strings.HasPrefix(h, p+"/") {
+			if _, err := os.Lstat(filepath.Join(m.bundleDir, filepath.FromSlash(h))); err == nil {
+				return true
 			}
 		}
 	}
-	return mounts
+	return false
+}
+
+// declared adds the files the job declares (a command case's fixtures, a prompt case's input
+// files), each alone at its place in the job's skill directory, when a hidden path covers it:
+// a case still reads its own fixtures, and only those.
+func (m *mounter) declared(job *pb.Job) ([]sandbox.Mount, error) {
+	skillDir := path.Clean("/" + job.GetSkillPath())
+	for _, f := range job.GetFiles() {
+		if !localPath(f) {
+			continue // refused where the files are used (copyInputFiles); a command reads nothing there
+		}
+		p := path.Join(skillDir, f)
+		if !m.coveredByHidden(p) {
+			continue // shown with its directory
+		}
+		if _, err := os.Stat(filepath.Join(m.bundleDir, filepath.FromSlash(p))); err != nil {
+			continue // the planner found it; a command that reads it now fails as it would have
+		}
+		m.add(p)
+	}
+	return m.mounts, nil
+}
+
+// coveredByHidden says p or one of its parents is hidden.
+func (m *mounter) coveredByHidden(p string) bool {
+	for q := p; q != "/"; q = path.Dir(q) {
+		if m.hidden[q] {
+			return true
+		}
+	}
+	return false
 }
 
 // oldVersionMissing says why an old_skill job cannot run: its catalog holds no old version of

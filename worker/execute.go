@@ -66,9 +66,13 @@ func (e *SandboxExecutor) Execute(ctx context.Context, job *pb.Job, bundleDir st
 
 func (e *SandboxExecutor) command(ctx context.Context, job *pb.Job, bundleDir string, assertions []assert.Assertion) (*pb.Result, error) {
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
+	mounts, err := skillMounts(job, bundleDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
 	spec := sandbox.Spec{
 		JobID:   job.GetId(),
-		Mounts:  skillMounts(job, bundleDir),
+		Mounts:  mounts,
 		Env:     job.GetEnv(),
 		Limits:  limitsOf(job.GetLimits()),
 		Timeout: timeout,

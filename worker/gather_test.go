@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/agent"
 	"github.com/skillfleet/skillfleet/assert"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/sandbox"
@@ -305,5 +306,65 @@ func TestCollectOutputs(t *testing.T) {
 	}
 	if nothing, _ := collectOutputs(context.Background(), &scriptedSandbox{local: local, dir: dir}, nil, "the work directory could not be listed"); nothing != nil {
 		t.Error("outputs kept without a listing from before the agent")
+	}
+}
+
+// placingAgent stands in for agent.Command with a skills_dir under the work directory (dir is
+// the local directory behind /work): it places the catalog's skill there unless the request
+// says it was placed, as Command.Run does, then answers, leaving a file and a skill of its own.
+type placingAgent struct{ dir string }
+
+func (a placingAgent) write(p, content string) error {
+	p = filepath.Join(a.dir, filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content), 0o644)
+}
+
+func (a placingAgent) PlaceSkills(context.Context, agent.Sandbox, agent.Request) (string, error) {
+	for _, p := range []string{".claude/skills/s/SKILL.md", ".claude/skills/s/scripts/run.sh", ".claude/skills/dep/SKILL.md"} {
+		if err := a.write(p, "placed "+p); err != nil {
+			return "", err
+		}
+	}
+	return "/work/.claude/skills", nil
+}
+
+func (a placingAgent) Run(ctx context.Context, sb agent.Sandbox, req agent.Request) (string, agent.Transcript, error) {
+	if !req.SkillsPlaced {
+		if _, err := a.PlaceSkills(ctx, sb, req); err != nil {
+			return "", agent.Transcript{}, err
+		}
+	}
+	for _, p := range []string{"answer.md", ".claude/skills/made/SKILL.md"} {
+		if err := a.write(p, "made "+p); err != nil {
+			return "", agent.Transcript{}, err
+		}
+	}
+	return "ready", agent.Transcript{}, nil
+}
+
+// TestOutputsLeaveThePlacedSkillsOut: the skills a command agent's CLI is given in its
+// skills_dir under the work directory are placed before the snapshot, so a job's outputs are
+// what the agent made (its answer file, a skill it wrote itself), never the placed copies
+// (issue 31: every with_skill job kept the whole catalog, against the outputs' caps).
+func TestOutputsLeaveThePlacedSkillsOut(t *testing.T) {
+	dir := t.TempDir()
+	sb := &scriptedSandbox{local: &localSandbox{}, dir: dir}
+	e := NewExecutor(oneSandbox{sb}, nil).WithAgents(map[string]AgentSpec{"": {Agent: placingAgent{dir}}}, nil, 1)
+	out, err := e.Execute(context.Background(), promptJob(saysReady), "/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, f := range out.GetOutputs() {
+		kept = append(kept, f.GetPath())
+	}
+	if want := []string{".claude/skills/made/SKILL.md", "answer.md"}; !slices.Equal(kept, want) {
+		t.Errorf("outputs %q, want %q (what the agent made, without the placed skills); omitted %q", kept, want, out.GetOutputsOmitted())
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude/skills/s/scripts/run.sh")); err != nil {
+		t.Errorf("the skills were not placed: %v", err)
 	}
 }

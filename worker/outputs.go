@@ -71,10 +71,11 @@ func listWork(ctx context.Context, sb Sandbox, dir string) (listing, string, err
 	return l, "", nil
 }
 
-// snapshotWork is the work directory before the agent starts: empty without input files (a
-// job's work directory starts empty), else the copied files with their sizes and times.
-func snapshotWork(ctx context.Context, sb Sandbox, job *pb.Job) (listing, string, error) {
-	if len(job.GetFiles()) == 0 {
+// snapshotWork is the work directory before the agent starts: empty without input files or
+// placed skills (a job's work directory starts empty), else what was copied and placed there,
+// with sizes and times.
+func snapshotWork(ctx context.Context, sb Sandbox, job *pb.Job, placed bool) (listing, string, error) {
+	if len(job.GetFiles()) == 0 && !placed {
 		return listing{}, "", nil
 	}
 	return listWork(ctx, sb, AgentWorkDir)

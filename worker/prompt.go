@@ -30,6 +30,13 @@ type Judge interface {
 	EvaluateWithReference(ctx context.Context, criterion, input, reference, output string, votes int) (assert.Result, agent.Usage, error)
 }
 
+// skillPlacer is an agent that places the job's skills in the sandbox itself before it runs
+// (agent.Command copies them into its CLI's skills_dir). The executor has it place them
+// before the work directory's snapshot, so that the copies are never kept as outputs.
+type skillPlacer interface {
+	PlaceSkills(ctx context.Context, sb agent.Sandbox, req agent.Request) (dir string, err error)
+}
+
 // describedJudge is a Judge that can say which model and prompt version it judges a job with
 // (the reference picks the prompt); results then carry them.
 type describedJudge interface {
@@ -88,7 +95,11 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		return erroredResult(job, reason), nil
 	}
 	timeout := time.Duration(job.GetTimeoutMs()) * time.Millisecond
-	mounts := append(skillMounts(job, bundleDir), spec.Mounts...)
+	mounts, err := skillMounts(job, bundleDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	mounts = append(mounts, spec.Mounts...)
 	sb, err := e.sandboxes.Acquire(ctx, sandbox.Spec{
 		JobID: job.GetId(), Mounts: mounts,
 		Env: job.GetEnv(), Limits: limitsOf(job.GetLimits()), Timeout: timeout,
@@ -111,21 +122,37 @@ func (e *SandboxExecutor) prompt(ctx context.Context, job *pb.Job, bundleDir str
 		}
 		return erroredResult(job, reason), nil
 	}
-	// What was there before the agent, so the files it leaves can be told from the copies.
-	before, beforeWhy, err := snapshotWork(ctx, sb, job)
-	if err != nil {
-		return nil, fmt.Errorf("listing the work directory: %w", err)
-	}
 	limits := spec.Limits
 	if limits.WallTime <= 0 || limits.WallTime > timeout {
 		limits.WallTime = timeout
 	}
 	actx, cancel := context.WithTimeout(agent.WithJobID(ctx, job.GetId()), timeout)
 	defer cancel()
-	output, tr, err := a.Run(actx, sandboxTools{sb}, agent.Request{
+	req := agent.Request{
 		Input: job.GetInput(), Catalog: catalogOf(job), AllowedTools: job.GetAllowedTools(),
 		WorkDir: AgentWorkDir, Limits: limits, Skills: e.detectors.get(job, bundleDir),
-	})
+	}
+	// A CLI's skills are placed before the snapshot: copied into its skills_dir, often under
+	// the work directory, they are the job's setup, not files the agent made (issue 31: every
+	// with_skill job kept the whole catalog as its outputs, against the outputs' caps).
+	placed := false
+	if p, ok := a.(skillPlacer); ok {
+		dir, err := p.PlaceSkills(actx, sandboxTools{sb}, req)
+		switch {
+		case err != nil && actx.Err() != nil:
+			return &pb.Result{Verdict: pb.Verdict_VERDICT_TIMED_OUT, Kind: job.GetKind(),
+				Reason: fmt.Sprintf("placing the agent's skills did not finish within %s", timeout)}, nil
+		case err != nil:
+			return erroredResult(job, "the agent's skills could not be placed: "+err.Error()), nil
+		}
+		req.SkillsPlaced, placed = true, dir != ""
+	}
+	// What was there before the agent, so the files it leaves can be told from the copies.
+	before, beforeWhy, err := snapshotWork(ctx, sb, job, placed)
+	if err != nil {
+		return nil, fmt.Errorf("listing the work directory: %w", err)
+	}
+	output, tr, err := a.Run(actx, sandboxTools{sb}, req)
 	out := &pb.Result{
 		Kind:       job.GetKind(),
 		Output:     output,

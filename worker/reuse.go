@@ -12,12 +12,16 @@ import (
 // configuration as the worker runs it (its model and endpoint or CLI, the judge, the sandbox
 // image: see fleet.AgentDigests). Two cells with one digest ran the same thing; "" when either
 // part is unknown, and such a cell is never reused.
+//
+// Its version says what the worker shows a job besides what the key covers: version 2's
+// sandboxes hide the suite's test definitions (skillMounts), so a pass recorded by a worker
+// whose agent could read its own test (version 1) is never reused.
 func CellDigest(key, agentDigest string) string {
 	if key == "" || agentDigest == "" {
 		return ""
 	}
 	h := sha256.New()
-	h.Write([]byte("cell-digest/1\x00" + key + "\x00" + agentDigest))
+	h.Write([]byte("cell-digest/2\x00" + key + "\x00" + agentDigest))
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +85,16 @@ func TestCellDigest(t *testing.T) {
 	}
 	if CellDigest("", "agent") != "" || CellDigest("k", "") != "" {
 		t.Error("a digest without a key or an agent digest")
+	}
+}
+
+// TestCellDigestLeavesVisibleTestsBehind: a cell's digest is not the one a worker whose
+// sandboxes showed the suite's test definitions recorded (cell-digest/1), so a pass an agent
+// may have earned by reading its test is never reused (issue 31).
+func TestCellDigestLeavesVisibleTestsBehind(t *testing.T) {
+	const key, agent = "sha256:key", "agent-config-a"
+	old := sha256.Sum256([]byte("cell-digest/1\x00" + key + "\x00" + agent))
+	if got := CellDigest(key, agent); got == "sha256:"+hex.EncodeToString(old[:]) || got == "" {
+		t.Errorf("cell digest %q: a pass recorded while the tests were visible would be reused", got)
 	}
 }

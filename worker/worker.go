@@ -112,8 +112,11 @@ type Deps struct {
 	// Cancellations stops the running jobs of cancelled runs; nil lets them run on to their
 	// timeouts.
 	Cancellations Cancellations
-	Log           *zap.Logger
-	Registry      prometheus.Registerer
+	// Withdrawals skips and stops the jobs the coordinator no longer needs; nil lets them
+	// run (their results change nothing).
+	Withdrawals Withdrawals
+	Log         *zap.Logger
+	Registry    prometheus.Registerer
 	// Clock times the drain and the heartbeats; nil means the system clock.
 	Clock clock.Clock
 	// Now stamps results; nil means Clock.Now.
@@ -196,6 +199,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		stop, err := c.WatchCancelled(ctx, w.cancels.cancel)
 		if err != nil {
 			w.log.Error("not watching for cancelled runs: their running jobs will run on to their timeouts", zap.Error(err))
+		} else {
+			defer stop()
+		}
+	}
+	if wd := w.deps.Withdrawals; wd != nil {
+		stop, err := wd.WatchWithdrawn(ctx, w.cancels.withdraw)
+		if err != nil {
+			w.log.Error("not watching for withdrawn jobs: they will run, though no longer needed", zap.Error(err))
 		} else {
 			defer stop()
 		}
@@ -410,7 +421,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	w.beats.add(msg, log)
 	digest := w.cellDigest(job)
 	// jctx ends when the job's run is cancelled: the sandbox is killed and the job skipped.
-	jctx, untrack := w.cancels.track(ctx, job.GetRunId())
+	jctx, untrack := w.cancels.track(ctx, job.GetRunId(), job.GetId())
 	defer untrack()
 	var (
 		res *pb.Result
@@ -420,6 +431,8 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	case runCancelled(jctx):
 		// Cancelled before it started: no sandbox for it.
 		res = cancelledResult(job)
+	case jobWithdrawn(jctx):
+		res = withdrawnResult(job)
 	case reusable(job, digest):
 		res = reusedResult(job)
 	default:
@@ -428,6 +441,10 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 	if ctx.Err() == nil && runCancelled(jctx) {
 		log.Info("job stopped: its run was cancelled", zap.NamedError("interrupted", err))
 		res, err = cancelledResult(job), nil
+	}
+	if ctx.Err() == nil && jobWithdrawn(jctx) {
+		log.Info("job stopped: withdrawn, its case's verdict settled without it", zap.NamedError("interrupted", err))
+		res, err = withdrawnResult(job), nil
 	}
 
 	last := attempt >= w.cfg.MaxAttempts

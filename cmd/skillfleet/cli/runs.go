@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -43,8 +44,12 @@ they were when each run ended. Cancel needs a coordinator (by default http://127
 			return err
 		}
 		c := st.GetCases()
-		fmt.Fprintf(e.stdout, "run      %s\nstate    %s\njobs     %d/%d\ncases    %d: %d passed, %d failed, %d errored, %d timed out, %d skipped\n",
-			strings.TrimSpace(st.GetId()+" "+st.GetSpec().GetName()), strings.TrimSpace(stateName(st.GetState())+" "+st.GetReason()), st.GetDoneJobs(), st.GetTotalJobs(),
+		jobs := fmt.Sprintf("%d/%d", st.GetDoneJobs(), st.GetTotalJobs())
+		if n := st.GetWithdrawnJobs(); n > 0 {
+			jobs += fmt.Sprintf(" (%s not run: their cases' verdicts were settled without them)", text.Count(int(n), "epoch", "epochs"))
+		}
+		fmt.Fprintf(e.stdout, "run      %s\nstate    %s\njobs     %s\ncases    %d: %d passed, %d failed, %d errored, %d timed out, %d skipped\n",
+			strings.TrimSpace(st.GetId()+" "+st.GetSpec().GetName()), strings.TrimSpace(stateName(st.GetState())+" "+st.GetReason()), jobs,
 			c.GetTotal(), c.GetPassed(), c.GetFailed(), c.GetErrored(), c.GetTimedOut(), c.GetSkipped())
 		return nil
 	}

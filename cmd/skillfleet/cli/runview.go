@@ -46,6 +46,11 @@ func newProgress(w io.Writer, totalJobs int) *progress {
 }
 
 func (p *progress) event(ev *pb.Event) {
+	if st := ev.GetStatus(); st != nil && p.bar != nil && st.GetTotalJobs() > 0 {
+		// A curtailed run's total goes down as its cases settle: the epochs withdrawn are
+		// not run, so the bar ends full when the run does.
+		p.bar.ChangeMax(int(st.GetTotalJobs()))
+	}
 	r := ev.GetResult()
 	if r == nil {
 		return

@@ -554,7 +554,8 @@ type Job struct {
 	// Prompt cases: input files of the case (an eval's `files`), as paths relative to the job's
 	// skill directory in the bundle. The worker copies each into the agent's work directory at
 	// the same relative path before the agent starts. A worker older than the field runs the
-	// agent without them.
+	// agent without them. Command cases: the fixtures the case declares (`input.files`), which
+	// its sandbox shows at their place in the skill directory even under a hidden path.
 	Files []string `protobuf:"bytes,29,rep,name=files,proto3" json:"files,omitempty"`
 	// Prompt cases: what a good answer looks like (an eval's `expected_output`). The judge is
 	// shown it beside each semantic_match criterion; empty when the case gives none, and the
@@ -585,7 +586,15 @@ type Job struct {
 	// case's results are read without reading the run's (a case page of a run of a million jobs).
 	// Empty from a coordinator older than the field; a worker older than it publishes on
 	// skillfleet.results.<run>, which the coordinator still reads.
-	ResultKey     string `protobuf:"bytes,43,opt,name=result_key,json=resultKey,proto3" json:"result_key,omitempty"`
+	ResultKey string `protobuf:"bytes,43,opt,name=result_key,json=resultKey,proto3" json:"result_key,omitempty"`
+	// The bundle paths (files or directories) of the test definitions of the skills the job's
+	// sandbox may show: for each skill of its closure (and, for an old_skill job, each old
+	// version), the file its `test.cases` names, its tests/ and its evals/. The worker mounts
+	// none of them, so no agent reads its test (a case's expected strings, patterns and judge
+	// criteria); a case's own declared files (files) still reach it, mounted alone. A worker
+	// hides tests/ and evals/ of every skill it mounts even when the field is empty (a
+	// coordinator older than it); a worker older than the field hides nothing.
+	Hidden        []string `protobuf:"bytes,44,rep,name=hidden,proto3" json:"hidden,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -863,6 +872,13 @@ func (x *Job) GetResultKey() string {
 		return x.ResultKey
 	}
 	return ""
+}
+
+func (x *Job) GetHidden() []string {
+	if x != nil {
+		return x.Hidden
+	}
+	return nil
 }
 
 // Reuse is the passing run a changed-only job may reuse the verdict of.
@@ -2379,13 +2395,15 @@ func (x *Counts) GetReused() int32 {
 
 // RunStatus is the run's state as kept in the KV bucket.
 type RunStatus struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	State     RunState               `protobuf:"varint,2,opt,name=state,proto3,enum=skillfleet.v1.RunState" json:"state,omitempty"`
-	Spec      *RunSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
-	Cases     *Counts                `protobuf:"bytes,4,opt,name=cases,proto3" json:"cases,omitempty"`
-	TotalJobs int32                  `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
-	DoneJobs  int32                  `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	State RunState               `protobuf:"varint,2,opt,name=state,proto3,enum=skillfleet.v1.RunState" json:"state,omitempty"`
+	Spec  *RunSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Cases *Counts                `protobuf:"bytes,4,opt,name=cases,proto3" json:"cases,omitempty"`
+	// The jobs the run runs: its planned jobs less withdrawn_jobs. It starts at the plan's
+	// count and goes down as cases settle, so done_jobs reaches it when the run completes.
+	TotalJobs int32 `protobuf:"varint,5,opt,name=total_jobs,json=totalJobs,proto3" json:"total_jobs,omitempty"`
+	DoneJobs  int32 `protobuf:"varint,6,opt,name=done_jobs,json=doneJobs,proto3" json:"done_jobs,omitempty"`
 	// Jobs of ungated skills published so far, in plan order.
 	Published  int32                  `protobuf:"varint,7,opt,name=published,proto3" json:"published,omitempty"`
 	Reason     string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -2418,8 +2436,16 @@ type RunStatus struct {
 	ReportStored bool `protobuf:"varint,18,opt,name=report_stored,json=reportStored,proto3" json:"report_stored,omitempty"`
 	// Set on a run its cost cap (RunSpec.max_cost) stopped; spent is what its counted results
 	// cost then (jobs cancelled while running may have spent more, unreported).
-	CostCapped    bool    `protobuf:"varint,19,opt,name=cost_capped,json=costCapped,proto3" json:"cost_capped,omitempty"`
-	Spent         float64 `protobuf:"fixed64,20,opt,name=spent,proto3" json:"spent,omitempty"`
+	CostCapped bool    `protobuf:"varint,19,opt,name=cost_capped,json=costCapped,proto3" json:"cost_capped,omitempty"`
+	Spent      float64 `protobuf:"fixed64,20,opt,name=spent,proto3" json:"spent,omitempty"`
+	// Set at admission on a run whose cases stop their epochs once their verdicts are settled
+	// (curtailment): the rest are not published, or withdrawn. Its ungated jobs are then only
+	// each case's first epochs (published counts among those); a run admitted without it
+	// publishes every job, as before.
+	Curtailed bool `protobuf:"varint,21,opt,name=curtailed,proto3" json:"curtailed,omitempty"`
+	// Planned jobs that will not run because their case's verdict was settled without them
+	// (not counted in total_jobs).
+	WithdrawnJobs int32 `protobuf:"varint,22,opt,name=withdrawn_jobs,json=withdrawnJobs,proto3" json:"withdrawn_jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2590,6 +2616,20 @@ func (x *RunStatus) GetCostCapped() bool {
 func (x *RunStatus) GetSpent() float64 {
 	if x != nil {
 		return x.Spent
+	}
+	return 0
+}
+
+func (x *RunStatus) GetCurtailed() bool {
+	if x != nil {
+		return x.Curtailed
+	}
+	return false
+}
+
+func (x *RunStatus) GetWithdrawnJobs() int32 {
+	if x != nil {
+		return x.WithdrawnJobs
 	}
 	return 0
 }
@@ -2782,7 +2822,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tnano_cpus\x18\x02 \x01(\x03R\bnanoCpus\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\x03R\x04pids\x12&\n" +
 	"\x0ffile_size_bytes\x18\x04 \x01(\x03R\rfileSizeBytes\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xa5\t\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"\xbd\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
@@ -2825,7 +2865,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\bcell_key\x18) \x01(\tR\acellKey\x12*\n" +
 	"\x05reuse\x18* \x01(\v2\x14.skillfleet.v1.ReuseR\x05reuse\x12\x1d\n" +
 	"\n" +
-	"result_key\x18+ \x01(\tR\tresultKey\x1a6\n" +
+	"result_key\x18+ \x01(\tR\tresultKey\x12\x16\n" +
+	"\x06hidden\x18, \x03(\tR\x06hidden\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
@@ -2978,7 +3019,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\x9b\x06\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe0\x06\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -3004,7 +3045,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\rreport_stored\x18\x12 \x01(\bR\freportStored\x12\x1f\n" +
 	"\vcost_capped\x18\x13 \x01(\bR\n" +
 	"costCapped\x12\x14\n" +
-	"\x05spent\x18\x14 \x01(\x01R\x05spent\";\n" +
+	"\x05spent\x18\x14 \x01(\x01R\x05spent\x12\x1c\n" +
+	"\tcurtailed\x18\x15 \x01(\bR\tcurtailed\x12%\n" +
+	"\x0ewithdrawn_jobs\x18\x16 \x01(\x05R\rwithdrawnJobs\";\n" +
 	"\bMisfiled\x12\x1d\n" +
 	"\n" +
 	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
