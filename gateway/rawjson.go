@@ -25,8 +25,9 @@ import (
 // the same fields matched the same way (the exact name, else case-insensitively), null leaving
 // a value as it was, a value of the wrong type an error that does not stop the rest, JSON
 // strings unquoted alike; what it does not know (another type, a number too large) it leaves
-// to json.Unmarshal. Only text the gateway checked, or produced, is read here: answers from
-// the upstream still go through encoding/json.
+// to json.Unmarshal. Only text the gateway checked, or produced, is read here: a streamed
+// answer's events are validated first (decodeEvent), a whole answer still goes through
+// encoding/json.
 
 // errChecked is what decodeChecked reports for a value of the wrong type, as json.Unmarshal
 // reports an *UnmarshalTypeError: the callers only test for an error.
