@@ -230,7 +230,10 @@ func (l *capListener) admit(nc net.Conn) (*conn, *conn) {
 }
 
 // victim is the connection to evict, of ip only when sameIP: the first in the order of
-// evictKey; nil when every connection is serving a request. No connection is spared for
+// evictKey, from the address holding the most connections when any address may give one
+// (a flood from a few addresses then displaces only itself: a lone client's connection,
+// accepted a moment before it writes, looked silent beside a flood whose connections had
+// all sent a byte, and was cut); nil when every connection is serving a request. No connection is spared for
 // having sent a byte lately: a trickle of one byte a second would then hold its slot for good.
 // Only a new connection is looked at more closely: one whose request waits in its socket is a
 // client the server has not got to yet (a starved CPU, a burst of accepts), not a silent one.
@@ -241,12 +244,17 @@ func (l *capListener) victim(ip string, sameIP bool) *conn {
 	for checks := 0; ; checks++ {
 		var best *conn
 		var bestKey evictKey
+		bestHeld := 0
 		for c := range l.conns {
 			if c.busy.Load() || (sameIP && c.ip != ip) {
 				continue
 			}
-			if k := c.evictKey(now, l.grace, pending[c]); best == nil || k.before(bestKey) {
-				best, bestKey = c, k
+			held := l.byIP[c.ip]
+			if best != nil && held < bestHeld {
+				continue
+			}
+			if k := c.evictKey(now, l.grace, pending[c]); best == nil || held > bestHeld || k.before(bestKey) {
+				best, bestKey, bestHeld = c, k, held
 			}
 		}
 		if best == nil || bestKey.rank != rankSilent || checks >= maxPendingChecks || !requestPending(best.Conn) {

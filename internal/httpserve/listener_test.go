@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -169,5 +170,52 @@ func TestEvictionOrder(t *testing.T) {
 				t.Fatalf("keys %+v and %+v: want the first evicted first", ka, kb)
 			}
 		})
+	}
+}
+
+// addrConn is a connection from ip, for the per-address accounting.
+type addrConn struct {
+	net.Conn
+	ip net.IP
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: c.ip, Port: 1} }
+
+// TestEvictionTakesFromTheAddressHoldingMost: the e2e slowloris test's lost request. At the
+// total cap, a lone client's connection accepted a moment before it wrote (silent) ranked
+// before a flood's connections that had all sent a byte, and the flood's next redial cut it.
+// The address holding the most connections now gives the victim; within one address the
+// order is as before.
+func TestEvictionTakesFromTheAddressHoldingMost(t *testing.T) {
+	l := newCapListener(nil, 4, 0, 10*time.Second)
+	admit := func(ip net.IP, sent bool) *conn {
+		t.Helper()
+		server, client := net.Pipe()
+		t.Cleanup(func() { server.Close(); client.Close() })
+		c, evict := l.admit(addrConn{server, ip})
+		if c == nil || evict != nil {
+			t.Fatalf("admit %v: conn %v, evicted %v; want admitted under the cap", ip, c, evict)
+		}
+		c.sent.Store(sent)
+		return c
+	}
+	flood := net.IPv4(127, 0, 0, 2)
+	var flooders []*conn
+	for range 3 {
+		flooders = append(flooders, admit(flood, true))
+	}
+	lone := admit(net.IPv4(127, 0, 0, 1), false)
+	got := l.victim("", false)
+	if got == lone || !slices.Contains(flooders, got) {
+		t.Fatalf("victim at the cap: %v (lone client %p), want one of the flood's", got, lone)
+	}
+	// One address alone: its silent connection still goes before its arriving ones.
+	l = newCapListener(nil, 4, 0, 10*time.Second)
+	for range 2 {
+		admit(flood, true)
+	}
+	silent := admit(flood, false)
+	if got := l.victim("", false); got != silent {
+		t.Fatalf("victim among one address's connections: %v, want the silent one %p", got, silent)
 	}
 }
