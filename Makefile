@@ -2,6 +2,12 @@
 #   make demo   runs the example suite in local mode (embedded NATS, coordinator, workers, Docker)
 #   make test   runs every test, with real Docker and an in-process nats-server
 GO       ?= go
+# The Go release every target builds and tests with: go1.26.8, the machine's own, has 12
+# standard-library vulnerabilities fixed in go1.26.9 and go1.26.10 (govulncheck v1.9.0 against
+# the Go vulnerability database of 2026-11-05: none with go1.26.10). The go command fetches it
+# through the module proxy once; GOTOOLCHAIN=local make ... keeps the machine's.
+GOTOOLCHAIN ?= go1.26.10
+export GOTOOLCHAIN
 BIN      := bin
 SKILLFLEET := $(BIN)/skillfleet
 

@@ -2,6 +2,8 @@ module github.com/skillfleet/skillfleet
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
