@@ -1,6 +1,9 @@
 package gateway
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // validJSON reports whether b is one JSON value, exactly as json.Valid does: the same
 // grammar, whitespace around the value allowed, any byte from 0x20 up inside a string
@@ -104,6 +107,10 @@ func scanKey(b []byte, i int) int {
 func scanString(b []byte, i int) int {
 	i++
 	for {
+		// Eight bytes at a time while none of them ends the plain text, then byte by byte.
+		for i+8 <= len(b) && !hasStringSpecial(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
 			i++
 		}
@@ -137,6 +144,17 @@ func scanString(b []byte, i int) int {
 			return -1
 		}
 	}
+}
+
+// hasStringSpecial says whether any of the eight bytes in x is a quote, a backslash or a
+// control byte (under 0x20): the bytes a string's plain text cannot hold. Each test is the
+// classic has-a-zero-byte one (a byte's borrow can flag a byte above it, never make a word
+// with no such byte look as if it had one), so the answer is exact for the word.
+func hasStringSpecial(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(x-ones*0x20)&^x)&highs != 0
 }
 
 func isHex(c byte) bool {

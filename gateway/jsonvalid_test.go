@@ -38,6 +38,21 @@ func TestValidJSONAsValid(t *testing.T) {
 	}
 }
 
+func TestValidJSONSpecialAtEachOffset(t *testing.T) {
+	// A string's plain text is skipped eight bytes at a time: a quote, a backslash or a
+	// control byte must be found at any offset in a word, beside any other byte.
+	for n := range 20 {
+		for _, special := range []string{`"`, `\\`, `\"`, `\u00e9`, "\x00", "\x1f", "\n", "\x20", "\x7f", "\x80", "\xff", "é", `\x`} {
+			for _, fill := range []string{"a", "\xff", "!"} {
+				c := []byte(`["` + strings.Repeat(fill, n) + special + strings.Repeat(fill, 17-n%3) + `"]`)
+				if got, want := validJSON(c), json.Valid(c); got != want {
+					t.Errorf("validJSON(%q) = %v, json.Valid %v", c, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestValidJSONDepth(t *testing.T) {
 	// json.Valid takes 10000 nested arrays and objects and refuses 10001.
 	for _, n := range []int{validMaxDepth - 1, validMaxDepth, validMaxDepth + 1} {
