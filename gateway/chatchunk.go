@@ -57,95 +57,103 @@ var (
 // unreadable (false), as json.Unmarshal's error does for its caller. Its tests check it
 // against json.Unmarshal.
 func decodeChatChunk(data []byte, c *chatChunk) bool {
-	return decodeObject(data, chunkNames, func(f int, v []byte) bool {
+	// Each value is read where it starts and gives the index past it: one pass over the
+	// chunk, where skipping a member before reading it read its text once per level.
+	_, ok := decodeObject(data, skipSpace(data, 0), chunkNames, func(f, i int) (int, bool) {
 		switch f {
 		case 0:
-			return decodeString(v, &c.Model)
+			return decodeString(data, i, &c.Model)
 		case 1:
 			// Once a stream: the reflective decoder is cheap enough here.
-			return decodeChecked(v, &c.Usage) == nil
+			end := skipValue(data, i)
+			return end, decodeChecked(data[i:end], &c.Usage) == nil
 		default:
-			return decodeSlice(v, &c.Choices, decodeChatChoice)
+			return decodeSlice(data, i, &c.Choices, decodeChatChoice)
 		}
 	})
+	return ok
 }
 
-func decodeChatChoice(data []byte, c *chatChoice) bool {
-	return decodeObject(data, choiceNames, func(f int, v []byte) bool {
+func decodeChatChoice(b []byte, i int, c *chatChoice) (int, bool) {
+	return decodeObject(b, i, choiceNames, func(f, i int) (int, bool) {
 		switch f {
 		case 0:
-			return decodeInt(v, &c.Index)
+			return decodeInt(b, i, &c.Index)
 		case 1:
-			return decodeString(v, &c.FinishReason)
+			return decodeString(b, i, &c.FinishReason)
 		default:
-			return decodeObject(v, deltaNames, func(f int, v []byte) bool {
-				d := &c.Delta
+			d := &c.Delta
+			return decodeObject(b, i, deltaNames, func(f, i int) (int, bool) {
 				switch f {
 				case 0:
-					return decodeString(v, &d.Content)
+					return decodeString(b, i, &d.Content)
 				case 1:
-					return decodeString(v, &d.Refusal)
+					return decodeString(b, i, &d.Refusal)
 				case 2:
-					return decodeString(v, &d.ReasoningContent)
+					return decodeString(b, i, &d.ReasoningContent)
 				default:
-					return decodeSlice(v, &d.ToolCalls, decodeChatToolDelta)
+					return decodeSlice(b, i, &d.ToolCalls, decodeChatToolDelta)
 				}
 			})
 		}
 	})
 }
 
-func decodeChatToolDelta(data []byte, t *chatToolDelta) bool {
-	return decodeObject(data, toolNames, func(f int, v []byte) bool {
+func decodeChatToolDelta(b []byte, i int, t *chatToolDelta) (int, bool) {
+	return decodeObject(b, i, toolNames, func(f, i int) (int, bool) {
 		switch f {
 		case 0:
-			return decodeInt(v, &t.Index)
+			return decodeInt(b, i, &t.Index)
 		case 1:
-			return decodeString(v, &t.ID)
+			return decodeString(b, i, &t.ID)
 		default:
-			return decodeObject(v, functionNames, func(f int, v []byte) bool {
+			return decodeObject(b, i, functionNames, func(f, i int) (int, bool) {
 				if f == 0 {
-					return decodeString(v, &t.Function.Name)
+					return decodeString(b, i, &t.Function.Name)
 				}
-				return decodeString(v, &t.Function.Arguments)
+				return decodeString(b, i, &t.Function.Arguments)
 			})
 		}
 	})
 }
 
-// decodeObject calls set with the field number (the index in names) and the value of each
-// member of the valid JSON object data that is one of names, in order, until set returns
-// false. null is a struct left as it was; anything else but an object is a wrong type.
-func decodeObject(data []byte, names []string, set func(field int, val []byte) bool) bool {
-	if data = bytes.TrimSpace(data); len(data) == 0 {
-		return false
+// The decoders below read the value that starts at b[i] (no whitespace before it) in text
+// that validJSON accepted, and return the index just past it and false for a value of the
+// wrong type (the index is then of no use: the chunk is unreadable).
+
+// decodeObject reads an object as json.Unmarshal reads one into a struct: set reads the value
+// at i of each member whose key is one of names (field: its index there) and returns the
+// index past it; the other members are skipped. null is a struct left as it was.
+func decodeObject(b []byte, i int, names []string, set func(field, i int) (int, bool)) (int, bool) {
+	switch {
+	case i >= len(b):
+		return i, false
+	case b[i] == 'n':
+		return i + 4, true
+	case b[i] != '{':
+		return i, false
 	}
-	if data[0] == 'n' {
-		return true
-	}
-	if data[0] != '{' {
-		return false
-	}
-	i := skipSpace(data, 1)
-	for i < len(data) && data[i] == '"' {
-		end := skipString(data, i)
-		key := data[i+1 : end-1]
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		end := skipString(b, i)
+		key := b[i+1 : end-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(unquote(data[i:end]))
+			key = []byte(unquote(b[i:end]))
 		}
-		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
-		vend := skipValue(data, i)
-		if vend == i {
-			return false // not JSON: never so past validJSON
+		i = skipSpace(b, skipSpace(b, end)+1) // past the colon
+		if f := fieldOf(key, names); f >= 0 {
+			var ok bool
+			if i, ok = set(f, i); !ok {
+				return i, false
+			}
+		} else {
+			i = skipValue(b, i)
 		}
-		if f := fieldOf(key, names); f >= 0 && !set(f, data[i:vend]) {
-			return false
-		}
-		if i = skipSpace(data, vend); i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
+		if i = skipSpace(b, i); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
 		}
 	}
-	return true
+	return i + 1, true // past the brace
 }
 
 // fieldOf is the index in names of the field a key decodes into, as encoding/json matches it:
@@ -168,59 +176,67 @@ func fieldOf(key []byte, names []string) int {
 // each element into the slice's own (merged into what an earlier value left there, when a
 // key repeats), the slice cut to the array's length, an empty array an empty slice and null
 // a nil one; elem decodes one element, false for a wrong type.
-func decodeSlice[T any](v []byte, s *[]T, elem func(e []byte, x *T) bool) bool {
-	switch v[0] {
+func decodeSlice[T any](b []byte, i int, s *[]T, elem func(b []byte, i int, x *T) (int, bool)) (int, bool) {
+	switch b[i] {
 	case 'n':
 		*s = nil
-		return true
+		return i + 4, true
 	case '[':
 	default:
-		return false
+		return i, false
 	}
-	a, ok := (*s)[:0], true
-	eachElement(v, func(_ int, e []byte) bool {
+	a := (*s)[:0]
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] != ']' {
 		if len(a) < cap(a) {
 			a = a[:len(a)+1]
 		} else {
 			var zero T
 			a = append(a, zero)
 		}
-		ok = elem(e, &a[len(a)-1])
-		return ok
-	})
+		var ok bool
+		if i, ok = elem(b, i, &a[len(a)-1]); !ok {
+			return i, false
+		}
+		if i = skipSpace(b, i); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
 	if len(a) == 0 {
 		a = []T{}
 	}
 	*s = a
-	return ok
+	return i + 1, true // past the bracket
 }
 
-// decodeString decodes the JSON string v into s; null leaves s as it was, and anything else
-// is a wrong type.
-func decodeString(v []byte, s *string) bool {
-	switch v[0] {
+// decodeString reads a string into s; null leaves s as it was, and anything else is a wrong
+// type.
+func decodeString(b []byte, i int, s *string) (int, bool) {
+	switch b[i] {
 	case 'n':
-		return true
+		return i + 4, true
 	case '"':
-		*s = unquote(v)
-		return true
+		end := skipString(b, i)
+		*s = unquote(b[i:end])
+		return end, true
 	}
-	return false
+	return i, false
 }
 
-// decodeInt decodes the JSON integer v into n as json.Unmarshal decodes into an int; null
-// leaves n as it was, and anything else (a fraction, an exponent, a string) is a wrong type.
-func decodeInt(v []byte, n *int) bool {
-	if v[0] == 'n' {
-		return true
+// decodeInt reads an integer into n as json.Unmarshal reads one into an int; null leaves n as
+// it was, and anything else (a fraction, an exponent, a string) is a wrong type.
+func decodeInt(b []byte, i int, n *int) (int, bool) {
+	if b[i] == 'n' {
+		return i + 4, true
 	}
-	if jsonKind(v) != "number" {
-		return false
+	end := skipValue(b, i)
+	if jsonKind(b[i:end]) != "number" {
+		return end, false
 	}
-	x, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+	x, err := strconv.ParseInt(string(b[i:end]), 10, strconv.IntSize)
 	if err != nil {
-		return false
+		return end, false
 	}
 	*n = int(x)
-	return true
+	return end, true
 }
