@@ -226,6 +226,8 @@ type chatStream struct {
 	ans   answerBuf
 	usage *openAIUsage
 	done  bool
+	// choices is the array decodeChatChunk reuses from chunk to chunk.
+	choices []chatChoice
 	// length: choice 0 finished at the max output.
 	length bool
 }
@@ -238,29 +240,15 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 		s.done = true
 		return true
 	}
-	var chunk struct {
-		Model   string       `json:"model"`
-		Usage   *openAIUsage `json:"usage"`
-		Choices []struct {
-			Index        int    `json:"index"`
-			FinishReason string `json:"finish_reason"`
-			Delta        struct {
-				Content          string `json:"content"`
-				Refusal          string `json:"refusal"`
-				ReasoningContent string `json:"reasoning_content"`
-				ToolCalls        []struct {
-					Index    int    `json:"index"`
-					ID       string `json:"id"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				} `json:"tool_calls"`
-			} `json:"delta"`
-		} `json:"choices"`
-	}
-	if decodeEvent(data, &chunk) != nil {
+	// The choices' array is the last chunk's, cleared: a stream of small chunks allocates
+	// none for them.
+	clear(s.choices[:cap(s.choices)])
+	chunk := chatChunk{Choices: s.choices[:0]}
+	if !validJSON(data) || !decodeChatChunk(data, &chunk) {
 		return false
+	}
+	if cap(chunk.Choices) > cap(s.choices) {
+		s.choices = chunk.Choices[:0]
 	}
 	s.ans.model = cmp.Or(s.ans.model, chunk.Model)
 	for _, c := range chunk.Choices {

@@ -12,6 +12,11 @@ import (
 // maxEventLine bounds one line of a streamed answer; a chunk is a few hundred bytes.
 const maxEventLine = 1 << 20
 
+// relayBatch is how much of a burst of events the relay gathers before it writes to the
+// client: a write per line cost a system call or more per event (issue 31), and a plain
+// reverse proxy copies in 32 KiB pieces too.
+const relayBatch = 32 << 10
+
 // relayStream passes a streamed answer (server-sent events) to the client as it comes, line by
 // line with the key redacted, and meters it from the usage its protocol's events carry (see
 // StreamReader). A stream over MaxResponseBytes is cut there (the client sees it end early),
@@ -33,8 +38,19 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 		event string // the current event's name, from its "event:" line
 		skip  bool   // the lines of a dropped event, up to its blank line, go too
 		cut   bool   // over the cap: nothing more reaches the client
-		held  [][]byte
+		held  []byte // an event line waiting for its data line; copied, as ReadSlice reuses its buffer
+		out   = make([]byte, 0, relayBatch+4<<10)
 	)
+	// send writes what was gathered for the client. Lines are redacted one by one as they
+	// are gathered, as they were written before.
+	send := func() {
+		if len(out) > 0 {
+			if _, werr := w.Write(out); werr != nil {
+				cut = true
+			}
+		}
+		out = out[:0]
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -57,6 +73,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 				break
 			}
 			if !cut && total > g.cfg.MaxResponseBytes {
+				send() // what came within the cap is the client's, now
 				log.Warn("model gateway: streamed answer over the size cap; cut", zap.Int64("cap", g.cfg.MaxResponseBytes))
 				cut = true
 			}
@@ -66,7 +83,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 				event = string(bytes.TrimSpace(name))
 				// An event line is held until its data says whether the event is dropped. It is
 				// copied: ReadSlice's line is the reader's buffer, which the next read reuses.
-				held = append(held[:0], bytes.Clone(line))
+				held = append(held[:0], line...)
 				continue
 			}
 			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
@@ -83,19 +100,21 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 				skip = false
 			case skip:
 			default:
-				for _, h := range held {
-					if _, werr := w.Write(g.redactBytes(h)); werr != nil {
-						cut = true
-					}
+				if len(held) > 0 {
+					out = append(out, g.redactBytes(held)...)
+					held = held[:0]
 				}
-				held = held[:0]
-				if _, werr := w.Write(g.redactBytes(line)); werr != nil {
-					cut = true
+				out = append(out, g.redactBytes(line)...)
+				if len(out) >= relayBatch {
+					send()
 				}
-				// Flushed at an event's end when the upstream has sent nothing more yet: the
-				// client never waits on an event the gateway holds, and a burst goes out in
-				// one write rather than one per event.
-				if flusher != nil && blank && br.Buffered() == 0 {
+			}
+			// Written and flushed at an event's end when the upstream has sent nothing more
+			// yet: the client never waits on an event the gateway holds, and a burst goes out
+			// in few writes rather than one per event.
+			if blank && len(out) > 0 && br.Buffered() == 0 {
+				send()
+				if flusher != nil {
 					flusher.Flush()
 				}
 			}
@@ -104,6 +123,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 			break
 		}
 	}
+	send()
 	u, reported := sr.Usage()
 	metered := g.settle(s, rt.Kind, resp.StatusCode, u, reported, x, log)
 	if metered && rt.Kind == Generate {

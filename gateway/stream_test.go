@@ -297,3 +297,58 @@ func TestGatewayRelaysNamedEventsIntact(t *testing.T) {
 			i, len(want), r.Body[i:min(i+60, len(r.Body))], want[i:min(i+60, len(want))])
 	}
 }
+
+// Every event of a burst reaches the client when the upstream pauses, not only when the
+// gathered output fills a write: the relay writes and flushes at an event's end once nothing
+// more has come.
+func TestGatewayRelaysABurstBeforeAPause(t *testing.T) {
+	var burst strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&burst, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"part %d \"}}]}\n\n", i)
+	}
+	seen := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, burst.String())
+		w.(http.Flusher).Flush()
+		select {
+		case <-seen:
+		case <-time.After(10 * time.Second):
+		}
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	f := serveGateway(t, up.URL+"/v1", nil)
+	s, err := f.g.Open("job", Budget{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", strings.NewReader(`{"stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	// The response's headers too must come before the pause: Do is timed with the read.
+	var resp *http.Response
+	got := make([]byte, burst.Len())
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if resp, err = f.client.Do(req); err == nil {
+			_, err = io.ReadFull(resp.Body, got)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil || string(got) != burst.String() {
+			t.Fatalf("before the pause the client read %q (%v); want the whole burst", got, err)
+		}
+	case <-time.After(5 * time.Second):
+		close(seen)
+		t.Fatal("the burst did not reach the client while the upstream paused")
+	}
+	defer resp.Body.Close()
+	close(seen)
+	rest, _ := io.ReadAll(resp.Body)
+	if string(rest) != "data: [DONE]\n\n" {
+		t.Errorf("after the pause the client read %q; want [DONE]", rest)
+	}
+}

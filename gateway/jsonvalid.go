@@ -1,0 +1,214 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// validJSON reports whether b is one JSON value, exactly as json.Valid does: the same
+// grammar, whitespace around the value allowed, any byte from 0x20 up inside a string
+// (encoding/json checks no UTF-8 there either), and at most validMaxDepth nested arrays and
+// objects. A streamed answer's every event is validated before it is read (decodeEvent), and
+// json.Valid's scanner, a function call per byte, was the largest part of relaying a stream of
+// small events (issue 31); this one walks the text once and skips a string's plain bytes in a
+// tight loop. Its tests check it against json.Valid on hostile input and by fuzzing.
+func validJSON(b []byte) bool {
+	// The open arrays and objects, innermost last: '[' or '{'. Events nest a few levels.
+	var buf [32]byte
+	stack := buf[:0]
+	i := skipSpace(b, 0)
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return false
+		}
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(stack) == validMaxDepth {
+				return false
+			}
+			stack = append(stack, c)
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = scanKey(b, i); i < 0 {
+					return false
+				}
+			}
+			continue
+		case '"':
+			i = scanString(b, i)
+		case 't':
+			i = scanLiteral(b, i, "true")
+		case 'f':
+			i = scanLiteral(b, i, "false")
+		case 'n':
+			i = scanLiteral(b, i, "null")
+		default:
+			i = scanNumber(b, i)
+		}
+		if i < 0 {
+			return false
+		}
+		// Past a value: close what it ends, up to the separator before the next value.
+	after:
+		for {
+			i = skipSpace(b, i)
+			if len(stack) == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+				if top == '{' {
+					if i = scanKey(b, i); i < 0 {
+						return false
+					}
+				}
+				break after
+			case top + 2:
+				stack = stack[:len(stack)-1]
+				i++
+			default:
+				return false
+			}
+		}
+	}
+}
+
+// validMaxDepth is encoding/json's limit of nested arrays and objects, which json.Valid enforces.
+const validMaxDepth = 10000
+
+// scanKey reads an object's key and its colon at i; it returns the index of the value after
+// them (whitespace skipped), or -1 when there is no key.
+func scanKey(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = scanString(b, i); i < 0 {
+		return -1
+	}
+	if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipSpace(b, i+1)
+}
+
+// scanString is the index just past the string whose opening quote is at i, or -1 when it is
+// not a JSON string (unterminated, a control byte, or an escape JSON has not).
+func scanString(b []byte, i int) int {
+	i++
+	for {
+		// Eight bytes at a time while none of them ends the plain text, then byte by byte.
+		for i+8 <= len(b) && !hasStringSpecial(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return -1
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default: // a control byte
+			return -1
+		}
+	}
+}
+
+// hasStringSpecial says whether any of the eight bytes in x is a quote, a backslash or a
+// control byte (under 0x20): the bytes a string's plain text cannot hold. Each test is the
+// classic has-a-zero-byte one (a byte's borrow can flag a byte above it, never make a word
+// with no such byte look as if it had one), so the answer is exact for the word.
+func hasStringSpecial(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(x-ones*0x20)&^x)&highs != 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// scanLiteral is the index just past lit at i, or -1 when lit is not there.
+func scanLiteral(b []byte, i int, lit string) int {
+	if !bytes.HasPrefix(b[i:], []byte(lit)) {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// scanNumber is the index just past the JSON number at i, or -1 when none starts there. What
+// follows it is the caller's to check (a delimiter, or the end).
+func scanNumber(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = skipDigits(b, i+1)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := skipDigits(b, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := skipDigits(b, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
