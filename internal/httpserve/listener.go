@@ -70,7 +70,12 @@ type conn struct {
 	// readDeadline is the read deadline the server last set (unix nanoseconds; 0: none), which
 	// Read tightens to the end of the header phase while it lasts.
 	readDeadline atomic.Int64
-	once         sync.Once
+	// answering: the request now served has begun writing its answer, so bytes read from
+	// here on are the next request's (the server reads ahead once a body is done);
+	// nextAt is when the first of them came (0: none yet). Reset when a request begins.
+	answering atomic.Bool
+	nextAt    atomic.Int64
+	once      sync.Once
 }
 
 // Read reads, within the end of the header phase while the connection is in it.
@@ -88,12 +93,26 @@ func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.sent.Store(true)
-		if !c.busy.Load() {
+		switch {
+		case !c.busy.Load():
 			// The first byte of a kept-alive connection's next request starts its header phase.
 			c.headerAt.CompareAndSwap(0, time.Now().UnixNano())
+		case c.answering.Load():
+			// Read ahead while the answer is written: the next request's first byte, whose
+			// header phase starts when the connection goes idle (setState), or a byte sent
+			// right after an answer would escape the header deadline for the idle timeout.
+			c.nextAt.CompareAndSwap(0, time.Now().UnixNano())
 		}
 	}
 	return n, err
+}
+
+// Write marks the request now served as answering: what is read after is the next request.
+func (c *conn) Write(p []byte) (int, error) {
+	if len(p) > 0 && c.busy.Load() {
+		c.answering.Store(true)
+	}
+	return c.Conn.Write(p)
 }
 
 // headerEnd is when the header phase of the request now arriving must be over, and whether
@@ -295,14 +314,18 @@ func (l *capListener) setState(nc net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateActive, http.StateHijacked:
 		c.busy.Store(true)
+		c.answering.Store(false)
+		c.nextAt.Store(0)
 	case http.StateIdle:
 		c.busy.Store(false)
+		c.answering.Store(false)
 		// An idle connection counts as new from when it went idle: older idle ones go first;
-		// its next request's header phase starts with that request's first byte.
+		// its next request's header phase starts with that request's first byte, which the
+		// server may already have read while it answered the last.
 		l.seq++
 		c.seq = l.seq
 		c.served = true
-		c.headerAt.Store(0)
+		c.headerAt.Store(c.nextAt.Swap(0))
 	case http.StateClosed:
 		l.untrack(c)
 	}

@@ -219,3 +219,46 @@ func TestEvictionTakesFromTheAddressHoldingMost(t *testing.T) {
 		t.Fatalf("victim among one address's connections: %v, want the silent one %p", got, silent)
 	}
 }
+
+// TestNextRequestReadWhileAnsweringStartsItsHeaderPhase: the server reads ahead once a
+// request's body is done, so the first byte of the next request can be read while the answer
+// is still being written, before the connection goes idle. That byte must start the next
+// request's header phase when it does go idle; before, the phase waited for a byte that had
+// already come, and a client that sent one byte right after an answer held the connection
+// for the whole idle timeout (TestHeaderDeadlineRunsFromTheFirstByte, now and then, on a
+// loaded machine).
+func TestNextRequestReadWhileAnsweringStartsItsHeaderPhase(t *testing.T) {
+	l := newCapListener(nil, 4, 0, 300*time.Millisecond)
+	server, client := net.Pipe()
+	t.Cleanup(func() { server.Close(); client.Close() })
+	c, _ := l.admit(addrConn{server, net.IPv4(127, 0, 0, 1)})
+	go func() {
+		_, _ = io.Copy(io.Discard, client) // the answer
+	}()
+	l.setState(c, http.StateActive)
+	if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = client.Write([]byte("G")) }()
+	buf := make([]byte, 8)
+	if n, err := c.Read(buf); n != 1 || err != nil {
+		t.Fatalf("read ahead: %d, %v", n, err)
+	}
+	l.setState(c, http.StateIdle)
+	if end, inPhase := c.headerEnd(); !inPhase || time.Until(end) > 300*time.Millisecond {
+		t.Fatalf("after going idle with the next request's first byte read: header phase %v ending %v, want one ending within 300 ms", inPhase, end)
+	}
+	// A request body read before the answer is not the next request.
+	l.setState(c, http.StateActive)
+	go func() { _, _ = client.Write([]byte("body")) }()
+	if n, err := c.Read(buf); n != 4 || err != nil {
+		t.Fatalf("body read: %d, %v", n, err)
+	}
+	if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	l.setState(c, http.StateIdle)
+	if _, inPhase := c.headerEnd(); inPhase {
+		t.Fatal("a kept-alive connection whose body was read before its answer is in a header phase once idle, want its idle timeout")
+	}
+}
