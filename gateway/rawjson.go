@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/skillfleet/skillfleet/internal/jsonscan"
 )
 
 // A request body is checked whole once (jsonscan.Check: one JSON value, no repeated key, no
@@ -160,44 +162,14 @@ func eachElement(raw []byte, f func(i int, val []byte) bool) (ok bool) {
 	return true
 }
 
-// unquote decodes a JSON string token as encoding/json does. The common cases (no escape, or
-// only one-letter escapes, in valid UTF-8) are decoded here; \u escapes and invalid UTF-8,
-// which encoding/json turns into U+FFFD by rules of its own, are left to it.
+// unquote decodes a JSON string token as encoding/json does: a string without escapes in
+// valid UTF-8 as it is, any other by jsonscan's decoder (the token was validated).
 func unquote(tok []byte) string {
 	s := tok[1 : len(tok)-1]
-	if bytes.IndexByte(s, '\\') < 0 {
-		if isASCII(s) || utf8.Valid(s) {
-			return string(s)
-		}
-	} else if !bytes.Contains(s, []byte(`\u`)) && utf8.Valid(s) {
-		out := make([]byte, 0, len(s))
-		for {
-			j := bytes.IndexByte(s, '\\')
-			if j < 0 {
-				out = append(out, s...)
-				return string(out)
-			}
-			out = append(out, s[:j]...)
-			switch s[j+1] {
-			case 'n':
-				out = append(out, '\n')
-			case 't':
-				out = append(out, '\t')
-			case 'r':
-				out = append(out, '\r')
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			default: // " \ /
-				out = append(out, s[j+1])
-			}
-			s = s[j+2:]
-		}
+	if bytes.IndexByte(s, '\\') < 0 && (isASCII(s) || utf8.Valid(s)) {
+		return string(s)
 	}
-	var str string
-	_ = json.Unmarshal(tok, &str)
-	return str
+	return string(jsonscan.AppendUnquoted(make([]byte, 0, len(s)), s))
 }
 
 // isASCII says whether s holds no byte from 0x80 up: eight at a time, as every streamed

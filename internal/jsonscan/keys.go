@@ -114,6 +114,12 @@ func (s *scanner) add(f *frame, data []byte, start, end int, plain bool) ([]byte
 	return k, false
 }
 
+// AppendUnquoted appends the decoded form of raw, the bytes between the quotes of a JSON
+// string that Check (or encoding/json's own validity check) accepted, as encoding/json
+// decodes them: escapes decoded, a surrogate pair made its rune, a lone surrogate or a byte
+// that is not UTF-8 made U+FFFD.
+func AppendUnquoted(dst, raw []byte) []byte { return appendDecoded(dst, raw) }
+
 // appendDecoded appends the decoded form of a key's bytes, as encoding/json decodes
 // them, so that Check calls two keys the same exactly when a decoder would: escapes are
 // decoded, a surrogate pair becomes its rune, and a lone surrogate or a byte that is not
