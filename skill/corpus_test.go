@@ -15,13 +15,19 @@ import (
 //
 // Validation: every skill is valid except claude-api, whose description is 1068 characters
 // (the limit is 1024).
-// Lint: the snapshot holds only SKILL.md and LICENSE.txt, so links into reference/, scripts/,
-// references/ and assets/ are broken (warnings). Descriptions without a trigger clause:
-// frontend-design, theme-factory, webapp-testing. Over budget: claude-api (570 lines) and
-// skill-creator (~8000 tokens); both are split into documents in subdirectories, so that is
-// context-budget, not progressive-disclosure. No body without such documents is over 500
-// lines (algorithmic-art, 400, and slack-gif-creator, 249, are the longest). gotchas-present (info) for bodies over 50 lines without such a heading; claude-api and
-// webapp-testing have "Common Pitfalls" sections.
+// Lint: the snapshot holds only SKILL.md and LICENSE.txt. Markdown links into the missing
+// reference/ directory are broken (mcp-builder, warnings). Paths in prose or inline code under a
+// conventional directory the skill lacks entirely (skill-creator's references/schemas.md,
+// web-artifacts-builder's and webapp-testing's scripts/) are not reported: on held-out public
+// skills such paths named the user's project or a file still to be written more often than a
+// missing file (docs/lint-precision.md), so only a link, a near miss or a directory the skill has
+// makes them references. Descriptions without a trigger clause: frontend-design, theme-factory,
+// webapp-testing. Over budget: claude-api (570 lines) and skill-creator (~8000 tokens); both are
+// split into documents in subdirectories, so that is context-budget, not progressive-disclosure.
+// No body without such documents is over 500 lines (algorithmic-art, 400, and slack-gif-creator,
+// 249, are the longest). gotchas-present (info) for bodies over 50 lines without such a section:
+// claude-api and webapp-testing have "Common Pitfalls" sections, algorithmic-art and
+// canvas-design a "CRITICAL GUIDELINES:" label over a list of what to avoid.
 func TestCorpus(t *testing.T) {
 	root := filepath.Join("..", "..", "shared", "corpus", "anthropics-skills")
 	if _, err := os.Stat(root); err != nil {
@@ -32,18 +38,18 @@ func TestCorpus(t *testing.T) {
 		lint    []string // lint rules that fire
 	}
 	want := map[string]verdict{
-		"algorithmic-art":       {lint: []string{RuleLintGotchasPresent}},
+		"algorithmic-art":       {},
 		"brand-guidelines":      {lint: []string{RuleLintGotchasPresent}},
-		"canvas-design":         {lint: []string{RuleLintGotchasPresent}},
+		"canvas-design":         {},
 		"claude-api":            {invalid: []string{RuleDescriptionMaxLength}, lint: []string{RuleLintContextBudget}},
 		"frontend-design":       {lint: []string{RuleLintDescriptionQuality}},
 		"internal-comms":        {},
 		"mcp-builder":           {lint: []string{RuleLintGotchasPresent, RuleReferencesBroken}},
-		"skill-creator":         {lint: []string{RuleLintContextBudget, RuleLintGotchasPresent, RuleReferencesBroken}},
+		"skill-creator":         {lint: []string{RuleLintContextBudget, RuleLintGotchasPresent}},
 		"slack-gif-creator":     {lint: []string{RuleLintGotchasPresent}},
 		"theme-factory":         {lint: []string{RuleLintDescriptionQuality, RuleLintGotchasPresent}},
-		"web-artifacts-builder": {lint: []string{RuleLintGotchasPresent, RuleReferencesBroken}},
-		"webapp-testing":        {lint: []string{RuleLintDescriptionQuality, RuleReferencesBroken}},
+		"web-artifacts-builder": {lint: []string{RuleLintGotchasPresent}},
+		"webapp-testing":        {lint: []string{RuleLintDescriptionQuality}},
 	}
 	for _, strict := range []bool{false, true} {
 		opts := Options{Strict: strict}
