@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +45,19 @@ var chatChunkCases = []string{
 	`{"choices":[{"index":0,"delta":{"tool_calls":{}}}]}`, `{"choices":[{"index":0,"delta":{"tool_calls":[{"function":[]}]}}]}`,
 	`{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":{"a":1}}}]}}]}`,
 	`{"choices":[{"finish_reason":false}]}`, `{"usage":{"prompt_tokens":"10"}}`, `{"usage":[]}`,
+	// Text that is not JSON, in the members read and in those skipped: unreadable, as
+	// decodeChatChunk validates as it reads.
+	``, ` `, `{`, `{"choices":[`, `{"choices":[{"index":0}`, `{"model":"m"`, `{"model":"m",}`, `{"model" "m"}`,
+	`{"model":"m"}}`, `{"model":"m"} x`, `{"model":"m"}{}`, `{model:"m"}`, `{"model":'m'}`, `{"choices":[,]}`,
+	`{"choices":[{"index":0},]}`, `{"choices":[{"index":0} {"index":1}]}`, `{"choices":[{"index":01}]}`,
+	`{"choices":[{"index":-}]}`, `{"choices":[{"index":0.}]}`, `{"choices":[{"index":nul}]}`, `{"model":nulL}`,
+	`{"choices":nulx}`, `{"choices":[{"index":0,"delta":{"content":"bad \x escape"}}]}`,
+	"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tab\tinside\"}}]}",
+	`{"choices":[{"index":0,"delta":{"content":"\u12G4"}}]}`, `{"choices":[{"index":0,"delta":{"content":"unterminated}}]}`,
+	`{"skipped":[1,2,}`, `{"skipped":{"a":1,}}`, `{"skipped":tru, "model":"m"}`, `{"skipped":"\q","model":"m"}`,
+	`{"skipped":[{"deep":[[[[[]]]]]}],"model":"m"}`, `{"skipped":1e,"model":"m"}`, `{"usage":{"prompt_tokens":1,}}`,
+	`{"choices":[{"index":0,"logprobs":{"content":[{"token":"x","bytes":[1,2]}]},"delta":{"content":"ok"}}]}`,
+	`{"choices":[{"index":0,"delta":{"content":"x"}}]}` + "\x00", "\ufeff{}", `{"\u006dodel":"escaped key read"}`,
 	// Whitespace everywhere.
 	" { \"choices\" : [ { \"index\" : 0 , \"delta\" : { \"content\" : \" spaced \" } } ] , \"model\" : \"m\" } ",
 }
@@ -68,7 +82,7 @@ func checkChatChunk(t *testing.T, data string, buf []chatChoice) []chatChoice {
 	wantOK := json.Unmarshal([]byte(data), &want) == nil
 	clear(buf[:cap(buf)])
 	got := chatChunk{Choices: buf[:0]}
-	gotOK := validJSON([]byte(data)) && decodeChatChunk([]byte(data), &got)
+	gotOK := decodeChatChunk([]byte(data), &got)
 	if gotOK != wantOK {
 		t.Errorf("%q: decodeChatChunk ok %v, json.Unmarshal ok %v", data, gotOK, wantOK)
 		return buf
@@ -85,6 +99,13 @@ func checkChatChunk(t *testing.T, data string, buf []chatChoice) []chatChoice {
 func TestDecodeChatChunkAsUnmarshal(t *testing.T) {
 	for _, c := range chatChunkCases {
 		checkChatChunk(t, c, nil)
+	}
+	// At encoding/json's depth limit and one past it, in a member skipped and in one read.
+	for _, n := range []int{validMaxDepth - 1, validMaxDepth} {
+		nested := strings.Repeat("[", n) + strings.Repeat("]", n)
+		checkChatChunk(t, `{"skipped":`+nested+`,"model":"m"}`, nil)
+		checkChatChunk(t, `{"usage":{"x":`+nested[2:len(nested)-2]+`}}`, nil)
+		checkChatChunk(t, `{"choices":[{"index":0,"logprobs":`+nested[2:len(nested)-2]+`}]}`, nil)
 	}
 	// One buffer through all of them, as a stream reuses it: nothing of a chunk is left in
 	// the next.

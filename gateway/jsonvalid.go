@@ -13,19 +13,27 @@ import (
 // small events (issue 31); this one walks the text once and skips a string's plain bytes in a
 // tight loop. Its tests check it against json.Valid on hostile input and by fuzzing.
 func validJSON(b []byte) bool {
+	i := scanValue(b, skipSpace(b, 0), 0)
+	return i >= 0 && skipSpace(b, i) == len(b)
+}
+
+// scanValue is the index just past the JSON value that starts at b[i], or -1 when none does;
+// depth is the number of arrays and objects the value sits in, which count towards
+// validMaxDepth. A decoder that reads some members of an object itself skips the others with
+// it, so that it validates as it reads (decodeChatChunk).
+func scanValue(b []byte, i, depth int) int {
 	// The open arrays and objects, innermost last: '[' or '{'. Events nest a few levels.
 	var buf [32]byte
 	stack := buf[:0]
-	i := skipSpace(b, 0)
 	for {
 		// A value starts at i.
 		if i >= len(b) {
-			return false
+			return -1
 		}
 		switch c := b[i]; c {
 		case '{', '[':
-			if len(stack) == validMaxDepth {
-				return false
+			if depth+len(stack) >= validMaxDepth {
+				return -1
 			}
 			stack = append(stack, c)
 			i = skipSpace(b, i+1)
@@ -36,7 +44,7 @@ func validJSON(b []byte) bool {
 			}
 			if c == '{' {
 				if i = scanKey(b, i); i < 0 {
-					return false
+					return -1
 				}
 			}
 			continue
@@ -52,17 +60,17 @@ func validJSON(b []byte) bool {
 			i = scanNumber(b, i)
 		}
 		if i < 0 {
-			return false
+			return -1
 		}
 		// Past a value: close what it ends, up to the separator before the next value.
 	after:
 		for {
-			i = skipSpace(b, i)
 			if len(stack) == 0 {
-				return i == len(b)
+				return i
 			}
+			i = skipSpace(b, i)
 			if i >= len(b) {
-				return false
+				return -1
 			}
 			top := stack[len(stack)-1]
 			switch b[i] {
@@ -70,7 +78,7 @@ func validJSON(b []byte) bool {
 				i = skipSpace(b, i+1)
 				if top == '{' {
 					if i = scanKey(b, i); i < 0 {
-						return false
+						return -1
 					}
 				}
 				break after
@@ -78,7 +86,7 @@ func validJSON(b []byte) bool {
 				stack = stack[:len(stack)-1]
 				i++
 			default:
-				return false
+				return -1
 			}
 		}
 	}

@@ -226,7 +226,10 @@ type chatStream struct {
 	ans   answerBuf
 	usage *openAIUsage
 	done  bool
-	// choices is the array decodeChatChunk reuses from chunk to chunk.
+	// chunk is the chunk being read, and choices the array decodeChatChunk reuses from chunk
+	// to chunk: a stream of small chunks allocates for neither (a chunk of its own escaped
+	// to the heap, one allocation an event).
+	chunk   chatChunk
 	choices []chatChoice
 	// length: choice 0 finished at the max output.
 	length bool
@@ -240,11 +243,11 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 		s.done = true
 		return true
 	}
-	// The choices' array is the last chunk's, cleared: a stream of small chunks allocates
-	// none for them.
+	// The choices' array is the last chunk's, cleared.
 	clear(s.choices[:cap(s.choices)])
-	chunk := chatChunk{Choices: s.choices[:0]}
-	if !validJSON(data) || !decodeChatChunk(data, &chunk) {
+	s.chunk = chatChunk{Choices: s.choices[:0]}
+	chunk := &s.chunk
+	if !decodeChatChunk(data, chunk) {
 		return false
 	}
 	if cap(chunk.Choices) > cap(s.choices) {
@@ -256,8 +259,9 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 			continue
 		}
 		s.length = s.length || c.FinishReason == chatLength
-		s.ans.appendText(c.Delta.Content + c.Delta.Refusal)
-		s.ans.appendReasoning(c.Delta.ReasoningContent)
+		s.ans.appendTextBytes(c.Delta.Content)
+		s.ans.appendTextBytes(c.Delta.Refusal)
+		s.ans.appendReasoningBytes(c.Delta.ReasoningContent)
 		for _, tc := range c.Delta.ToolCalls {
 			call := s.ans.call(tc.Index)
 			if call == nil {
@@ -265,7 +269,7 @@ func (s *chatStream) Event(_ string, data []byte) bool {
 			}
 			call.ID = cmp.Or(call.ID, tc.ID)
 			call.Name = cmp.Or(call.Name, tc.Function.Name)
-			s.ans.appendArgs(call, tc.Function.Arguments)
+			s.ans.appendArgsBytes(call, tc.Function.Arguments)
 		}
 	}
 	if chunk.Usage != nil {

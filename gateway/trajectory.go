@@ -488,14 +488,39 @@ func (a *answerBuf) fits(n int) bool {
 
 func (a *answerBuf) appendText(s string) {
 	if a.fits(len(s)) {
-		a.text.WriteString(s)
+		growFor(&a.text, len(s)).WriteString(s)
 	}
 }
 
 func (a *answerBuf) appendReasoning(s string) {
 	if a.fits(len(s)) {
-		a.reasoning.WriteString(s)
+		growFor(&a.reasoning, len(s)).WriteString(s)
 	}
+}
+
+// appendTextBytes and appendReasoningBytes are appendText and appendReasoning for a delta
+// read in place (chunkText): no string is made of it on the way.
+func (a *answerBuf) appendTextBytes(b []byte) {
+	if a.fits(len(b)) {
+		_, _ = growFor(&a.text, len(b)).Write(b)
+	}
+}
+
+func (a *answerBuf) appendReasoningBytes(b []byte) {
+	if a.fits(len(b)) {
+		_, _ = growFor(&a.reasoning, len(b)).Write(b)
+	}
+}
+
+// growFor makes room for n more bytes in b, at least doubling it when it runs out (Grow makes
+// it twice the capacity and n), and returns b: append grows a large slice by a quarter at a
+// time, which for a long answer streamed in small deltas copied the text five times over
+// (issue 31's relay).
+func growFor(b *strings.Builder, n int) *strings.Builder {
+	if b.Cap()-b.Len() < n {
+		b.Grow(n)
+	}
+	return b
 }
 
 // call returns the i-th call, growing the list; nil past maxAnswerCalls.
@@ -513,6 +538,12 @@ func (a *answerBuf) call(i int) *Call {
 func (a *answerBuf) appendArgs(c *Call, s string) {
 	if c != nil && a.fits(len(s)) {
 		c.Args = append(c.Args, s...)
+	}
+}
+
+func (a *answerBuf) appendArgsBytes(c *Call, b []byte) {
+	if c != nil && a.fits(len(b)) {
+		c.Args = append(c.Args, b...)
 	}
 }
 
