@@ -116,6 +116,18 @@ type played struct {
 	undecided          bool
 }
 
+// tallyOf counts epochs' verdicts, and those without one (in flight when they are the
+// released ones).
+func tallyOf(epochs []pb.Verdict) (t verdictpkg.Tally, none int) {
+	for _, v := range epochs {
+		if v == pb.Verdict_VERDICT_UNSPECIFIED {
+			none++
+		}
+		t = t.Add(v)
+	}
+	return t, none
+}
+
 // decide is the rule's verdict over epochs (VERDICT_UNSPECIFIED for an epoch without a
 // result), unspecified while it is not settled.
 func (r rule) decide(epochs []pb.Verdict) (pb.Verdict, bool) {
@@ -123,17 +135,7 @@ func (r rule) decide(epochs []pb.Verdict) (pb.Verdict, bool) {
 		v, undecided, _ := r.seq.Decide(epochs)
 		return v, undecided
 	}
-	var t verdictpkg.Tally
-	for _, v := range epochs {
-		switch v {
-		case pb.Verdict_VERDICT_PASSED:
-			t.Passed++
-		case pb.Verdict_VERDICT_FAILED:
-			t.Failed++
-		case pb.Verdict_VERDICT_ERRORED:
-			t.Errored++
-		}
-	}
+	t, _ := tallyOf(epochs)
 	return r.fixed.Settled(t), false
 }
 
@@ -142,20 +144,7 @@ func (r rule) dispatch(epochs []pb.Verdict, started int) int {
 	if r.seq != nil {
 		return r.seq.Dispatch(epochs, started)
 	}
-	var t verdictpkg.Tally
-	inFlight := 0
-	for _, v := range epochs[:started] {
-		switch v {
-		case pb.Verdict_VERDICT_PASSED:
-			t.Passed++
-		case pb.Verdict_VERDICT_FAILED:
-			t.Failed++
-		case pb.Verdict_VERDICT_ERRORED:
-			t.Errored++
-		default:
-			inFlight++
-		}
-	}
+	t, inFlight := tallyOf(epochs[:started])
 	return r.fixed.Dispatch(t, inFlight)
 }
 

@@ -84,16 +84,22 @@ type sprtWorked []struct {
 	}
 }
 
-func loadSPRTWorked(t *testing.T) sprtWorked {
+// readJSON reads the worked table at path into v.
+func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
-	b, err := os.ReadFile("../../stats/testdata/sprt.json")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w sprtWorked
-	if err := json.Unmarshal(b, &w); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+func loadSPRTWorked(t *testing.T) sprtWorked {
+	t.Helper()
+	var w sprtWorked
+	readJSON(t, "../../stats/testdata/sprt.json", &w)
 	if len(w) == 0 || w[0].Confidence != 0.8 || w[0].Delta != 0.1 {
 		t.Fatalf("sprt.json's first configuration is not 0.8 ± 0.1: %+v", w[0])
 	}
@@ -179,14 +185,8 @@ func simulate(ru rule, p, failTokens float64, n int, seed uint64) (epochs, seEpo
 // testdata/savings.py (fixed rules) and stats/testdata/sprt.py (runs: auto at 0.8 ± 0.1 with
 // max_runs 20, at the edges of its zone), within four standard errors.
 func TestSavingsAgainstExact(t *testing.T) {
-	b, err := os.ReadFile("testdata/savings.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var w savingsWorked
-	if err := json.Unmarshal(b, &w); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "testdata/savings.json", &w)
 	const n = 20000
 	check := func(t *testing.T, what string, got, want, se float64) {
 		t.Helper()
