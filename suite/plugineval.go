@@ -314,7 +314,7 @@ func (set *caseSettings) apply(r *reader, c *Case) {
 	}
 	// The settings of runs: auto, and where the first of them was written: without runs:
 	// auto they are an error there.
-	var last settingAt
+	var first settingAt
 	for _, k := range []string{"max_runs", "delta", "alpha", "beta"} {
 		at, ok := set.at[k]
 		if !ok {
@@ -330,14 +330,14 @@ func (set *caseSettings) apply(r *reader, c *Case) {
 		default:
 			c.Beta = set.run.Beta
 		}
-		if last.line == 0 {
-			last = at
+		if first.line == 0 {
+			first = at
 		}
 	}
 	file := c.File
 	switch {
-	case !c.Sequential && last.line > 0:
-		file, c.seqKeyLine = last.file, last.line
+	case !c.Sequential && first.line > 0:
+		file, c.seqKeyLine = first.file, first.line
 	case c.Sequential && has("runs"):
 		file, c.seqLine = set.at["runs"].file, set.at["runs"].line
 	}
