@@ -286,6 +286,16 @@ func (c Case) Curtailed() bool {
 	return c.EpochsPlanned > 0 && c.Status != StatusPending && c.pendingEpochs() > 0
 }
 
+// NotNeeded is how many of the case's planned epochs did not run because its verdict was
+// settled without them: 0 unless Curtailed. Epochs a run's end left unrun are skipped, not
+// counted here.
+func (c Case) NotNeeded() int {
+	if !c.Curtailed() {
+		return 0
+	}
+	return c.pendingEpochs()
+}
+
 // undecidedText says why an undecided case has the verdict it has.
 func undecidedText(c Case) string {
 	return fmt.Sprintf("undecided: the sequential test reached max_runs (%d) without deciding; the fixed rule over them (%d needed) gave %s", c.EpochsPlanned, c.RequiredPasses, c.Status)

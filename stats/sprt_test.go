@@ -11,7 +11,8 @@ import (
 // sprtWorked is testdata/sprt.json, computed independently of this package by
 // testdata/sprt.py: Wald's boundaries in their linear form, the exact operating
 // characteristics (dynamic programming, not simulation) of the test cut off at MaxRuns, and
-// the fixed design with the same error rates.
+// the fixed design with error rates α and β (FixedN), and the one with the test's own error
+// rates, which Wald's conservative boundaries keep below α and β (FixedMatchedN).
 // Regenerate with: python3 stats/testdata/sprt.py > stats/testdata/sprt.json
 type sprtWorked []struct {
 	Confidence, Delta, Alpha, Beta float64
@@ -20,7 +21,8 @@ type sprtWorked []struct {
 		MaxRuns int
 		P0, P1  struct{ PPass, PUndecided, Epochs float64 }
 	}
-	FixedN, FixedK int
+	FixedN, FixedK               int
+	FixedMatchedN, FixedMatchedK int
 }
 
 func loadSPRT(t *testing.T) sprtWorked {
@@ -147,8 +149,9 @@ func TestSPRTSimulation(t *testing.T) {
 				if op.MaxRuns >= 1000 && errRate > bound+3*math.Sqrt(bound*(1-bound)/cases) {
 					t.Errorf("c %g δ %g: error rate at %s %.4f over %g", w.Confidence, w.Delta, edge.name, errRate, bound)
 				}
-				t.Logf("c %g δ %g α %g β %g max_runs %4d at %s=%.2f: error rate %.4f, undecided %.4f, mean epochs %.2f (%.2f× the fixed design's %d)",
-					w.Confidence, w.Delta, w.Alpha, w.Beta, op.MaxRuns, edge.name, edge.p, errRate, pUnd, mean, mean/float64(w.FixedN), w.FixedN)
+				t.Logf("c %g δ %g α %g β %g max_runs %4d at %s=%.2f: error rate %.4f, undecided %.4f, mean epochs %.2f (%.2f× the fixed design's %d at α and β, %.2f× the %d of one erring as little as the test)",
+					w.Confidence, w.Delta, w.Alpha, w.Beta, op.MaxRuns, edge.name, edge.p, errRate, pUnd, mean,
+					mean/float64(w.FixedN), w.FixedN, mean/float64(w.FixedMatchedN), w.FixedMatchedN)
 			}
 		}
 	}

@@ -54,13 +54,19 @@ const (
 	ruleEvalsUnknownKey = "evals.unknownKey"
 )
 
-var evalsFileKeys = map[string]bool{"skill_name": true, "evals": true}
+// runSettingKeys are the keys that say how many epochs a case runs and how they decide it
+// (`runs`, a number or "auto", and its settings), read alike in every format. In evals.json
+// they are skillfleet's, beside the guide's: at the top of the file, the defaults of its
+// evals (over the skill's test.config); on an eval, its own.
+var runSettingKeys = []string{"runs", "confidence", "max_runs", "delta", "alpha", "beta"}
 
-var evalKeys = map[string]bool{
-	"id": true, "name": true, "prompt": true, "expected_output": true, "files": true,
-	// Both names are in use: the guide writes assertions, skill-creator's schema expectations.
-	"assertions": true, "expectations": true,
-}
+var evalRunKeys = keySet(runSettingKeys)
+
+var evalsFileKeys = keySet(append([]string{"skill_name", "evals"}, runSettingKeys...))
+
+// evalKeys are an eval's keys. Both assertions and expectations are in use: the guide writes
+// assertions, skill-creator's schema expectations.
+var evalKeys = keySet(append([]string{"id", "name", "prompt", "expected_output", "files", "assertions", "expectations"}, runSettingKeys...))
 
 // evalID is what a string id may hold: it becomes part of a case name, which filters glob and
 // reports print.
@@ -113,7 +119,15 @@ func (r *reader) evalCases(s *skill.Skill, data []byte) []*Case {
 	}
 	var list *yaml.Node
 	listLine, haveName := 0, false
+	// def is what every eval starts from: the skill's test.config, then the file's own run
+	// settings.
+	def := &Case{Skill: s, Kind: KindPrompt, Runs: DefaultRuns, Confidence: DefaultConfidence, File: r.file}
+	testDefaults(def, s.Test)
 	for _, p := range pairs {
+		if evalRunKeys[p.key] {
+			r.caseExtension(def, p)
+			continue
+		}
 		switch p.key {
 		case "skill_name":
 			haveName = true
@@ -139,9 +153,17 @@ func (r *reader) evalCases(s *skill.Skill, data []byte) []*Case {
 	case len(list.Content) > maxEvals:
 		r.errorf(listLine, ruleEvalsTooLarge, "`evals` has %d evals, more than %d", len(list.Content), maxEvals)
 	}
+	if r.errorCount() == 0 {
+		// The file's defaults must make a test that can run, checked once here rather than
+		// on every eval that inherits them.
+		probe := *def
+		r.sequential(&probe, root.Line)
+	}
 	if r.errorCount() > 0 {
 		return nil
 	}
+	// An eval's errors point at its own lines; what it inherits was checked above.
+	def.seqLine, def.seqKeyLine = 0, 0
 	timeout, parallel := DefaultPromptTimeout, true
 	if s.Test != nil {
 		parallel = s.Test.Parallel
@@ -153,7 +175,7 @@ func (r *reader) evalCases(s *skill.Skill, data []byte) []*Case {
 	seen := make(map[string]int, len(list.Content))
 	paths := newSkillPaths(s.Dir)
 	for _, n := range list.Content {
-		c := r.evalCase(s, n, paths)
+		c := r.evalCase(def, n, paths)
 		if c == nil {
 			continue
 		}
@@ -174,18 +196,26 @@ func (r *reader) unknownKey(p pair, what string, allowed map[string]bool) {
 	r.warnf(p.line, ruleEvalsUnknownKey, "%s has key %q, which skillfleet does not read%s", what, p.key, suggest(p.key, allowed))
 }
 
-func (r *reader) evalCase(s *skill.Skill, n *yaml.Node, paths *skillPaths) *Case {
+// evalCase reads one eval as a case, starting from def (the file's and test.config's
+// defaults).
+func (r *reader) evalCase(def *Case, n *yaml.Node, paths *skillPaths) *Case {
 	before := r.errorCount()
 	pairs, ok := r.mapping(n, "eval", "evals", nil)
 	if !ok {
 		return nil
 	}
-	c := &Case{Skill: s, Kind: KindPrompt, Runs: DefaultRuns, Confidence: DefaultConfidence, File: r.file, Line: n.Line}
+	c := new(Case)
+	*c = *def
+	c.Line = n.Line
 	var checks *yaml.Node
 	checksKey, expectedLine := "", 0
 	has := map[string]bool{}
 	for _, p := range pairs {
 		has[p.key] = true
+		if evalRunKeys[p.key] {
+			r.caseExtension(c, p)
+			continue
+		}
 		switch p.key {
 		case "id":
 			c.Name = r.evalName(p.val)
@@ -218,6 +248,7 @@ func (r *reader) evalCase(s *skill.Skill, n *yaml.Node, paths *skillPaths) *Case
 	if !has["prompt"] {
 		r.errorf(n.Line, ruleEvalsPrompt, "eval %s has no prompt", c.Name)
 	}
+	r.sequential(c, n.Line)
 	if checks != nil {
 		vals, lines, _ := r.strList(checks, checksKey, ruleEvalsType)
 		for i, v := range vals {

@@ -184,6 +184,11 @@ func (r *reader) pluginEvalCase(s *skill.Skill, paths *skillPaths, name string, 
 		Timeout: timeout, File: filepath.Join(paths.dir, filepath.FromSlash(promptRel)), Line: 1,
 		DefaultBaseline: ArmWithoutSkill,
 	}
+	if s.Test != nil && s.Test.Sequential {
+		// test.config's runs: auto is the default of all of the skill's cases, these too; its
+		// confidence comes with it (Claude Code's 1.0 leaves a sequential test no zone).
+		testDefaults(c, s.Test)
+	}
 	set := caseSettings{}
 	if _, err := os.Lstat(filepath.Join(paths.dir, filepath.FromSlash(promptRel))); err != nil {
 		r.file = filepath.Join(paths.dir, filepath.FromSlash(rel))
@@ -234,12 +239,18 @@ func (r *reader) pluginEvalCase(s *skill.Skill, paths *skillPaths, name string, 
 	return c
 }
 
-// caseSettings are the run settings prompt.md's frontmatter or case.yaml may set, each once.
+// caseSettings are the run settings prompt.md's frontmatter or case.yaml may set, each once:
+// Claude Code's runs (here also "auto"), timeout_seconds and max_turns, and skillfleet's
+// confidence and the settings of `runs: auto` (max_runs, delta, alpha, beta), which Claude
+// Code does not read.
 type caseSettings struct {
-	runs, maxTurns                   int
-	timeout                          float64
-	haveRuns, haveTurns, haveTimeout bool
-	runsAt, turnsAt, toAt            settingAt
+	// at is where each setting was written.
+	at map[string]settingAt
+	// run holds runs and the settings that decide a case over its epochs, as a cases file's
+	// case would (caseExtension).
+	run      Case
+	timeout  float64
+	maxTurns int
 }
 
 // settingAt locates a setting.
@@ -248,45 +259,39 @@ type settingAt struct {
 	line int
 }
 
+// pluginSettingKeys are the keys setting reads.
+var pluginSettingKeys = keySet(append([]string{"timeout_seconds", "max_turns"}, runSettingKeys...))
+
 // setting reads one run setting into set, refusing it when the other file set it already.
 func (r *reader) setting(set *caseSettings, p pair) bool {
-	at := settingAt{r.file, p.line}
+	if !pluginSettingKeys[p.key] {
+		return false
+	}
+	if prev, dup := set.at[p.key]; dup {
+		r.errorf(p.line, rulePEDuplicate, "%s is set in both prompt.md and case.yaml (%s:%d); set it once", p.key, filepath.Base(prev.file), prev.line)
+		return true
+	}
+	if set.at == nil {
+		set.at = map[string]settingAt{}
+	}
+	set.at[p.key] = settingAt{r.file, p.line}
 	switch p.key {
-	case "runs":
-		if set.haveRuns {
-			r.errorf(p.line, rulePEDuplicate, "runs is set in both prompt.md and case.yaml (%s:%d); set it once", filepath.Base(set.runsAt.file), set.runsAt.line)
-			return true
-		}
-		if v, ok := r.integer(p.val, "runs", "case.runs"); ok {
-			if v < 1 || v > MaxRuns {
-				r.errorf(p.line, "case.runs", "runs must be between 1 and %d, got %d", MaxRuns, v)
-			}
-			set.runs, set.haveRuns, set.runsAt = v, true, at
-		}
 	case "timeout_seconds":
-		if set.haveTimeout {
-			r.errorf(p.line, rulePEDuplicate, "timeout_seconds is set in both prompt.md and case.yaml (%s:%d); set it once", filepath.Base(set.toAt.file), set.toAt.line)
-			return true
-		}
 		if v, ok := r.number(p.val, "timeout_seconds", "case.timeout"); ok {
 			if !(v > 0 && v <= maxPluginEvalTimeout) {
 				r.errorf(p.line, "case.timeout", "timeout_seconds must be a positive number of seconds, at most %d, got %v", maxPluginEvalTimeout, v)
 			}
-			set.timeout, set.haveTimeout, set.toAt = v, true, at
+			set.timeout = v
 		}
 	case "max_turns":
-		if set.haveTurns {
-			r.errorf(p.line, rulePEDuplicate, "max_turns is set in both prompt.md and case.yaml (%s:%d); set it once", filepath.Base(set.turnsAt.file), set.turnsAt.line)
-			return true
-		}
 		if v, ok := r.integer(p.val, "max_turns", "case.maxTurns"); ok {
 			if v < 1 {
 				r.errorf(p.line, "case.maxTurns", "max_turns must be at least 1, got %d", v)
 			}
-			set.maxTurns, set.haveTurns, set.turnsAt = v, true, at
+			set.maxTurns = v
 		}
 	default:
-		return false
+		r.caseExtension(&set.run, p)
 	}
 	return true
 }
@@ -295,17 +300,57 @@ func (r *reader) setting(set *caseSettings, p pair) bool {
 // stops it, so the case also asserts max_turns: a run that took more turns than the case allows
 // fails rather than passes on work Claude Code would have cut off.
 func (set *caseSettings) apply(r *reader, c *Case) {
-	if set.haveRuns {
-		c.Runs = set.runs
+	has := func(k string) bool { _, ok := set.at[k]; return ok }
+	if has("runs") {
+		c.Runs, c.Sequential = set.run.Runs, set.run.Sequential
+		if !c.Sequential {
+			// A fixed runs is Claude Code's: every run must pass (its --threshold 1.0), whatever
+			// confidence test.config's runs: auto brought, unless the case says otherwise.
+			c.Confidence = DefaultConfidence
+		}
 	}
-	if set.haveTimeout {
+	if has("confidence") {
+		c.Confidence = set.run.Confidence
+	}
+	// The settings of runs: auto, and where the first of them was written: without runs:
+	// auto they are an error there.
+	var first settingAt
+	for _, k := range []string{"max_runs", "delta", "alpha", "beta"} {
+		at, ok := set.at[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "max_runs":
+			c.MaxRuns = set.run.MaxRuns
+		case "delta":
+			c.Delta = set.run.Delta
+		case "alpha":
+			c.Alpha = set.run.Alpha
+		default:
+			c.Beta = set.run.Beta
+		}
+		if first.line == 0 {
+			first = at
+		}
+	}
+	file := c.File
+	switch {
+	case !c.Sequential && first.line > 0:
+		file, c.seqKeyLine = first.file, first.line
+	case c.Sequential && has("runs"):
+		file, c.seqLine = set.at["runs"].file, set.at["runs"].line
+	}
+	r.file = file
+	r.sequential(c, c.Line)
+	if has("timeout_seconds") {
 		c.Timeout = time.Duration(set.timeout * float64(time.Second))
 	}
-	if set.haveTurns && set.maxTurns > 0 {
-		r.file = set.turnsAt.file
+	if at, ok := set.at["max_turns"]; ok && set.maxTurns > 0 {
+		r.file = at.file
 		a := assert.New(assert.MaxTurns)
 		a.Max = int64(set.maxTurns)
-		r.add(c, a, set.turnsAt.line)
+		r.add(c, a, at.line)
 	}
 }
 
@@ -350,8 +395,11 @@ func (r *reader) promptFile(c *Case, data []byte, set *caseSettings) {
 
 // caseKey warns of, or refuses, a key of prompt.md or case.yaml that is not a run setting.
 func (r *reader) caseKey(c *Case, p pair, what string) {
+	if pluginSettingKeys[p.key] {
+		return
+	}
 	switch p.key {
-	case "runs", "timeout_seconds", "max_turns", "graders":
+	case "graders":
 		return
 	case "description":
 		c.Description, _ = r.str(p.val, "description", rulePEGrader)

@@ -11,6 +11,27 @@ type Tally struct {
 	Reused int
 }
 
+// Add is t with one more epoch's verdict counted; VERDICT_UNSPECIFIED (no result yet) is not
+// counted, and a verdict of no other kind counts as skipped.
+func (t Tally) Add(v pb.Verdict) Tally {
+	switch v {
+	case pb.Verdict_VERDICT_UNSPECIFIED:
+	case pb.Verdict_VERDICT_PASSED:
+		t.Passed++
+	case pb.Verdict_VERDICT_FAILED:
+		t.Failed++
+	case pb.Verdict_VERDICT_ERRORED:
+		t.Errored++
+	case pb.Verdict_VERDICT_TIMED_OUT:
+		t.TimedOut++
+	case pb.Verdict_VERDICT_REUSED:
+		t.Reused++
+	default:
+		t.Skipped++
+	}
+	return t
+}
+
 // Reported is how many epochs have a result.
 func (t Tally) Reported() int {
 	return t.Passed + t.Failed + t.Errored + t.TimedOut + t.Skipped + t.Reused

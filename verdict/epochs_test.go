@@ -16,20 +16,7 @@ var outcomes = []pb.Verdict{
 func tallyOf(seq []pb.Verdict) Tally {
 	var t Tally
 	for _, v := range seq {
-		switch v {
-		case pb.Verdict_VERDICT_PASSED:
-			t.Passed++
-		case pb.Verdict_VERDICT_FAILED:
-			t.Failed++
-		case pb.Verdict_VERDICT_ERRORED:
-			t.Errored++
-		case pb.Verdict_VERDICT_TIMED_OUT:
-			t.TimedOut++
-		case pb.Verdict_VERDICT_SKIPPED:
-			t.Skipped++
-		case pb.Verdict_VERDICT_REUSED:
-			t.Reused++
-		}
+		t = t.Add(v)
 	}
 	return t
 }

@@ -38,7 +38,7 @@ func (s Sequential) Decide(epochs []pb.Verdict) (v pb.Verdict, undecided bool, r
 		if n > len(epochs) || epochs[n-1] == pb.Verdict_VERDICT_UNSPECIFIED {
 			return pb.Verdict_VERDICT_UNSPECIFIED, false, 0
 		}
-		t = tallyAdd(t, epochs[n-1])
+		t = t.Add(epochs[n-1])
 		switch epochs[n-1] {
 		case pb.Verdict_VERDICT_PASSED:
 			passes++
@@ -80,23 +80,4 @@ func (s Sequential) Dispatch(epochs []pb.Verdict, started int) int {
 		hyp[started+k] = pb.Verdict_VERDICT_PASSED
 	}
 	return s.MaxRuns - started
-}
-
-// tallyAdd counts one epoch's verdict.
-func tallyAdd(t Tally, v pb.Verdict) Tally {
-	switch v {
-	case pb.Verdict_VERDICT_PASSED:
-		t.Passed++
-	case pb.Verdict_VERDICT_FAILED:
-		t.Failed++
-	case pb.Verdict_VERDICT_ERRORED:
-		t.Errored++
-	case pb.Verdict_VERDICT_TIMED_OUT:
-		t.TimedOut++
-	case pb.Verdict_VERDICT_REUSED:
-		t.Reused++
-	default:
-		t.Skipped++
-	}
-	return t
 }

@@ -39,8 +39,10 @@ type caseDetail struct {
 	// verdict was settled without them.
 	EpochsRun, EpochsPlanned int
 	Curtailed                bool
-	// Undecided: a `runs: auto` case whose sequential test reached max_runs (EpochsPlanned)
+	// Sequential: a `runs: auto` case, its epochs run until the sequential test decided,
+	// EpochsPlanned (its max_runs) at most. Undecided: one whose test reached max_runs
 	// without deciding; its verdict is the fixed rule's.
+	Sequential  bool
 	Undecided   bool
 	Confidence  float64
 	Interval    *[2]float64
@@ -74,7 +76,7 @@ func detailOf(c *report.Case, b *budget) caseDetail {
 		Skill: name(c.Skill), Case: name(c.Case), Agent: name(c.Agent), Arm: c.Arm, Kind: c.Kind, Status: c.Status,
 		Epochs: c.Epochs, PassedEpochs: c.PassedEpochs, RequiredPasses: c.RequiredPasses, FailedEpochs: c.FailedEpochs,
 		ErroredEpochs: c.ErroredEpochs, TimedOutEpochs: c.TimedOutEpochs, SkippedEpochs: c.SkippedEpochs,
-		EpochsRun: c.EpochsRun, EpochsPlanned: c.EpochsPlanned, Curtailed: c.Curtailed(), Undecided: c.Undecided,
+		EpochsRun: c.EpochsRun, EpochsPlanned: c.EpochsPlanned, Curtailed: c.Curtailed(), Sequential: c.Sequential, Undecided: c.Undecided,
 		Confidence: c.Confidence, Interval: c.Interval, File: name(c.File), Line: c.Line, Reason: b.take(c.Reason),
 		DurationMS: c.DurationMS, Attempts: c.Attempts, Usage: c.Usage, Flaky: c.Flaky, Quarantined: c.Quarantined,
 	}

@@ -30,6 +30,8 @@ type compareView struct {
 	Overall   skillCompareRow
 	Changes   []changeList
 	Undecided int
+	// Noise is an A/A run's noise floor; nil for any other comparison.
+	Noise *noiseView
 }
 
 // sideView is one side of a comparison.
@@ -107,6 +109,7 @@ func compareViewOf(r *comparison.Report, l links) *compareView {
 		}
 		v.Changes = append(v.Changes, cl)
 	}
+	v.Noise = noiseViewOf(r, l.cases)
 	return v
 }
 
@@ -142,23 +145,24 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request, v *visitor)
 	}
 	var (
 		a, b comparison.Side
-		axis comparison.Axis
+		opt  comparison.Options
 	)
 	switch {
 	case p.Run != "":
-		st, recs, err := s.sides(ctx, p.Run, comparison.WithSkill, "without_skill", "old_skill")
-		if err != nil {
-			s.fail(w, r, v, lookupCode(err), err)
+		st, serr := s.src.Status(ctx, p.Run)
+		if serr != nil {
+			s.fail(w, r, v, lookupCode(serr), serr)
 			return
 		}
-		base := st.GetSpec().GetBaseline()
-		if base == "" {
+		if st.GetSpec().GetBaseline() == "" {
 			s.fail(w, r, v, http.StatusBadRequest, fmt.Errorf("run %s has no baseline arm to compare with", p.Run))
 			return
 		}
-		a = comparison.Side{Label: base, Run: p.Run, Arm: base, Spec: st.GetSpec(), Results: recs[base]}
-		b = comparison.Side{Label: comparison.WithSkill, Run: p.Run, Arm: comparison.WithSkill, Spec: st.GetSpec(), Results: recs[comparison.WithSkill]}
-		axis = comparison.AxisArm
+		var err error
+		if a, b, opt, err = s.armSides(ctx, st); err != nil {
+			s.fail(w, r, v, lookupCode(err), err)
+			return
+		}
 	case p.A != "" && p.B != "":
 		var sides [2]comparison.Side
 		for i, id := range []string{p.A, p.B} {
@@ -169,12 +173,12 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request, v *visitor)
 			}
 			sides[i] = comparison.Side{Label: "run " + id, Run: id, Arm: p.Arm, Spec: st.GetSpec(), Results: recs[p.Arm]}
 		}
-		a, b, axis = sides[0], sides[1], comparison.AxisSkill
+		a, b, opt.Axis = sides[0], sides[1], comparison.AxisSkill
 	default:
 		s.render(w, r, http.StatusOK, "compare", "Compare", v, p)
 		return
 	}
-	rep, err := comparison.Compare(a, b, comparison.Options{Axis: axis})
+	rep, err := comparison.Compare(a, b, opt)
 	var refused *comparison.RefusalError
 	switch {
 	case errors.As(err, &refused):
@@ -187,7 +191,7 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request, v *visitor)
 			suite, team = st.GetSpec().GetName(), st.GetSpec().GetTeam()
 		}
 		l := links{run: runHref, skill: func(skill string) string { return skillHref(skill, team, suite) }}
-		if axis == comparison.AxisArm {
+		if opt.Axis == comparison.AxisArm {
 			// The changed cases are the run's: they link to its with_skill cases.
 			if rep, err := s.src.Report(ctx, p.Run); err == nil {
 				l.cases = caseLinks(p.Run, rep.Cases)

@@ -125,7 +125,7 @@ func WriteReport(w io.Writer, in ReportInput) error {
 	if st == nil {
 		st = &pb.RunStatus{Id: rep.Run}
 	}
-	doc := reportDoc{CSP: csp, CSS: css, Run: headOf(st), Generated: in.Generated, Summary: summaryOf(rep)}
+	doc := reportDoc{CSP: csp, CSS: css, Run: headOf(st).noted(st, rep), Generated: in.Generated, Summary: summaryOf(rep)}
 	doc.Run.Href = ""
 	if doc.Run.ID == "" {
 		doc.Run.ID = rep.Run
@@ -323,12 +323,10 @@ func (s *Server) reportFile(w http.ResponseWriter, r *http.Request, v *visitor) 
 			return fn(res)
 		})
 	}}
-	if base := st.GetSpec().GetBaseline(); base != "" {
-		if _, recs, err := s.sides(ctx, id, comparison.WithSkill, base); err == nil {
-			a := comparison.Side{Label: base, Run: id, Arm: base, Spec: st.GetSpec(), Results: recs[base]}
-			b := comparison.Side{Label: comparison.WithSkill, Run: id, Arm: comparison.WithSkill, Spec: st.GetSpec(), Results: recs[comparison.WithSkill]}
+	if st.GetSpec().GetBaseline() != "" {
+		if a, b, opt, err := s.armSides(ctx, st); err == nil {
 			// A refused comparison leaves the section out; the report is still whole.
-			if cmp, err := comparison.Compare(a, b, comparison.Options{Axis: comparison.AxisArm}); err == nil {
+			if cmp, err := comparison.Compare(a, b, opt); err == nil {
 				in.Comparison = cmp
 			}
 		}

@@ -44,6 +44,13 @@ type runHead struct {
 	Done, Total                                               int32
 	// Live: the run is still going.
 	Live bool
+	// AA: the baseline is a2, the with_skill arm run again (an A/A run, --aa): its arms'
+	// comparison is the suite's noise floor.
+	AA bool
+	// Partial is set on a run its cost cap stopped, Epochs when curtailment or `runs: auto`
+	// left epochs unrun; both need the run's report (see noted).
+	Partial *partialView
+	Epochs  *epochsView
 	// suite is the suite's full name, for links (Suite may be clipped), and team its team's.
 	suite, team string
 }
@@ -58,7 +65,10 @@ type summaryView struct {
 	Summary     report.Summary
 	Baseline    *report.Summary
 	BaselineArm string
-	Usage       *report.Usage
+	// AA: the "baseline" is a2, the with_skill arm run again, not a configuration expected
+	// to fail.
+	AA    bool
+	Usage *report.Usage
 }
 
 // caseRow is one case in a list of cases. Index is its place in the run's report.
@@ -66,15 +76,17 @@ type caseRow struct {
 	Index                                            int
 	Skill, SkillHref, Case, Agent, Arm, Status, Href string
 	Epochs, PassedEpochs                             int
-	// EpochsRun is shown when Curtailed: fewer epochs ran than were planned, the verdict
-	// being settled without the others.
-	EpochsRun   int
-	Curtailed   bool
-	Undecided   bool
-	DurationMS  int64
-	Flaky       *report.CaseFlaky
-	Quarantined string
-	Reason      string
+	// EpochsRun of EpochsPlanned ran: fewer when Curtailed, the verdict being settled
+	// without the others. Sequential marks a `runs: auto` case (EpochsPlanned is its
+	// max_runs); Undecided one that reached it undecided, Interval its pass rate's.
+	EpochsRun, EpochsPlanned int
+	Curtailed, Sequential    bool
+	Undecided                bool
+	Interval                 *[2]float64
+	DurationMS               int64
+	Flaky                    *report.CaseFlaky
+	Quarantined              string
+	Reason                   string
 }
 
 // caseHref is the page of case i of a run's report. A case whose names are too long to put
@@ -100,6 +112,7 @@ func headOf(st *pb.RunStatus) runHead {
 		ID: st.GetId(), Href: runHref(st.GetId()), Suite: name(spec.GetName()), suite: spec.GetName(), team: spec.GetTeam(), Lane: laneName(spec.GetPriority()),
 		State: stateName(st.GetState()), Reason: st.GetReason(), Baseline: spec.GetBaseline(),
 		Created: spec.GetCreatedAt().AsTime(), Done: st.GetDoneJobs(), Total: st.GetTotalJobs(), Live: isActive(st.GetState()),
+		AA: spec.GetBaseline() == armA2,
 	}
 	if st.GetFinishedAt() != nil {
 		h.Finished = st.GetFinishedAt().AsTime()
@@ -110,13 +123,20 @@ func headOf(st *pb.RunStatus) runHead {
 	return h
 }
 
+// noted is h with what the run's report says of it: the cost cap's banner and the epochs
+// that did not run.
+func (h runHead) noted(st *pb.RunStatus, rep *report.Report) runHead {
+	h.Partial, h.Epochs = partialOf(st, rep), epochsOf(st, rep)
+	return h
+}
+
 // summaryOf is a report's summary view.
 func summaryOf(rep *report.Report) summaryView {
 	sv := summaryView{Summary: rep.Summary, Baseline: rep.Baseline, Usage: rep.Usage}
 	if rep.Baseline != nil {
 		for _, c := range rep.Cases {
 			if c.Arm != "" && c.Arm != report.ArmWithSkill {
-				sv.BaselineArm = c.Arm
+				sv.BaselineArm, sv.AA = c.Arm, c.Arm == armA2
 				break
 			}
 		}
@@ -169,7 +189,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 	q := r.URL.Query()
 	f := caseFilter{status: q.Get("status"), skill: q.Get("skill"), agent: q.Get("agent"), arm: q.Get("arm"), mark: q.Get("mark")}
 	p := runPage{
-		runHead: headOf(st), Summary: summaryOf(&rep), Changes: changesOf(rep.Changes, caseLinks(id, rep.Cases)),
+		runHead: headOf(st).noted(st, &rep), Summary: summaryOf(&rep), Changes: changesOf(rep.Changes, caseLinks(id, rep.Cases)),
 		Status: f.status, Skill: f.skill, Agent: f.agent, Arm: f.arm, Mark: f.mark, Statuses: caseStatuses,
 	}
 	if p.Baseline != "" {
@@ -206,8 +226,8 @@ func rowOf(c *report.Case, i int, skillLink string) caseRow {
 	return caseRow{
 		Index: i, Skill: name(c.Skill), SkillHref: skillLink, Case: name(c.Case), Agent: name(c.Agent), Arm: c.Arm, Status: c.Status,
 		Epochs: c.Epochs, PassedEpochs: c.PassedEpochs, DurationMS: c.DurationMS,
-		EpochsRun: c.EpochsRun, Curtailed: c.Curtailed(), Undecided: c.Undecided,
-		Flaky: c.Flaky, Quarantined: c.Quarantined, Reason: oneLine(c.Reason, maxReasonRunes),
+		EpochsRun: c.EpochsRun, EpochsPlanned: c.EpochsPlanned, Curtailed: c.Curtailed(), Sequential: c.Sequential, Undecided: c.Undecided,
+		Interval: c.Interval, Flaky: c.Flaky, Quarantined: c.Quarantined, Reason: oneLine(c.Reason, maxReasonRunes),
 	}
 }
 

@@ -37,6 +37,8 @@ type runRow struct {
 	Done, Total                                       int32
 	// Case counts; Errored includes the timed-out cases.
 	Passed, Failed, Errored, Skipped int32
+	// Partial: the run's cost cap stopped it, so its counts are not the whole suite's.
+	Partial bool
 }
 
 // pager is one page of a list: which, how many, and the links to the pages around it.
@@ -153,7 +155,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, v *visitor) {
 		row := runRow{
 			ID: st.GetId(), Href: runHref(st.GetId()), Suite: name(spec.GetName()), Lane: laneName(spec.GetPriority()),
 			State: stateName(st.GetState()), Baseline: spec.GetBaseline(), Created: spec.GetCreatedAt().AsTime(),
-			Done: st.GetDoneJobs(), Total: st.GetTotalJobs(),
+			Done: st.GetDoneJobs(), Total: st.GetTotalJobs(), Partial: st.GetCostCapped(),
 		}
 		c := st.GetCases()
 		row.Passed, row.Failed, row.Errored, row.Skipped = c.GetPassed(), c.GetFailed(), c.GetErrored()+c.GetTimedOut(), c.GetSkipped()

@@ -103,7 +103,7 @@ func TestHostileContentRendersAsText(t *testing.T) {
 		}},
 		{"errored command case", "/runs/r1/cases?skill=deploy-checklist&case=usage-error", []string{"docker: " + xssScript, "sandbox failed to start"}},
 		{"settled before its last epoch", "/runs/r1/cases?skill=logging&case=logline-shape", []string{"4/5 passed", "4 of 5: the others could not change the verdict"}},
-		{"run page says so too", "/runs/r1", []string{"4/5 (4 run)", "passed undecided"}},
+		{"run page says so too", "/runs/r1", []string{"4/5 (4 of 5 run)", "passed undecided 64.0%–95.0%", "17/20 (20 of ≤ 20 run, auto)"}},
 		{"undecided runs: auto case", "/runs/r1/cases?skill=logging&case=borderline", []string{"undecided: it reached max_runs (20) without deciding"}},
 		{"transcript without trajectory", "/runs/r1/cases?skill=logging&case=flaps&agent=builtin", []string{xssImg, "echo " + xssScript}},
 		{"skill", "/skills/deploy-checklist?suite=" + url.QueryEscape("nightly "+xssScript), []string{xssScript + " [builtin]", "flips " + xssImg}},

@@ -123,7 +123,7 @@ sandbox image.`,
 			return os.WriteFile(out, []byte(doc), 0o644)
 		},
 	}
-	cmd.AddCommand(newFleetCommand())
+	cmd.AddCommand(newFleetCommand(), newSavingsCommand())
 	cmd.Flags().StringVar(&out, "out", "", "write the Markdown report to this file (default: stdout)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these benchmarks")
 	cmd.Flags().StringVar(&skillfleet, "skillfleet", "", "the skillfleet binary the validate and plan benchmarks run (default: next to this binary, else on $PATH)")
