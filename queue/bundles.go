@@ -97,34 +97,57 @@ func (t *Topology) putSpooled(ctx context.Context, f *os.File, sum []byte, size 
 // GetBundle writes the bundle stored under digest to w, hashing what it reads. When the hash
 // is not the digest it returns ErrDigestMismatch naming both, but w has received the bytes by
 // then: write to a scratch file and keep it only on success (GetBundleFile does). A missing
-// bundle is ErrBundleNotFound. Give ctx a deadline: a stalled transfer waits for it.
+// bundle is ErrBundleNotFound. A transfer that makes no progress for the topology's bundle
+// stall bound (bundleStall) fails with ErrBundleStalled, whatever ctx allows.
 func (t *Topology) GetBundle(ctx context.Context, digest string, w io.Writer) error {
 	if err := ValidateDigest(digest); err != nil {
 		return err
 	}
-	if t.bundles == nil {
-		return t.readBundleByName(ctx, digest, w)
+	ctx, progress, stop := watchStall(ctx, t.Config.bundleStall())
+	defer stop()
+	err := t.readBundleByName(ctx, digest, io.MultiWriter(w, progress))
+	if err != nil && errors.Is(context.Cause(ctx), ErrBundleStalled) {
+		return fmt.Errorf("queue: get bundle %s: %w (%v without a byte)", digest, ErrBundleStalled, t.Config.bundleStall())
 	}
-	obj, err := t.bundles.Get(ctx, bundleObjectName(digest))
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("%w: %s in object store %s", ErrBundleNotFound, digest, BundlesBucket)
+	return err
+}
+
+// ErrBundleStalled is GetBundle's error for a transfer that stopped making progress: a reply
+// or a chunk lost across a reconnect leaves a request or an ordered consumer waiting for ever,
+// and a job whose worker heartbeats it while its slot waits is never run (nor redelivered).
+// The caller takes it as any infrastructure failure: the job is tried again.
+var ErrBundleStalled = errors.New("bundle transfer stalled")
+
+// bundleStall is how long a bundle transfer may go without a byte: BundleStall, else twice
+// the ack wait and at least 10 s, so that a loaded machine does not pass for a stalled
+// transfer.
+func (c Config) bundleStall() time.Duration {
+	if c.BundleStall > 0 {
+		return c.BundleStall
 	}
-	if err != nil {
-		return fmt.Errorf("queue: get bundle %s: %w", digest, err)
+	return max(2*c.AckWait, 10*time.Second)
+}
+
+// watchStall returns a context that ends with ErrBundleStalled once d passes without a write
+// to progress; stop releases it.
+func watchStall(ctx context.Context, d time.Duration) (context.Context, io.Writer, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(d, func() { cancel(ErrBundleStalled) })
+	return ctx, stallWriter{timer: timer, d: d}, func() {
+		timer.Stop()
+		cancel(nil)
 	}
-	defer func() { _ = obj.Close() }()
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(w, h), obj); err != nil {
-		if errors.Is(err, jetstream.ErrDigestMismatch) {
-			// The chunks do not match the object's own record: corrupted in the store.
-			return fmt.Errorf("%w: %s: the object store's chunks disagree with its metadata: %v", ErrDigestMismatch, digest, err)
-		}
-		return fmt.Errorf("queue: get bundle %s: %w", digest, err)
-	}
-	if got := hexDigest(h); got != digest {
-		return fmt.Errorf("%w: stored under %s, content is %s", ErrDigestMismatch, digest, got)
-	}
-	return nil
+}
+
+// stallWriter restarts the stall timer on every write.
+type stallWriter struct {
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (s stallWriter) Write(p []byte) (int, error) {
+	s.timer.Reset(s.d)
+	return len(p), nil
 }
 
 // GetBundleFile fetches the bundle stored under digest into path, which appears only once the
@@ -154,11 +177,13 @@ func (t *Topology) GetBundleFile(ctx context.Context, digest, path string) error
 	return nil
 }
 
-// readBundleByName is GetBundle for a topology without the object store bound (OpenWorker):
-// binding it asks for the store's stream info, which with a subjects_filter would list every
-// bundle. It asks for nothing but the one bundle: the last message on its metadata subject (a
-// direct get), then its chunks through an ordered consumer filtered on their subject, which is
-// all deploy/nats/permissions.conf lets a worker do.
+// readBundleByName is GetBundle's read, on any topology. It asks for nothing but the one
+// bundle: the last message on its metadata subject (a direct get), then its chunks through an
+// ordered consumer filtered on their subject, which is all deploy/nats/permissions.conf lets a
+// worker do (a worker's topology has no object store bound: binding it asks for the store's
+// stream info, which with a subjects_filter would list every bundle). The object store's own
+// reader is not used even where it is bound: it holds its lock while it waits for a chunk until
+// its context's deadline, so neither ending the context nor closing it ends a stalled read.
 func (t *Topology) readBundleByName(ctx context.Context, digest string, w io.Writer) error {
 	meta := "$O." + BundlesBucket + ".M." + base64.URLEncoding.EncodeToString([]byte(bundleObjectName(digest)))
 	resp, err := t.conn.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+bundlesStream+"."+meta, nil)

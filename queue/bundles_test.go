@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -312,5 +315,52 @@ func TestWorkerTopologyReadsBundlesByName(t *testing.T) {
 	err = wtopo.GetBundle(ctx, digestOf([]byte("never stored")), io.Discard)
 	if !errors.Is(err, queue.ErrBundleNotFound) {
 		t.Fatalf("missing bundle: %v, want ErrBundleNotFound", err)
+	}
+}
+
+// TestBundleTransferThatStallsFails: the review's stuck slot. A connection cut while a worker
+// fetched a bundle left the transfer waiting for a chunk that never came, for as long as the
+// job's context lasted, while the worker heartbeated the job: the run never finished. Here the
+// chunks are gone from the store, so that no byte ever comes: both the worker's read by name
+// and the bound object store's fail with ErrBundleStalled once BundleStall passes.
+func TestBundleTransferThatStallsFails(t *testing.T) {
+	_, conn, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	data := bytes.Repeat([]byte("stall "), 64<<10) // several chunks
+	d, err := topo.PutBundle(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := topo.RawBundles().GetInfo(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := topo.RawJS().Stream(ctx, "OBJ_"+queue.BundlesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject("$O."+queue.BundlesBucket+".C."+info.NUID)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := queue.DefaultConfig()
+	cfg.BundleStall = 300 * time.Millisecond
+	worker, err := queue.OpenWorker(ctx, conn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := queue.Open(ctx, conn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tp := range map[string]*queue.Topology{"worker": worker, "bound": bound} {
+		// The transfer's own context lasts far longer than the stall bound: only the bound
+		// ends the wait.
+		tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := tp.GetBundle(tctx, d, io.Discard)
+		outerEnded := tctx.Err()
+		cancel()
+		if !errors.Is(err, queue.ErrBundleStalled) || outerEnded != nil {
+			t.Errorf("%s: GetBundle of a bundle whose chunks never come = %v (the transfer's context: %v), want ErrBundleStalled before the context ends", name, err, outerEnded)
+		}
 	}
 }

@@ -49,6 +49,9 @@ type Config struct {
 	// BundlesMaxBytes bounds the bundle object store (0: no limit); an upload beyond it is
 	// refused until retention removes old bundles.
 	BundlesMaxBytes int64
+	// BundleStall is how long a bundle transfer may go without a byte before it fails
+	// (ErrBundleStalled); 0 means twice AckWait, and at least 10 s.
+	BundleStall time.Duration
 }
 
 // DefaultConfig returns the production defaults.
