@@ -96,6 +96,10 @@ type run struct {
 	misfiled                   map[uint64]bool
 	// withdrawn counts the jobs without a result of cases settled without them.
 	withdrawn int
+
+	// records are what a comparison reads of each counted result, stored when the run
+	// finishes (see records.go); only the run loop touches them.
+	records runRecords
 }
 
 func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
@@ -499,6 +503,9 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 	}
 	outcome("accepted")
 	r.done[idx] = true
+	if !r.readOnly {
+		r.records.add(r.plan, idx, res)
+	}
 	r.noteMisfiled(idx, m)
 	r.events.result(res, c.now())
 	if !r.readOnly {
@@ -592,6 +599,10 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes
 	st.Misfiled, st.MisfiledOverflow = r.status.GetMisfiled(), r.status.GetMisfiledOverflow()
 	r.mu.Unlock()
+	// The records are stored while the report is: the run reads as finished only once both
+	// are (or failed to be).
+	recordsKept := make(chan bool, 1)
+	go func() { recordsKept <- c.keepRecords(ctx, r) }()
 	for attempt := 0; ; attempt++ {
 		err := c.storeReport(ctx, r.id, rep)
 		if err == nil {
@@ -604,6 +615,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		}
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
+	st.RecordsStored = <-recordsKept
 	for attempt := 0; ; attempt++ {
 		err := c.save(ctx, st, r.key)
 		if err == nil {
