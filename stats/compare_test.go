@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -438,5 +439,22 @@ func TestSignFlipHalfIsWhole(t *testing.T) {
 		if want := signFlipWhole(k); got != want {
 			t.Fatalf("trial %d (%d differences of scale %d): half %v, whole %v", trial, n, scale, got, want)
 		}
+	}
+}
+
+// TestCompareSameOnAnyCores: the groups analysed on several cores at once give the comparison
+// they give one by one.
+func TestCompareSameOnAnyCores(t *testing.T) {
+	a, b := benchArms(3000)
+	prev := runtime.GOMAXPROCS(1)
+	one, err := Compare(a, b, Options{Seed: 9})
+	runtime.GOMAXPROCS(max(prev, 4))
+	many, err2 := Compare(a, b, Options{Seed: 9})
+	runtime.GOMAXPROCS(prev)
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	if !reflect.DeepEqual(one, many) {
+		t.Error("the comparison on several cores differs from the one on one core")
 	}
 }
