@@ -361,16 +361,17 @@ func (d *recordsDecoder) read(arm string, lim ReadLimits) ([]Record, error) {
 			return nil, fmt.Errorf("group %d (%s/%s) has %d epochs, and the records announced for arm %q leave room for %d to %d", read, strs[0], strs[1], epochs, a.Arm, lo, hi)
 		}
 		a.Records -= int(epochs)
+		var key *RecordKey
+		if want[i] {
+			key = &RecordKey{Skill: strs[0], Case: strs[1], Agent: strs[2], Model: strs[3], JudgeModel: strs[4], JudgePrompt: strs[5], CaseDigest: strs[6]}
+		}
 		for range epochs {
 			e, err := d.epoch()
 			if err != nil {
 				return nil, fmt.Errorf("group %d (%s/%s): %w", read, strs[0], strs[1], err)
 			}
-			if want[i] {
-				out = append(out, Record{
-					Skill: strs[0], Case: strs[1], Agent: strs[2], Model: strs[3], JudgeModel: strs[4], JudgePrompt: strs[5], CaseDigest: strs[6],
-					Epoch: e.Epoch, Verdict: e.Verdict, Tokens: e.Tokens, Cost: e.Cost, DurationMS: e.DurationMS,
-				})
+			if key != nil {
+				out = append(out, Record{RecordKey: key, Epoch: e.Epoch, Verdict: e.Verdict, Tokens: e.Tokens, Cost: e.Cost, DurationMS: e.DurationMS})
 			}
 		}
 	}
