@@ -65,7 +65,8 @@ type wideRecord struct {
 
 // add keeps the record of res, the counted result of plan job idx (its identity already the
 // job's). The columns are made at the first: a run rebuilt only to read its report keeps none.
-func (rr *runRecords) add(plan *suite.Plan, idx int, res *pb.Result) {
+// The case's digest, which the job carried, is the catalog's string when it is the same.
+func (rr *runRecords) add(plan *suite.Plan, cat *jobCatalog, idx int, res *pb.Result) {
 	if rr.conf == nil {
 		n := len(plan.Jobs)
 		rr.conf, rr.verdict = make([]uint32, n), make([]uint8, n)
@@ -84,7 +85,11 @@ func (rr *runRecords) add(plan *suite.Plan, idx int, res *pb.Result) {
 		rr.verdict[idx], rr.tokens[idx], rr.durMS[idx] = uint8(v), uint32(tokens), uint32(dur)
 	}
 	rr.cost[idx] = u.GetCost()
-	rr.conf[idx] = rr.confOf(plan, idx, recordConf{res.GetModel(), res.GetJudgeModel(), res.GetJudgePrompt(), res.GetCaseDigest()}) + 1
+	digest := res.GetCaseDigest()
+	if d, ok := cat.cases.Load(plan.Jobs[idx].Case); ok && d.(string) == digest {
+		digest = d.(string)
+	}
+	rr.conf[idx] = rr.confOf(plan, idx, recordConf{res.GetModel(), res.GetJudgeModel(), res.GetJudgePrompt(), digest}) + 1
 }
 
 // confOf returns the index of c among the configurations of job idx's case (its jobs are
@@ -110,7 +115,8 @@ func (rr *runRecords) confOf(plan *suite.Plan, idx int, c recordConf) uint32 {
 		rr.names[s] = s
 		return s
 	}
-	// The digest is the case's own, unlike the models and judges: not interned.
+	// The digest is the case's own, unlike the models and judges: not interned (add shares the
+	// catalog's).
 	rr.confs = append(rr.confs, recordConf{in(c.model), in(c.judgeModel), in(c.judgePrompt), c.digest})
 	return uint32(len(rr.confs) - 1)
 }

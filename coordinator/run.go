@@ -504,7 +504,7 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 	outcome("accepted")
 	r.done[idx] = true
 	if !r.readOnly {
-		r.records.add(r.plan, idx, res)
+		r.records.add(r.plan, r.catalog, idx, res)
 	}
 	r.noteMisfiled(idx, m)
 	r.events.result(res, c.now())
