@@ -601,8 +601,17 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	r.mu.Unlock()
 	// The records are stored while the report is: the run reads as finished only once both
 	// are (or failed to be).
-	recordsKept := make(chan bool, 1)
-	go func() { recordsKept <- c.keepRecords(ctx, r) }()
+	type kept struct {
+		ok   bool
+		took time.Duration
+	}
+	recordsKept := make(chan kept, 1)
+	go func() {
+		start := c.now()
+		ok := c.keepRecords(ctx, r)
+		recordsKept <- kept{ok, c.now().Sub(start)}
+	}()
+	reportStart := c.now()
 	for attempt := 0; ; attempt++ {
 		err := c.storeReport(ctx, r.id, rep)
 		if err == nil {
@@ -615,7 +624,9 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		}
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
-	st.RecordsStored = <-recordsKept
+	reportTook := c.now().Sub(reportStart)
+	records := <-recordsKept
+	st.RecordsStored = records.ok
 	for attempt := 0; ; attempt++ {
 		err := c.save(ctx, st, r.key)
 		if err == nil {
@@ -646,7 +657,9 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	close(r.finished)
 	c.log.Info("run finished", zap.String("run", r.id), zap.String("state", st.GetState().String()),
 		zap.Int32("passed", st.GetCases().GetPassed()), zap.Int32("failed", st.GetCases().GetFailed()),
-		zap.Int32("errored", st.GetCases().GetErrored()), zap.Int32("timed_out", st.GetCases().GetTimedOut()))
+		zap.Int32("errored", st.GetCases().GetErrored()), zap.Int32("timed_out", st.GetCases().GetTimedOut()),
+		zap.Duration("finishing", c.now().Sub(st.GetFinishedAt().AsTime())), zap.Duration("report_stored_in", reportTook),
+		zap.Duration("records_stored_in", records.took))
 }
 
 // fail ends a run that cannot go on at all.
