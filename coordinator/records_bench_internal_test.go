@@ -7,17 +7,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/skillfleet/skillfleet/comparison"
+	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -109,26 +108,7 @@ func BenchmarkCompareRecords1M(b *testing.B) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 30))
 	b.ResetTimer()
 	for range b.N {
-		base := heapInUse()
-		var top atomic.Uint64
-		done, sampled := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(sampled)
-			t := time.NewTicker(10 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					var m runtime.MemStats
-					runtime.ReadMemStats(&m)
-					if m.HeapInuse > base && m.HeapInuse-base > top.Load() {
-						top.Store(m.HeapInuse - base)
-					}
-				}
-			}
-		}()
+		stop := testutil.PeakHeap(heapInUse())
 		start := time.Now()
 		var sides [2]comparison.Side
 		for i, id := range ids {
@@ -146,15 +126,13 @@ func BenchmarkCompareRecords1M(b *testing.B) {
 			err = rep.WriteJSON(io.Discard)
 		}
 		walls = append(walls, time.Since(start))
-		close(done)
-		<-sampled
+		peak = max(peak, stop())
 		if err != nil {
 			b.Fatal(err)
 		}
 		if n := len(rep.Comparison.Cases); n != cases {
 			b.Fatalf("%d cases compared, want %d", n, cases)
 		}
-		peak = max(peak, top.Load())
 	}
 	slices.Sort(walls)
 	// After the loop: ResetTimer drops the metrics reported before it.
