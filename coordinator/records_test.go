@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -33,35 +32,17 @@ const recordsSuite = "cases:\n" +
 // up to 20 s), then whatever else comes within a moment.
 func takeJobs(t *testing.T, topo *queue.Topology, want int) map[string]taken {
 	t.Helper()
-	out := map[string]taken{}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		wait := 300 * time.Millisecond
-		if len(out) < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d jobs queued, want %d: %v", len(out), want, keys(out))
-			}
-			wait = time.Second
+	out := takeKeyed(t, topo, want, func(j *pb.Job) string {
+		k := fmt.Sprintf("%s:%s/%d", j.GetAgent(), j.GetCaseName(), j.GetEpoch())
+		if j.GetArm() != "" {
+			k += "/" + j.GetArm()
 		}
-		ds, err := topo.LaneConsumers()[0].Fetch(64, wait)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ds) == 0 && len(out) >= want {
-			return out
-		}
-		for _, d := range ds {
-			j := &pb.Job{}
-			if err := proto.Unmarshal(d.Data(), j); err != nil {
-				t.Fatal(err)
-			}
-			k := fmt.Sprintf("%s:%s/%d", j.GetAgent(), j.GetCaseName(), j.GetEpoch())
-			if j.GetArm() != "" {
-				k += "/" + j.GetArm()
-			}
-			out[k] = taken{j, d}
-		}
+		return k
+	})
+	if len(out) < want {
+		t.Fatalf("%d jobs queued, want %d: %v", len(out), want, keys(out))
 	}
+	return out
 }
 
 // answerAs publishes a result of job tj with verdict v and the numbers a comparison reads,

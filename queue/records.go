@@ -20,10 +20,7 @@ func recordsObject(run string) string { return run + ".records" }
 // stored; the store holds them in chunks, so neither side holds them whole. A failed read of
 // r stores nothing.
 func (t *Topology) PutRecords(ctx context.Context, run string, r io.Reader) error {
-	if err := ValidateRunID(run); err != nil {
-		return err
-	}
-	store, err := t.reportStore(ctx)
+	store, err := t.reportStoreOf(ctx, run)
 	if err != nil {
 		return err
 	}
@@ -36,10 +33,7 @@ func (t *Topology) PutRecords(ctx context.Context, run string, r io.Reader) erro
 // OpenRecords opens a finished run's stored records for reading, with their size: an error
 // wrapping ErrNotFound when it has none. The caller closes what it gets.
 func (t *Topology) OpenRecords(ctx context.Context, run string) (io.ReadCloser, int64, error) {
-	if err := ValidateRunID(run); err != nil {
-		return nil, 0, err
-	}
-	store, err := t.reportStore(ctx)
+	store, err := t.reportStoreOf(ctx, run)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -60,15 +54,5 @@ func (t *Topology) OpenRecords(ctx context.Context, run string) (io.ReadCloser, 
 
 // DeleteRecords deletes a run's stored records; deleting none is no error.
 func (t *Topology) DeleteRecords(ctx context.Context, run string) error {
-	if err := ValidateRunID(run); err != nil {
-		return err
-	}
-	store, err := t.reportStore(ctx)
-	if err != nil {
-		return err
-	}
-	if err := store.Delete(ctx, recordsObject(run)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("queue: delete the records of run %s: %w", run, err)
-	}
-	return nil
+	return t.deleteRunObject(ctx, run, recordsObject(run), "records")
 }

@@ -376,15 +376,7 @@ func TestCompareHolmAcrossSkills(t *testing.T) {
 // signFlipWhole is signFlipIntegers as it was before it kept half the distribution: the whole
 // distribution, scattered step by step. The two must agree to the last bit.
 func signFlipWhole(k []int) float64 {
-	total, obs := 0, 0
-	var nz []int
-	for _, x := range k {
-		if x != 0 {
-			nz = append(nz, x)
-			total += abs(x)
-			obs += x
-		}
-	}
+	nz, total, obs, _ := nonZeroInts(k)
 	if len(nz) == 0 {
 		return 1
 	}

@@ -90,16 +90,7 @@ func subsetSums(d []float64) []float64 {
 // work of the whole distribution, and no branch in the loop. The additions are the ones the
 // whole distribution makes, in the same order, so the p-value is the same to the last bit.
 func signFlipIntegers(k []int) (p float64, ok bool) {
-	total, obs, widest := 0, 0, 0
-	var nz []int
-	for _, x := range k {
-		if x != 0 {
-			nz = append(nz, x)
-			total += abs(x)
-			obs += x
-			widest = max(widest, abs(x))
-		}
-	}
+	nz, total, obs, widest := nonZeroInts(k)
 	if len(nz) == 0 {
 		return 1, true
 	}
@@ -132,6 +123,20 @@ func signFlipIntegers(k []int) (p float64, ok bool) {
 		}
 	}
 	return min(1, p), true
+}
+
+// nonZeroInts returns the non-zero entries of k, the sum of their magnitudes, their sum and the
+// largest magnitude.
+func nonZeroInts(k []int) (nz []int, total, sum, widest int) {
+	for _, x := range k {
+		if x != 0 {
+			nz = append(nz, x)
+			total += abs(x)
+			sum += x
+			widest = max(widest, abs(x))
+		}
+	}
+	return nz, total, sum, widest
 }
 
 func abs(x int) int {
