@@ -115,8 +115,9 @@ func renderings(t *testing.T, a, b comparison.Side) string {
 // settled with epochs withdrawn (one answered skipped by its worker, one run anyway, one never
 // answered), an errored epoch, an epoch on another model (a fleet mid-upgrade), a worker that
 // names another job's identity, and a second run with a baseline arm. The route answers a run
-// still going, one without records, another team's and an unknown one as the other run
-// routes do, and the records outlive a restart.
+// still going, one without records and an unknown one as the other run routes do (another
+// team's: TestTeamsOwnTheirRuns); a coordinator restarted mid-run keeps the records of what it
+// replays, and the records outlive a restart.
 func TestRecordsAreTheCountedResults(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := context.Background()
@@ -153,6 +154,16 @@ func TestRecordsAreTheCountedResults(t *testing.T) {
 		answerAs(t, topo, job("f/3"), job("f/3").Job, pb.Verdict_VERDICT_SKIPPED, "model-1", 0)
 		answerAs(t, topo, job("f/4"), job("f/4").Job, pb.Verdict_VERDICT_FAILED, "model-1", 9)
 	}
+	// A coordinator restarted mid-run keeps the records of the results it replays.
+	eventually(t, "the first results to be counted", func() bool {
+		s, err := c.Status(ctx, st1.GetId())
+		return err == nil && s.GetDoneJobs() == 16 // f/3's skip is not an epoch
+	})
+	_ = c.Close(ctx)
+	c = startOn(t, topo, cfg)
+	srv = httptest.NewServer(c.Handler(coordinator.APIConfig{Token: token}))
+	t.Cleanup(srv.Close)
+	client = coordinator.NewClient(srv.URL, token, nil)
 	// e/1 errored: e/2 is released. A worker with agent-a's e/2 names e/1: counted, and filed,
 	// as e/2.
 	next := takeJobs(t, topo, 2)
