@@ -171,22 +171,25 @@ func agentChanges(prev, cur []history.Result) []report.AgentChange {
 }
 
 // blank forgets what the configuration check compares, for a diff that claims no statistics.
+// The records' keys are shared: each gets a blank one.
 func blank(rs []comparison.Record) {
+	var keys comparison.Keys
 	for i := range rs {
-		rs[i].Model, rs[i].JudgeModel, rs[i].JudgePrompt, rs[i].CaseDigest = "", "", "", ""
+		rs[i].RecordKey = keys.Key(comparison.RecordKey{Skill: rs[i].Skill, Case: rs[i].Case, Agent: rs[i].Agent})
 	}
 }
 
 // records keeps of history rows the with_skill ones, as a comparison reads them.
 func records(rows []history.Result) []comparison.Record {
 	out := make([]comparison.Record, 0, len(rows))
+	var keys comparison.Keys
 	for _, r := range rows {
 		if r.Arm != "" && r.Arm != comparison.WithSkill {
 			continue
 		}
-		out = append(out, comparison.Record{Skill: r.Skill, Case: r.Case, Agent: r.Agent, Epoch: int32(r.Epoch),
-			Verdict: verdictOf(r.Verdict), Tokens: r.PromptTokens + r.CompletionTokens, Cost: r.Cost, DurationMS: r.DurationMS,
-			Model: r.Model, JudgeModel: r.JudgeModel, CaseDigest: r.CaseDigest})
+		key := keys.Key(comparison.RecordKey{Skill: r.Skill, Case: r.Case, Agent: r.Agent, Model: r.Model, JudgeModel: r.JudgeModel, CaseDigest: r.CaseDigest})
+		out = append(out, comparison.Record{RecordKey: key, Epoch: int32(r.Epoch),
+			Verdict: verdictOf(r.Verdict), Tokens: r.PromptTokens + r.CompletionTokens, Cost: r.Cost, DurationMS: r.DurationMS})
 	}
 	return out
 }

@@ -4,46 +4,68 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// Record is what a comparison reads of one result: a few dozen bytes where a result message
-// holds its outputs, assertions and transcript. Two runs of 100,000 cases of 3 epochs are
-// 600,000 of them.
+// Record is what a comparison reads of one result: 40 bytes and a key shared with the other
+// epochs of its case, where a result message holds its outputs, assertions and transcript.
+// Two runs of 100,000 cases of 10 epochs are 2,000,000 of them. A Record always has its key.
 type Record struct {
-	Skill, Case, Agent string
-	Epoch              int32
-	Verdict            pb.Verdict
-	Tokens             int64
-	Cost               float64
-	DurationMS         int64
-	// What the configuration check compares: the agent's model, the judge and the case's
-	// definition.
+	*RecordKey
+	Epoch      int32
+	Verdict    pb.Verdict
+	Tokens     int64
+	Cost       float64
+	DurationMS int64
+}
+
+// RecordKey is what the records of a case share: its identity and what the configuration check
+// compares (the agent's model, the judge and the case's definition). Records share keys, so a
+// key is never changed in place: a record given another gets a key of its own.
+type RecordKey struct {
+	Skill, Case, Agent                         string
 	Model, JudgeModel, JudgePrompt, CaseDigest string
 }
 
-// Records keeps of results what a comparison reads, sharing the strings that repeat (skill,
-// agent, model, judge, and a case's name and digest across its epochs).
+// Keys interns record keys, so the records of a case share one, and the strings the keys of a
+// run repeat (skill, agent, model, judge).
+type Keys struct {
+	keys map[RecordKey]*RecordKey
+	strs map[string]string
+}
+
+// Key returns the interned key equal to k.
+func (ks *Keys) Key(k RecordKey) *RecordKey {
+	if p, ok := ks.keys[k]; ok {
+		return p
+	}
+	if ks.keys == nil {
+		ks.keys, ks.strs = map[RecordKey]*RecordKey{}, map[string]string{}
+	}
+	in := func(s string) string {
+		if v, ok := ks.strs[s]; ok {
+			return v
+		}
+		ks.strs[s] = s
+		return s
+	}
+	p := &RecordKey{Skill: in(k.Skill), Case: in(k.Case), Agent: in(k.Agent),
+		Model: in(k.Model), JudgeModel: in(k.JudgeModel), JudgePrompt: in(k.JudgePrompt), CaseDigest: k.CaseDigest}
+	ks.keys[*p] = p
+	return p
+}
+
+// Records keeps of results what a comparison reads, sharing keys between the epochs of a case.
 type Records struct {
 	list []Record
-	strs map[string]string
+	keys Keys
 }
 
 // Add keeps r's record.
 func (rs *Records) Add(r *pb.Result) {
-	if rs.strs == nil {
-		rs.strs = map[string]string{}
-	}
-	in := func(s string) string {
-		if v, ok := rs.strs[s]; ok {
-			return v
-		}
-		rs.strs[s] = s
-		return s
-	}
 	u := r.GetUsage()
 	rs.list = append(rs.list, Record{
-		Skill: in(r.GetSkill()), Case: in(r.GetCaseName()), Agent: in(r.GetAgent()),
+		RecordKey: rs.keys.Key(RecordKey{Skill: r.GetSkill(), Case: r.GetCaseName(), Agent: r.GetAgent(),
+			Model: r.GetModel(), JudgeModel: r.GetJudgeModel(), JudgePrompt: r.GetJudgePrompt(), CaseDigest: r.GetCaseDigest()}),
 		Epoch: r.GetEpoch(), Verdict: r.GetVerdict(),
 		Tokens: u.GetPromptTokens() + u.GetCompletionTokens(), Cost: u.GetCost(), DurationMS: r.GetTimings().GetTotalMs(),
-		Model: in(r.GetModel()), JudgeModel: in(r.GetJudgeModel()), JudgePrompt: in(r.GetJudgePrompt()), CaseDigest: in(r.GetCaseDigest()),
 	})
 }
 
@@ -57,6 +79,12 @@ func RecordsOf(results []*pb.Result) []Record {
 		rs.Add(r)
 	}
 	return rs.List()
+}
+
+// Same reports whether two records say the same, keys compared by value.
+func Same(a, b Record) bool {
+	return *a.RecordKey == *b.RecordKey && a.Epoch == b.Epoch && a.Verdict == b.Verdict &&
+		a.Tokens == b.Tokens && a.Cost == b.Cost && a.DurationMS == b.DurationMS
 }
 
 // GetSkill is the record's skill.

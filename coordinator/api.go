@@ -129,6 +129,7 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}/report", a.auth(a.report))
 	mux.HandleFunc("GET /v1/runs/{id}/trajectory", a.auth(a.bounded(a.documents, a.trajectory)))
 	mux.HandleFunc("GET /v1/runs/{id}/results", a.auth(a.bounded(a.documents, a.results)))
+	mux.HandleFunc("GET /v1/runs/{id}/records", a.auth(a.bounded(a.documents, a.records)))
 	mux.HandleFunc("PUT /v1/suites/{name}", a.auth(a.pushSuite))
 	mux.HandleFunc("GET /v1/suites", a.auth(a.listSuites))
 	mux.HandleFunc("GET /v1/schedules", a.auth(a.listSchedules))
@@ -506,6 +507,26 @@ func (a *api) results(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// RecordsContentType is the media type of a run's records (package comparison's encoding).
+const RecordsContentType = "application/vnd.skillfleet.records"
+
+// records streams a finished run's stored records, as stored: what a comparison reads of each
+// result the run's report counts (see Coordinator.Records). A run still going answers 409, one
+// without stored records 404, each saying so: a comparison then reads the run's results.
+func (a *api) records(w http.ResponseWriter, r *http.Request) {
+	rc, size, err := a.c.Records(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", RecordsContentType)
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	if _, err := io.Copy(w, rc); err != nil {
+		a.c.log.Warn("streaming records failed", zap.String("run", r.PathValue("id")), zap.Error(err))
+	}
+}
+
 // events streams a run's events as server-sent events: "status" and "result" events whose data
 // is the JSON of the RunStatus or Result. The stream ends after the run's final status.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
@@ -628,8 +649,10 @@ func writeLookupError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	var pe *PlanError
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoResult), errors.Is(err, ErrNoTrajectory):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoResult), errors.Is(err, ErrNoTrajectory), errors.Is(err, ErrNoRecords):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrNotFinished):
+		code = http.StatusConflict
 	case errors.Is(err, ErrEvicted):
 		code = http.StatusGone
 	case errors.Is(err, ErrForbidden):

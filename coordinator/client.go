@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/diag"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -255,6 +256,29 @@ func (c *Client) ResultsOf(ctx context.Context, id string, q ResultsQuery, fn fu
 		}
 	}
 	return sc.Err()
+}
+
+// Records reads the stored records of finished run id (GET /v1/runs/{id}/records) and
+// returns those of arm, read within lim (see comparison.ReadRecords; the answer's length
+// bounds what its header may announce). A run without stored records, or not finished, is an
+// *APIError of status 404 or 409: its results are then read instead.
+func (c *Client) Records(ctx context.Context, id, arm string, lim comparison.ReadLimits) ([]comparison.Record, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/records", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != RecordsContentType {
+		return nil, fmt.Errorf("the records of run %s: the coordinator answered %q, not %s", id, ct, RecordsContentType)
+	}
+	if resp.ContentLength > 0 {
+		lim.Size = resp.ContentLength
+	}
+	out, err := comparison.ReadRecords(resp.Body, arm, lim)
+	if err != nil {
+		return nil, fmt.Errorf("the records of run %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // Events calls fn for each event of a run until the run ends (the server closes the stream),

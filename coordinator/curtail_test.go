@@ -50,6 +50,12 @@ func reply(t *testing.T, topo *queue.Topology, tj taken, v pb.Verdict) {
 // then whatever else comes within a moment.
 func takeAll(t *testing.T, topo *queue.Topology, want int) map[string]taken {
 	t.Helper()
+	return takeKeyed(t, topo, want, func(j *pb.Job) string { return fmt.Sprintf("%s/%d", j.GetCaseName(), j.GetEpoch()) })
+}
+
+// takeKeyed is takeAll with the jobs named by key.
+func takeKeyed(t *testing.T, topo *queue.Topology, want int, key func(*pb.Job) string) map[string]taken {
+	t.Helper()
 	out := map[string]taken{}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -72,7 +78,7 @@ func takeAll(t *testing.T, topo *queue.Topology, want int) map[string]taken {
 			if err := proto.Unmarshal(d.Data(), j); err != nil {
 				t.Fatal(err)
 			}
-			out[fmt.Sprintf("%s/%d", j.GetCaseName(), j.GetEpoch())] = taken{j, d}
+			out[key(j)] = taken{j, d}
 		}
 	}
 }

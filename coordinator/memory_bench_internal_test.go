@@ -22,7 +22,7 @@ func heapInUse() uint64 {
 
 // planRun plans a generated suite of cases prompt cases of runs epochs against agents agents
 // and makes the coordinator's run of it, as admission does.
-func planRun(b *testing.B, cases, runs, agents int) *run {
+func planRun(b testing.TB, cases, runs, agents int) *run {
 	b.Helper()
 	dir := b.TempDir()
 	if err := suitetest.GenerateRuns(dir, cases/100, 100, runs); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 	"github.com/skillfleet/skillfleet/internal/testutil"
@@ -111,5 +112,10 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	}
 	if code, retry, _ := read(alice); code != http.StatusTooManyRequests || retry == "" {
 		t.Fatalf("alice's results read with two trajectories stalled: %d (Retry-After %q), want 429", code, retry)
+	}
+	// So does the records route.
+	_, err := coordinator.NewClient(srv.URL, alice, nil).Records(context.Background(), id, "", comparison.ReadLimits{})
+	if !isAPIError(err, http.StatusTooManyRequests, "") {
+		t.Fatalf("alice's records read with two trajectories stalled: %v, want 429", err)
 	}
 }

@@ -170,7 +170,7 @@ func (rr *runReads) counted(ctx context.Context, m queue.ResultMsg, seen map[str
 	if len(rr.key) > 0 && !validSecret(rr.key, res.GetJobId(), res.GetSecret()) {
 		return nil, false
 	}
-	if !rr.identify(ctx, res) {
+	if rr.answeredStop(res) || !rr.identify(ctx, res) {
 		return nil, false
 	}
 	seen[res.GetJobId()] = true
@@ -178,6 +178,21 @@ func (rr *runReads) counted(ctx context.Context, m queue.ResultMsg, seen map[str
 	demoteUnprovenReuse(rr.key, res)
 	res.ReuseProof = nil
 	return res, true
+}
+
+// answeredStop reports whether res is a worker's answer to being told to stop its job: a
+// skipped result of a curtailed run (its case settled and its job withdrawn) or of a run
+// that ended early (cancelled, out of time or budget). A worker skips only when told to, and
+// the report then never counts it — the case was settled, or the run over, when it came (see
+// run.withdrawnSkip, Builder.Skip) — so no view shows it as an epoch, and a comparison reads
+// no skipped epoch that never ran. (A worker that skips unasked, while its case is open, is
+// counted by the report and left out here: a skipped epoch is no observation either way.)
+func (rr *runReads) answeredStop(res *pb.Result) bool {
+	if res.GetVerdict() != pb.Verdict_VERDICT_SKIPPED {
+		return false
+	}
+	state := rr.status.GetState()
+	return rr.status.GetCurtailed() || (isFinal(state) && state != pb.RunState_RUN_STATE_COMPLETED)
 }
 
 // identify sets res's identity to its job's and reports whether the job is one of the run's.

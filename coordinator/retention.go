@@ -60,6 +60,9 @@ func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
 			if err := c.queue.DeleteReport(ctx, st.GetId()); err != nil {
 				c.log.Warn("deleting a swept run's stored report failed", zap.String("run", st.GetId()), zap.Error(err))
 			}
+			if err := c.queue.DeleteRecords(ctx, st.GetId()); err != nil {
+				c.log.Warn("deleting a swept run's stored records failed", zap.String("run", st.GetId()), zap.Error(err))
+			}
 			out.Runs++
 			continue
 		}

@@ -96,6 +96,10 @@ type run struct {
 	misfiled                   map[uint64]bool
 	// withdrawn counts the jobs without a result of cases settled without them.
 	withdrawn int
+
+	// records are what a comparison reads of each counted result, stored when the run
+	// finishes (see records.go); only the run loop touches them.
+	records runRecords
 }
 
 func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
@@ -499,6 +503,9 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 	}
 	outcome("accepted")
 	r.done[idx] = true
+	if !r.readOnly {
+		r.records.add(r.plan, r.catalog, idx, res)
+	}
 	r.noteMisfiled(idx, m)
 	r.events.result(res, c.now())
 	if !r.readOnly {
@@ -592,6 +599,19 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes
 	st.Misfiled, st.MisfiledOverflow = r.status.GetMisfiled(), r.status.GetMisfiledOverflow()
 	r.mu.Unlock()
+	// The records are stored while the report is: the run reads as finished only once both
+	// are (or failed to be).
+	type kept struct {
+		ok   bool
+		took time.Duration
+	}
+	recordsKept := make(chan kept, 1)
+	go func() {
+		start := c.now()
+		ok := c.keepRecords(ctx, r)
+		recordsKept <- kept{ok, c.now().Sub(start)}
+	}()
+	reportStart := c.now()
 	for attempt := 0; ; attempt++ {
 		err := c.storeReport(ctx, r.id, rep)
 		if err == nil {
@@ -604,6 +624,9 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 		}
 		clock.Sleep(ctx, c.clock, 200*time.Millisecond)
 	}
+	reportTook := c.now().Sub(reportStart)
+	records := <-recordsKept
+	st.RecordsStored = records.ok
 	for attempt := 0; ; attempt++ {
 		err := c.save(ctx, st, r.key)
 		if err == nil {
@@ -634,7 +657,9 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	close(r.finished)
 	c.log.Info("run finished", zap.String("run", r.id), zap.String("state", st.GetState().String()),
 		zap.Int32("passed", st.GetCases().GetPassed()), zap.Int32("failed", st.GetCases().GetFailed()),
-		zap.Int32("errored", st.GetCases().GetErrored()), zap.Int32("timed_out", st.GetCases().GetTimedOut()))
+		zap.Int32("errored", st.GetCases().GetErrored()), zap.Int32("timed_out", st.GetCases().GetTimedOut()),
+		zap.Duration("finishing", c.now().Sub(st.GetFinishedAt().AsTime())), zap.Duration("report_stored_in", reportTook),
+		zap.Duration("records_stored_in", records.took))
 }
 
 // fail ends a run that cannot go on at all.

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/skillfleet/skillfleet/bundle"
@@ -65,4 +66,10 @@ type Queue interface {
 	PutReport(ctx context.Context, run string, data []byte) error
 	GetReport(ctx context.Context, run string) ([]byte, error)
 	DeleteReport(ctx context.Context, run string) error
+	// PutRecords, OpenRecords and DeleteRecords keep finished runs' records beside their
+	// reports (see storeRecords), streamed; OpenRecords's error wraps queue.ErrNotFound for a
+	// run that stored none.
+	PutRecords(ctx context.Context, run string, r io.Reader) error
+	OpenRecords(ctx context.Context, run string) (io.ReadCloser, int64, error)
+	DeleteRecords(ctx context.Context, run string) error
 }

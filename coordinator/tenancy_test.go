@@ -68,6 +68,7 @@ func TestTeamsOwnTheirRuns(t *testing.T) {
 		"/v1/runs/" + id + "/report",
 		"/v1/runs/" + id + "/report?format=junit",
 		"/v1/runs/" + id + "/results",
+		"/v1/runs/" + id + "/records",
 		"/v1/runs/" + id + "/trajectory?skill=x&case=y",
 	}
 	for _, path := range reads {

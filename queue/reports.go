@@ -36,12 +36,30 @@ func (t *Topology) reportStore(ctx context.Context) (jetstream.ObjectStore, erro
 	return store, nil
 }
 
-// PutReport stores a finished run's final report, replacing what the run had stored.
-func (t *Topology) PutReport(ctx context.Context, run string, data []byte) error {
+// reportStoreOf checks run's id and returns the report store, for one of run's objects.
+func (t *Topology) reportStoreOf(ctx context.Context, run string) (jetstream.ObjectStore, error) {
 	if err := ValidateRunID(run); err != nil {
+		return nil, err
+	}
+	return t.reportStore(ctx)
+}
+
+// deleteRunObject deletes run's object name of the report store (its what: "report",
+// "records"); deleting one that is not there is no error.
+func (t *Topology) deleteRunObject(ctx context.Context, run, name, what string) error {
+	store, err := t.reportStoreOf(ctx, run)
+	if err != nil {
 		return err
 	}
-	store, err := t.reportStore(ctx)
+	if err := store.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("queue: delete the %s of run %s: %w", what, run, err)
+	}
+	return nil
+}
+
+// PutReport stores a finished run's final report, replacing what the run had stored.
+func (t *Topology) PutReport(ctx context.Context, run string, data []byte) error {
+	store, err := t.reportStoreOf(ctx, run)
 	if err != nil {
 		return err
 	}
@@ -54,10 +72,7 @@ func (t *Topology) PutReport(ctx context.Context, run string, data []byte) error
 // GetReport reads a finished run's stored report: an error wrapping ErrNotFound when it has
 // none (a run finished by a coordinator older than the store).
 func (t *Topology) GetReport(ctx context.Context, run string) ([]byte, error) {
-	if err := ValidateRunID(run); err != nil {
-		return nil, err
-	}
-	store, err := t.reportStore(ctx)
+	store, err := t.reportStoreOf(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -73,17 +88,7 @@ func (t *Topology) GetReport(ctx context.Context, run string) ([]byte, error) {
 
 // DeleteReport deletes a run's stored report; deleting one that is not there is no error.
 func (t *Topology) DeleteReport(ctx context.Context, run string) error {
-	if err := ValidateRunID(run); err != nil {
-		return err
-	}
-	store, err := t.reportStore(ctx)
-	if err != nil {
-		return err
-	}
-	if err := store.Delete(ctx, run); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("queue: delete the report of run %s: %w", run, err)
-	}
-	return nil
+	return t.deleteRunObject(ctx, run, run, "report")
 }
 
 // ResultsUsage is how many bytes the results stream holds and its limit (0: none), read

@@ -49,3 +49,18 @@ func BenchmarkCompare100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSignFlipIntegers is the exact sign-flip test of one skill of 100 cases of ten
+// epochs, as integerDeltas scales them (by 360: nine, eight or ten epochs decided).
+func BenchmarkSignFlipIntegers(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	k := make([]int, 100)
+	for i := range k {
+		k[i] = (r.IntN(11) - r.IntN(11)) * 36
+	}
+	for b.Loop() {
+		if _, ok := signFlipIntegers(k); !ok {
+			b.Fatal("over the exact budget")
+		}
+	}
+}

@@ -3,7 +3,10 @@ package stats
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // overallStream names the random stream of the whole-run group; no skill name holds a NUL.
@@ -60,16 +63,40 @@ func Compare(a, b []Case, opt Options) (Comparison, error) {
 	}
 
 	out := Comparison{Cases: diffs, Seed: opt.Seed}
+	var skills [][2]int // each skill's cases, diffs[start:end]
 	for start := 0; start < len(diffs); {
 		end := start + 1
 		for end < len(diffs) && diffs[end].Skill == diffs[start].Skill {
 			end++
 		}
-		skill := diffs[start].Skill
-		out.PerSkill = append(out.PerSkill, analyze(skill, skill, diffs[start:end], opt))
+		skills = append(skills, [2]int{start, end})
 		start = end
 	}
-	out.Overall = analyze("", overallStream, diffs, opt)
+	// Each group draws from its own random stream and reads the cases only: analysed on every
+	// core at once, the groups come out as they would one by one. The whole run, the largest,
+	// goes first.
+	if len(skills) > 0 {
+		out.PerSkill = make([]SkillComparison, len(skills))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(skills)+1) {
+		wg.Go(func() {
+			for {
+				switch i := int(next.Add(1)) - 1; {
+				case i == 0:
+					out.Overall = analyze("", overallStream, diffs, opt)
+				case i <= len(skills):
+					g := skills[i-1]
+					skill := diffs[g[0]].Skill
+					out.PerSkill[i-1] = analyze(skill, skill, diffs[g[0]:g[1]], opt)
+				default:
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 	out.Overall.PAdjusted = out.Overall.P
 	out.Overall.Significant = out.Overall.Tested && out.Overall.P <= Alpha
 

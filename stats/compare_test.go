@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -369,5 +370,83 @@ func TestCompareHolmAcrossSkills(t *testing.T) {
 	}
 	if s := got.PerSkill[0]; s.Skill != "medium" || s.P > Alpha || s.Significant {
 		t.Errorf("medium = %+v, want significant alone, not after Holm", s)
+	}
+}
+
+// signFlipWhole is signFlipIntegers as it was before it kept half the distribution: the whole
+// distribution, scattered step by step. The two must agree to the last bit.
+func signFlipWhole(k []int) float64 {
+	nz, total, obs, _ := nonZeroInts(k)
+	if len(nz) == 0 {
+		return 1
+	}
+	dist := make([]float64, 2*total+1)
+	next := make([]float64, 2*total+1)
+	dist[total] = 1
+	reach := 0
+	for _, x := range nz {
+		a := abs(x)
+		clear(next[total-reach-a : total+reach+a+1])
+		for s := total - reach; s <= total+reach; s++ {
+			if q := dist[s]; q != 0 {
+				next[s-a] += q / 2
+				next[s+a] += q / 2
+			}
+		}
+		dist, next = next, dist
+		reach += a
+	}
+	p := 0.0
+	for s := abs(obs); s <= total; s++ {
+		p += dist[total+s]
+		if s != 0 {
+			p += dist[total-s]
+		}
+	}
+	return min(1, p)
+}
+
+// TestSignFlipHalfIsWhole: the distribution kept on one side of 0 gives the p-value of the
+// whole distribution, bit for bit, on small and large groups of differences scaled as
+// integerDeltas scales them (a common denominator of 3, 10 or 360 decided epochs).
+func TestSignFlipHalfIsWhole(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 300 {
+		n := 1 + r.IntN(40)
+		scale := []int{1, 3, 10, 360}[trial%4]
+		if trial%10 == 0 {
+			n = 500 + r.IntN(1500)
+		}
+		k := make([]int, n)
+		for i := range k {
+			k[i] = r.IntN(2*scale+1) - scale
+			if r.IntN(4) == 0 {
+				k[i] = 0
+			}
+		}
+		got, ok := signFlipIntegers(k)
+		if !ok {
+			continue
+		}
+		if want := signFlipWhole(k); got != want {
+			t.Fatalf("trial %d (%d differences of scale %d): half %v, whole %v", trial, n, scale, got, want)
+		}
+	}
+}
+
+// TestCompareSameOnAnyCores: the groups analysed on several cores at once give the comparison
+// they give one by one.
+func TestCompareSameOnAnyCores(t *testing.T) {
+	a, b := benchArms(3000)
+	prev := runtime.GOMAXPROCS(1)
+	one, err := Compare(a, b, Options{Seed: 9})
+	runtime.GOMAXPROCS(max(prev, 4))
+	many, err2 := Compare(a, b, Options{Seed: 9})
+	runtime.GOMAXPROCS(prev)
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	if !reflect.DeepEqual(one, many) {
+		t.Error("the comparison on several cores differs from the one on one core")
 	}
 }

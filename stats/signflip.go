@@ -84,48 +84,59 @@ func subsetSums(d []float64) []float64 {
 // signFlipIntegers is the exact two-sided sign-flip p-value of integer differences k, from the
 // distribution of Σ±k computed step by step: the probabilities of each reachable sum after
 // each case. ok is false when that would exceed exactDistributionBudget.
+//
+// The distribution is symmetric about 0 after every step, so only the sums s ≥ 0 are kept,
+// and each step gathers next[s] = dist[s-a]/2 + dist[s+a]/2 (dist[-t] being dist[t]): half the
+// work of the whole distribution, and no branch in the loop. The additions are the ones the
+// whole distribution makes, in the same order, so the p-value is the same to the last bit.
 func signFlipIntegers(k []int) (p float64, ok bool) {
-	total, obs := 0, 0
-	var nz []int
-	for _, x := range k {
-		if x != 0 {
-			nz = append(nz, x)
-			total += abs(x)
-			obs += x
-		}
-	}
+	nz, total, obs, widest := nonZeroInts(k)
 	if len(nz) == 0 {
 		return 1, true
 	}
 	if len(nz)*(2*total+1) > exactDistributionBudget {
 		return 0, false
 	}
-	// dist[s+total] is the probability that the partial sum is s.
-	dist := make([]float64, 2*total+1)
-	next := make([]float64, 2*total+1)
-	dist[total] = 1
+	// dist[s] is the probability that the partial sum is s, and that it is -s; past the sums
+	// reached it is 0, up to widest beyond total, where a step reads.
+	dist := make([]float64, total+widest+1)
+	next := make([]float64, total+widest+1)
+	dist[0] = 1
 	reach := 0 // partial sums lie in [-reach, reach]
 	for _, x := range nz {
 		a := abs(x)
-		lo, hi := total-reach-a, total+reach+a
-		clear(next[lo : hi+1])
-		for s := total - reach; s <= total+reach; s++ {
-			if q := dist[s]; q != 0 {
-				next[s-a] += q / 2
-				next[s+a] += q / 2
-			}
+		top := reach + a
+		// Below a, s-a is negative: its probability is that of a-s.
+		for s := range min(a, top+1) {
+			next[s] = dist[a-s]*0.5 + dist[s+a]*0.5
+		}
+		for s := a; s <= top; s++ {
+			next[s] = dist[s-a]*0.5 + dist[s+a]*0.5
 		}
 		dist, next = next, dist
-		reach += a
+		reach = top
 	}
-	obs = abs(obs)
-	for s := obs; s <= total; s++ {
-		p += dist[total+s]
+	for s := abs(obs); s <= total; s++ {
+		p += dist[s]
 		if s != 0 {
-			p += dist[total-s]
+			p += dist[s]
 		}
 	}
 	return min(1, p), true
+}
+
+// nonZeroInts returns the non-zero entries of k, the sum of their magnitudes, their sum and the
+// largest magnitude.
+func nonZeroInts(k []int) (nz []int, total, sum, widest int) {
+	for _, x := range k {
+		if x != 0 {
+			nz = append(nz, x)
+			total += abs(x)
+			sum += x
+			widest = max(widest, abs(x))
+		}
+	}
+	return nz, total, sum, widest
 }
 
 func abs(x int) int {

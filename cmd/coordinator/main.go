@@ -141,7 +141,7 @@ func newCommand(o *options) *cobra.Command {
 	f.StringVar(&o.historyPasswordFile, "history-password-file", "", "file whose first line is the PostgreSQL password of --history")
 	f.StringVar(&o.quarantine, "quarantine", "", "quarantine policy of every run's report: flaky (cases the history labels flaky do not fail a run), or empty for none")
 	f.StringVar(&o.quarantineFile, "quarantine-file", "", "file listing quarantined cases, one skill/case or skill/case@agent per line (# comments)")
-	f.StringVar(&o.memoryLimit, "memory-limit", "768MiB", "soft memory limit of the coordinator (Go's GOMEMLIMIT, which overrides it), about three quarters of the memory it is given; 0: none. It holds the plans and aggregates of unfinished runs: about 110 bytes per job and 1.1 KiB per case (coordinator BenchmarkRunMemory)")
+	f.StringVar(&o.memoryLimit, "memory-limit", "768MiB", "soft memory limit of the coordinator (Go's GOMEMLIMIT, which overrides it), about three quarters of the memory it is given; 0: none. It holds the plans and aggregates of unfinished runs: about 110 bytes per job and 1.1 KiB per case (coordinator BenchmarkRunMemory), and their records for comparisons, 21 bytes per job and 64 per case (BenchmarkCompareRecords1M)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.nats.Register(f)
 	o.queue.Register(f)

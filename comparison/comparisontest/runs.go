@@ -10,7 +10,10 @@ import (
 
 // Runs builds two runs of n cases over n/100 skills, three epochs each, with a few
 // errored epochs, as a nightly comparison of a large fleet would look.
-func Runs(n int) (a, b []*pb.Result) {
+func Runs(n int) (a, b []*pb.Result) { return RunsOf(n, 3) }
+
+// RunsOf is Runs with epochs epochs per case.
+func RunsOf(n, epochs int) (a, b []*pb.Result) {
 	r := rand.New(rand.NewPCG(1, 1))
 	verdict := func(p float64) pb.Verdict {
 		switch x := r.Float64(); {
@@ -32,7 +35,7 @@ func Runs(n int) (a, b []*pb.Result) {
 		skill := fmt.Sprintf("skill-%04d", i%(n/100))
 		name := fmt.Sprintf("case-%06d", i)
 		p := r.Float64()
-		for e := 1; e <= 3; e++ {
+		for e := 1; e <= epochs; e++ {
 			a = append(a, res(skill, name, e, verdict(p), 1000+r.Int64N(2000)))
 			b = append(b, res(skill, name, e, verdict(p+0.05), 1200+r.Int64N(2000)))
 		}

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -40,5 +41,23 @@ func TestMessage(t *testing.T) {
 		if got := message(tt.msg); got != tt.want {
 			t.Errorf("message(%v) = %q, want %q", tt.msg, got, tt.want)
 		}
+	}
+}
+
+// TestPeakHeap: a heap grown by 64 MiB while sampled peaks about that far above its base (other
+// spans may have been freed meanwhile), seen by the last sample if by no other.
+func TestPeakHeap(t *testing.T) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	stop := PeakHeap(m.HeapInuse)
+	held := make([]byte, 64<<20)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	peak := stop()
+	runtime.KeepAlive(held)
+	if peak < 60<<20 {
+		t.Errorf("peak %d bytes above the base, want about the 64 MiB held", peak)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -39,8 +40,10 @@ The runs must differ only in the skills' own files: a different agent, model, ju
 definition or limits makes the comparison meaningless, and it is refused with the keys that
 differ.
 
-The runs are read from the coordinator --coordinator (or $SKILLFLEET_COORDINATOR) names;
-without one, from the local history skillfleet test keeps (--history).
+The runs are read from the coordinator --coordinator (or $SKILLFLEET_COORDINATOR) names:
+a finished run from the records the coordinator stored when it finished (a few bytes a
+result), else from its results; without a coordinator, from the local history skillfleet
+test keeps (--history).
 
 Exit status: 0 compared, 1 with --fail-if-worse when B is significantly worse than A on a
 skill (or the coordinator failed), 2 refused or bad usage.`,
@@ -137,17 +140,58 @@ type sideReader interface {
 	Verdicts(ctx context.Context, id string, fn func(*pb.Result) error) error
 }
 
-// runSide is one arm of a run, as one side of a comparison, with the run's status.
+// recordsReader serves a finished run's stored records (a coordinator: GET
+// /v1/runs/{id}/records).
+type recordsReader interface {
+	Records(ctx context.Context, id, arm string, lim comparison.ReadLimits) ([]comparison.Record, error)
+}
+
+// runSide is one arm of a run, as one side of a comparison, with the run's status: from the
+// run's stored records when its reader has them, else from its results.
 func runSide(ctx context.Context, src sideReader, id, arm string) (comparison.Side, *pb.RunStatus, error) {
 	st, err := src.Status(ctx, id)
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
+	side := comparison.Side{Label: "run " + id, Run: id, Arm: arm, Spec: st.GetSpec()}
+	records, stored, err := storedRecords(ctx, src, st, arm)
+	if err != nil {
+		return comparison.Side{}, nil, err
+	}
+	if stored {
+		side.Results = records
+		return side, st, nil
+	}
 	results, err := comparedResults(ctx, src.Verdicts, id, arm)
 	if err != nil {
 		return comparison.Side{}, nil, err
 	}
-	return comparison.Side{Label: "run " + id, Run: id, Arm: arm, Spec: st.GetSpec(), Results: results[arm]}, st, nil
+	side.Results = results[arm]
+	return side, st, nil
+}
+
+// storedRecords reads the records of arm that finished run st stored, when src serves them:
+// tens of megabytes for a run of a million jobs, where its results are gigabytes. stored is
+// false when the comparison must read the run's results instead: the run has none (finished
+// before coordinators kept them, or storing failed), or the coordinator says so.
+func storedRecords(ctx context.Context, src sideReader, st *pb.RunStatus, arm string) (records []comparison.Record, stored bool, err error) {
+	rr, ok := src.(recordsReader)
+	if !ok || !st.GetRecordsStored() {
+		return nil, false, nil
+	}
+	// A run has one record per counted result: the status says how many.
+	lim := comparison.ReadLimits{MaxRecords: int(st.GetDoneJobs())}
+	records, err = rr.Records(ctx, st.GetId(), arm, lim)
+	var ae *coordinator.APIError
+	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusConflict) {
+		// Gone since the status was read (swept, or deleted by hand): the results say why,
+		// or answer for them.
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return records, true, nil
 }
 
 // inProcessRuns reads the runs of the coordinator in this process (skillfleet test).

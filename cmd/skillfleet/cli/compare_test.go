@@ -3,14 +3,20 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -145,5 +151,81 @@ func TestCompare(t *testing.T) {
 	if err != nil || json.Unmarshal(data, &bench) != nil || bench.Metadata.SkillName != "deploy-checklist" || len(bench.Runs) == 0 ||
 		bench.Runs[0].Configuration != "with_skill" || bench.RunSummary["with_skill"] == nil {
 		t.Errorf("benchmark.json (%v):\n%s", err, data)
+	}
+
+	// Finished runs are compared from the records their coordinator stored, never from their
+	// results; a run whose records are gone is read from its results, and compares the same.
+	r.readsOf("records")
+	r.readsOf("results")
+	code, viaRecords, errOut := compare(append([]string{"--format", "json"}, ids...)...)
+	if code != ExitOK {
+		t.Fatalf("compare: exit %d\n%s%s", code, viaRecords, errOut)
+	}
+	if records, results := r.readsOf("records"), r.readsOf("results"); records != 2 || results != 0 {
+		t.Errorf("compare of two finished runs read their records %d times and their results %d times, want 2 and 0", records, results)
+	}
+	if err := r.fleet.Topology.DeleteRecords(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	code, viaResults, errOut := compare(append([]string{"--format", "json"}, ids...)...)
+	if code != ExitOK || viaResults != viaRecords {
+		t.Errorf("compare with run A's records gone: exit %d\n%s%s\nwant exit 0 and the comparison through the records:\n%s", code, viaResults, errOut, viaRecords)
+	}
+	if records, results := r.readsOf("records"), r.readsOf("results"); records != 2 || results != 1 {
+		t.Errorf("compare with run A's records gone read records %d times and results %d times, want 2 (one answered 404) and 1", records, results)
+	}
+}
+
+// TestCompareRefusesLyingRecords: a coordinator whose records announce more than the run
+// counted, cut short or damaged gets a clear error naming the run, before the comparison
+// allocates for what it only announces, and no comparison.
+func TestCompareRefusesLyingRecords(t *testing.T) {
+	var valid bytes.Buffer
+	w, err := comparison.NewRecordsWriter(&valid, []comparison.RecordsArm{{Groups: 1, Records: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(&comparison.RecordGroup{Skill: "s", Case: "c", Epochs: []comparison.EpochRecord{{Epoch: 1, Verdict: pb.Verdict_VERDICT_PASSED}, {Epoch: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	billion := append([]byte("SFRC\x01\x01\x00\x01"), binary.AppendUvarint(nil, 1e9)...)
+	damaged := bytes.Clone(valid.Bytes())
+	damaged[len(damaged)-10] ^= 1
+	tests := []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"more records than the run counted", billion, "the records of run r1: records: more than 2 records announced, over the limit"},
+		{"cut short", valid.Bytes()[:valid.Len()-3], "the records of run r1: records: cut short"},
+		{"damaged", damaged, "the records of run r1: records: checksum mismatch"},
+		{"not records at all", []byte("<html>proxy error</html>"), "not application/vnd.skillfleet.records"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("SKILLFLEET_TOKEN", "")
+			t.Setenv("SKILLFLEET_COORDINATOR", "")
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				switch req.URL.Path {
+				case "/v1/runs/r1", "/v1/runs/r2":
+					_, _ = fmt.Fprintf(w, `{"id":%q,"state":"RUN_STATE_COMPLETED","records_stored":true,"done_jobs":2}`, path.Base(req.URL.Path))
+				case "/v1/runs/r1/records", "/v1/runs/r2/records":
+					if tt.name != "not records at all" {
+						w.Header().Set("Content-Type", coordinator.RecordsContentType)
+					}
+					_, _ = w.Write(tt.body)
+				default:
+					http.NotFound(w, req)
+				}
+			}))
+			defer srv.Close()
+			code, out, errOut := run("compare", "--coordinator", srv.URL, "r1", "r2")
+			if code != ExitErrors || out != "" || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d\n%s%s\nwant exit %d, nothing compared, and an error saying %q", code, out, errOut, ExitErrors, tt.want)
+			}
+		})
 	}
 }

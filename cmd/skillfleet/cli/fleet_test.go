@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,6 +53,8 @@ type remote struct {
 	fleet *fleet.InProcess
 	mu    sync.Mutex
 	posts int // POST /v1/runs requests received
+	// reads counts the GET requests of a run's records and results ("records", "results").
+	reads map[string]int
 	// refuseReads answers every GET with 401, as a coordinator whose token was rotated does.
 	refuseReads atomic.Bool
 	refused     atomic.Int32
@@ -63,6 +66,16 @@ func (r *remote) uploads() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.posts
+}
+
+// readsOf returns how many GET requests of route ("records", "results") were received, and
+// starts counting again.
+func (r *remote) readsOf(route string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.reads[route]
+	r.reads[route] = 0
+	return n
 }
 
 func (r *remote) client() *coordinator.Client { return coordinator.NewClient(r.url, fleetToken, nil) }
@@ -90,12 +103,17 @@ func startRemoteWith(t *testing.T, exec *fleettest.Executor) *remote {
 	}
 	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	t.Cleanup(exec.ReleaseAll) // before the fleet drains
-	r := &remote{fleet: f, exec: exec}
+	r := &remote{fleet: f, exec: exec, reads: map[string]int{}}
 	h := f.Coordinator.Handler(coordinator.APIConfig{Token: fleetToken, Gatherer: reg})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPost && req.URL.Path == "/v1/runs" {
 			r.mu.Lock()
 			r.posts++
+			r.mu.Unlock()
+		}
+		if route := path.Base(req.URL.Path); req.Method == http.MethodGet && (route == "records" || route == "results") {
+			r.mu.Lock()
+			r.reads[route]++
 			r.mu.Unlock()
 		}
 		if req.Method == http.MethodGet && r.refuseReads.Load() {

@@ -2446,6 +2446,10 @@ type RunStatus struct {
 	// Planned jobs that will not run because their case's verdict was settled without them
 	// (not counted in total_jobs).
 	WithdrawnJobs int32 `protobuf:"varint,22,opt,name=withdrawn_jobs,json=withdrawnJobs,proto3" json:"withdrawn_jobs,omitempty"`
+	// Set on a finished run whose records (what a comparison reads of each counted result)
+	// were stored beside its final report: GET /v1/runs/{id}/records serves them, and a
+	// comparison reads them instead of every result.
+	RecordsStored bool `protobuf:"varint,23,opt,name=records_stored,json=recordsStored,proto3" json:"records_stored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2632,6 +2636,13 @@ func (x *RunStatus) GetWithdrawnJobs() int32 {
 		return x.WithdrawnJobs
 	}
 	return 0
+}
+
+func (x *RunStatus) GetRecordsStored() bool {
+	if x != nil {
+		return x.RecordsStored
+	}
+	return false
 }
 
 // Misfiled is one counted result stored under another case's results subject.
@@ -3019,7 +3030,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aerrored\x18\x04 \x01(\x05R\aerrored\x12\x1b\n" +
 	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\x12\x18\n" +
 	"\askipped\x18\x06 \x01(\x05R\askipped\x12\x16\n" +
-	"\x06reused\x18\a \x01(\x05R\x06reused\"\xe0\x06\n" +
+	"\x06reused\x18\a \x01(\x05R\x06reused\"\x87\a\n" +
 	"\tRunStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.skillfleet.v1.RunStateR\x05state\x12*\n" +
@@ -3047,7 +3058,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"costCapped\x12\x14\n" +
 	"\x05spent\x18\x14 \x01(\x01R\x05spent\x12\x1c\n" +
 	"\tcurtailed\x18\x15 \x01(\bR\tcurtailed\x12%\n" +
-	"\x0ewithdrawn_jobs\x18\x16 \x01(\x05R\rwithdrawnJobs\";\n" +
+	"\x0ewithdrawn_jobs\x18\x16 \x01(\x05R\rwithdrawnJobs\x12%\n" +
+	"\x0erecords_stored\x18\x17 \x01(\bR\rrecordsStored\";\n" +
 	"\bMisfiled\x12\x1d\n" +
 	"\n" +
 	"result_key\x18\x01 \x01(\tR\tresultKey\x12\x10\n" +
