@@ -153,35 +153,45 @@ type copyReader struct {
 	next    int
 	started bool
 	done    bool
-	buf     []byte // encoded, not yet read
+	// buf holds what was encoded last, read up to off. It is encoded into again from its
+	// start once read, so one buffer, grown to the longest row, serves the whole stream.
+	buf []byte
+	off int
 }
 
 func (r *copyReader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
-		if len(r.buf) == 0 {
-			switch {
-			case !r.started:
-				r.started = true
-				r.buf = append(r.buf[:0], copySignature...)
-			case r.next < len(r.rows):
-				r.buf = appendCopyRow(r.buf[:0], &r.rows[r.next])
-				r.next++
-			case !r.done:
-				r.done = true
-				r.buf = binary.BigEndian.AppendUint16(r.buf[:0], 0xffff) // the trailer: -1 fields
-			default:
-				if n == 0 {
-					return 0, io.EOF
-				}
-				return n, nil
+		if r.off == len(r.buf) && !r.fill() {
+			if n == 0 {
+				return 0, io.EOF
 			}
+			return n, nil
 		}
-		k := copy(p[n:], r.buf)
+		k := copy(p[n:], r.buf[r.off:])
 		n += k
-		r.buf = r.buf[k:]
+		r.off += k
 	}
 	return n, nil
+}
+
+// fill encodes what comes next in the stream into buf; false once it has all been read.
+func (r *copyReader) fill() bool {
+	r.buf, r.off = r.buf[:0], 0
+	switch {
+	case !r.started:
+		r.started = true
+		r.buf = append(r.buf, copySignature...)
+	case r.next < len(r.rows):
+		r.buf = appendCopyRow(r.buf, &r.rows[r.next])
+		r.next++
+	case !r.done:
+		r.done = true
+		r.buf = binary.BigEndian.AppendUint16(r.buf, 0xffff) // the trailer: -1 fields
+	default:
+		return false
+	}
+	return true
 }
 
 // appendCopyRow appends one tuple in the order of resultColumns and copyColumnTypes.

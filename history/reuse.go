@@ -19,6 +19,10 @@ type Reusable struct {
 // keysPerReuseQuery bounds one lookup's IN list, under both backends' parameter limits.
 const keysPerReuseQuery = 500
 
+// reuseKeyPrefix is how many characters of a cell key the reuse lookup's index holds
+// (results_team_reuse, migration 7; the two must agree, or the lookup reads no index).
+const reuseKeyPrefix = 24
+
 // Reusable finds, for each cell of the team's suite in epochs (its key, pb.Job.cell_key, and
 // how many epochs it runs), the latest run of the team other than exclude that finished it
 // since the given time with every epoch passed under one cell digest: another team's pass
@@ -37,20 +41,8 @@ func (s *Store) Reusable(ctx context.Context, team, suite string, since time.Tim
 	latest := make(map[string]int64)
 	for start := 0; start < len(keys); start += keysPerReuseQuery {
 		chunk := keys[start:min(start+keysPerReuseQuery, len(keys))]
-		var q strings.Builder
-		q.WriteString(`SELECT cell_key, run_id, MIN(cell_digest), MAX(cell_digest), COUNT(*),
-	SUM(CASE WHEN verdict = 'passed' THEN 1 ELSE 0 END), MAX(finished_ms)
-FROM results WHERE team = $1 AND suite = $2 AND run_id <> $3 AND finished_ms >= $4 AND cell_key IN (`)
-		args := []any{tenant.Team(team), suite, exclude, since.UnixMilli()}
-		for i, k := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			fmt.Fprintf(&q, "$%d", len(args)+1)
-			args = append(args, k)
-		}
-		q.WriteString(") GROUP BY cell_key, run_id")
-		rows, err := s.db.QueryContext(ctx, s.d.bind(q.String()), args...)
+		q, args := reuseQuery(team, suite, chunk, exclude, since)
+		rows, err := s.db.QueryContext(ctx, s.d.bind(q), args...)
 		if err != nil {
 			return nil, fmt.Errorf("history: reusable cells of %s: %w", suite, err)
 		}
@@ -63,7 +55,7 @@ FROM results WHERE team = $1 AND suite = $2 AND run_id <> $3 AND finished_ms >= 
 				rows.Close()
 				return nil, fmt.Errorf("history: reusable cells of %s: %w", suite, err)
 			}
-			if lo == "" || lo != hi || n != passed || n < int64(max(epochs[key], 1)) {
+			if _, asked := epochs[key]; !asked || lo == "" || lo != hi || n != passed || n < int64(max(epochs[key], 1)) {
 				continue
 			}
 			if prev, ok := latest[key]; ok && (ms < prev || (ms == prev && run < out[key].Run)) {
@@ -79,4 +71,27 @@ FROM results WHERE team = $1 AND suite = $2 AND run_id <> $3 AND finished_ms >= 
 		}
 	}
 	return out, nil
+}
+
+// reuseQuery is the lookup of keys' rows, grouped by cell key and run: found by the key
+// prefixes the index holds, so a group may be another key's that shares a prefix with one of
+// keys (Reusable keeps the keys it asked for). Holding the rows to the whole keys in SQL as
+// well made the planners take a key's rows for twenty times rarer than they are, and sort
+// them rather than hash them.
+func reuseQuery(team, suite string, keys []string, exclude string, since time.Time) (string, []any) {
+	prefix := fmt.Sprintf("substr(%%s, 1, %d)", reuseKeyPrefix)
+	var q strings.Builder
+	q.WriteString(`SELECT cell_key, run_id, MIN(cell_digest), MAX(cell_digest), COUNT(*),
+	SUM(CASE WHEN verdict = 'passed' THEN 1 ELSE 0 END), MAX(finished_ms)
+FROM results WHERE team = $1 AND suite = $2 AND ` + fmt.Sprintf(prefix, "cell_key") + ` IN (`)
+	args := []any{tenant.Team(team), suite}
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, prefix, fmt.Sprintf("$%d", len(args)+1))
+		args = append(args, k)
+	}
+	fmt.Fprintf(&q, ") AND run_id <> $%d AND finished_ms >= $%d GROUP BY cell_key, run_id", len(args)+1, len(args)+2)
+	return q.String(), append(args, exclude, since.UnixMilli())
 }

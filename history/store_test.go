@@ -74,11 +74,11 @@ func TestMigrations(t *testing.T) {
 				t.Fatalf("open %d: %v", i, err)
 			}
 			v, err := s.SchemaVersion(ctx)
-			if err != nil || v != 6 {
-				t.Fatalf("open %d: schema version %d, %v; want 6", i, v, err)
+			if err != nil || v != 7 {
+				t.Fatalf("open %d: schema version %d, %v; want 7", i, v, err)
 			}
 			var n int
-			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 6 {
+			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 7 {
 				t.Fatalf("open %d: %d migration rows, %v", i, n, err)
 			}
 			if err := s.WriteRun(ctx, FromStatus(status(fmt.Sprint("r", i), "s", 0, pb.RunState_RUN_STATE_COMPLETED, t0))); err != nil {

@@ -242,8 +242,8 @@ VALUES ($1, 'j1', 'nightly', 'scheduled', 'sk', 'c1', 'builtin', 'm1', '', 'with
 		old.Close()
 
 		s := open(t, target)
-		if v, err := s.SchemaVersion(ctx()); err != nil || v != 6 {
-			t.Fatalf("after the upgrade: schema version %d, %v; want 6", v, err)
+		if v, err := s.SchemaVersion(ctx()); err != nil || v != 7 {
+			t.Fatalf("after the upgrade: schema version %d, %v; want 7", v, err)
 		}
 		if r, err := s.Run(ctx(), "o2"); err != nil || r.Team != "default" {
 			t.Errorf("an old run's team %q, %v; want default", r.Team, err)
