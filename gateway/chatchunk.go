@@ -189,18 +189,26 @@ func decodeObject(b []byte, i, depth int, names []string, set func(field, i int)
 		if !ok {
 			return i, false
 		}
-		if i = skipSpace(b, i); i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var more bool
+		if i, more, ok = afterElement(b, i, '}'); !ok || !more {
+			return i, ok
 		}
 	}
+}
+
+// afterElement reads what follows an object's member or an array's element at i: a comma
+// (more, and i at the next one) or the closing close (i past it); anything else is not JSON.
+func afterElement(b []byte, i int, close byte) (next int, more, ok bool) {
+	if i = skipSpace(b, i); i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), true, true
+	case close:
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 // fieldOf is the index in names of the field a key decodes into, as encoding/json matches it:
@@ -252,21 +260,15 @@ func decodeSlice[T any](b []byte, i, depth int, s *[]T, elem func(b []byte, i, d
 			var zero T
 			a = append(a, zero)
 		}
-		var ok bool
+		var ok, more bool
 		if i, ok = elem(b, i, depth+1, &a[len(a)-1]); !ok {
 			return i, false
 		}
-		if i = skipSpace(b, i); i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			*s = a
-			return i + 1, true
-		default:
-			return i, false
+		if i, more, ok = afterElement(b, i, ']'); !ok || !more {
+			if ok {
+				*s = a
+			}
+			return i, ok
 		}
 	}
 }
