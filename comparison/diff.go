@@ -151,3 +151,37 @@ func diff(ga, gb []group) Changes {
 	}
 	return ch
 }
+
+// ChangeList is one of the Changes' lists as it is shown: its heading, the phrase the
+// summary line counts it with, its class in the viewer ("bad", "ok" or none) and its cases.
+type ChangeList struct {
+	Name, Summary, Class string
+	Cases                []CaseChange
+}
+
+// ChangeLists are the report's Changes in the order they are shown. An A/A report names
+// them by side, not as regressions and fixes: the two sides are the same arm, so a case
+// that passed in a and failed in a2 is noise, neither newly failing nor fixed.
+func (r *Report) ChangeLists() []ChangeList {
+	ch := r.Changes
+	if r.Noise != nil {
+		return []ChangeList{
+			{Name: "failing only in a2", Cases: ch.NewlyFailing},
+			{Name: "failing only in a", Cases: ch.Fixed},
+			{Name: "failing in both", Cases: ch.StillFailing},
+			{Name: "only in a2", Cases: ch.New},
+			{Name: "only in a", Cases: ch.Removed},
+			{Name: "undecided", Cases: ch.Undecided},
+			{Name: "flipped epochs", Summary: "with flipped epochs", Cases: ch.Flipped},
+		}
+	}
+	return []ChangeList{
+		{Name: "newly failing", Class: "bad", Cases: ch.NewlyFailing},
+		{Name: "fixed", Class: "ok", Cases: ch.Fixed},
+		{Name: "still failing", Class: "bad", Cases: ch.StillFailing},
+		{Name: "new", Cases: ch.New},
+		{Name: "removed", Cases: ch.Removed},
+		{Name: "undecided", Cases: ch.Undecided},
+		{Name: "flipped epochs", Summary: "with flipped epochs", Cases: ch.Flipped},
+	}
+}

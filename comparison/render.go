@@ -1,6 +1,7 @@
 package comparison
 
 import (
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -91,28 +92,25 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "tokens per case: A %.0f, B %.0f (%+.0f); seconds per case: A %.1f, B %.1f (%+.1f)\n",
 			o.Tokens.A, o.Tokens.B, noNegativeZero(o.Tokens.Mean), o.Seconds.A, o.Seconds.B, noNegativeZero(o.Seconds.Mean))
 	}
-	ch := r.Changes
-	fmt.Fprintf(&b, "\nchanges: %d newly failing, %d fixed, %d still failing, %d new, %d removed, %d undecided, %d with flipped epochs\n",
-		len(ch.NewlyFailing), len(ch.Fixed), len(ch.StillFailing), len(ch.New), len(ch.Removed), len(ch.Undecided), len(ch.Flipped))
-	for _, cat := range []struct {
-		name  string
-		cases []CaseChange
-	}{
-		{"newly failing", ch.NewlyFailing}, {"fixed", ch.Fixed}, {"still failing", ch.StillFailing}, {"new", ch.New}, {"removed", ch.Removed},
-		{"undecided", ch.Undecided}, {"flipped epochs", ch.Flipped},
-	} {
-		if len(cat.cases) == 0 {
+	lists := r.ChangeLists()
+	counts := make([]string, len(lists))
+	for i, l := range lists {
+		counts[i] = fmt.Sprintf("%d %s", len(l.Cases), cmp.Or(l.Summary, l.Name))
+	}
+	fmt.Fprintf(&b, "\nchanges: %s\n", strings.Join(counts, ", "))
+	for _, cat := range lists {
+		if len(cat.Cases) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%s:\n", cat.name)
-		for _, cc := range cat.cases[:min(len(cat.cases), maxListed)] {
+		fmt.Fprintf(&b, "%s:\n", cat.Name)
+		for _, cc := range cat.Cases[:min(len(cat.Cases), maxListed)] {
 			fmt.Fprintf(&b, "  %s/%s (%s → %s)", clean(cc.Skill), clean(cc.Case), cc.A, cc.B)
 			if cc.FlippedEpochs != nil {
 				fmt.Fprintf(&b, " epochs flipped: %s", strings.Trim(fmt.Sprint(cc.FlippedEpochs), "[]"))
 			}
 			b.WriteByte('\n')
 		}
-		if n := len(cat.cases) - maxListed; n > 0 {
+		if n := len(cat.Cases) - maxListed; n > 0 {
 			fmt.Fprintf(&b, "  and %d more\n", n)
 		}
 	}

@@ -88,19 +88,12 @@ func compareViewOf(r *comparison.Report, l links) *compareView {
 	for _, sc := range r.Comparison.PerSkill {
 		v.PerSkill = append(v.PerSkill, row(sc))
 	}
-	ch := r.Changes
-	for _, cat := range []struct {
-		name, class string
-		cases       []comparison.CaseChange
-	}{
-		{"newly failing", "bad", ch.NewlyFailing}, {"fixed", "ok", ch.Fixed}, {"still failing", "bad", ch.StillFailing},
-		{"new", "", ch.New}, {"removed", "", ch.Removed}, {"undecided", "", ch.Undecided}, {"flipped epochs", "", ch.Flipped},
-	} {
-		if len(cat.cases) == 0 {
+	for _, cat := range r.ChangeLists() {
+		if len(cat.Cases) == 0 {
 			continue
 		}
-		cl := changeList{Name: cat.name, Class: cat.class, More: max(0, len(cat.cases)-maxChangesListed)}
-		for _, cc := range cat.cases[:min(len(cat.cases), maxChangesListed)] {
+		cl := changeList{Name: cat.Name, Class: cat.Class, More: max(0, len(cat.Cases)-maxChangesListed)}
+		for _, cc := range cat.Cases[:min(len(cat.Cases), maxChangesListed)] {
 			row := changedRow{Skill: name(cc.Skill), Case: name(cc.Case), Previous: cc.A, Current: cc.B, Flipped: cc.FlippedEpochs}
 			if l.cases != nil {
 				row.Href = l.cases(cc.Skill, cc.Case)

@@ -163,27 +163,31 @@ func TestRunNotes(t *testing.T) {
 	for _, tc := range []struct {
 		name, target string
 		want         []string
+		// absent is what the page must not say.
+		absent []string
 	}{
-		{"runs list", "/", []string{"cancelled partial: cost cap"}},
+		{"runs list", "/", []string{"cancelled partial: cost cap"}, nil},
 		{"capped run", "/runs/rcap", []string{
 			"PARTIAL: this run stopped at its cost cap, having spent 1.0236 of 1.0000; 1 case was skipped unfinished.",
 			"(16 more planned, withdrawn: their cases were settled without them)",
 			"Epochs 29 of 48 planned ran: 16 not needed, 2 cases being settled without them (curtailment); 2 cases run until a sequential test decides (runs: auto, planned at max_runs), 1 undecided there",
 			"6/6 (6 of ≤ 20 run, auto)", "16/20 (20 of ≤ 20 run, auto)", "1/5 (3 of 5 run)",
 			"passed undecided 58.0%–92.0%",
-		}},
+		}, nil},
 		{"decided runs: auto case", "/runs/rcap/cases?skill=deploy&case=auto-decided", []string{
 			"6/6 passed; tested against confidence 0.8", "Sequential test decided after 6 of at most 20 epochs (runs: auto)",
-		}},
+		}, nil},
 		{"undecided runs: auto case", "/runs/rcap/cases?skill=deploy&case=auto-undecided", []string{
 			"16/20 passed, 4 failed; 16 needed (confidence 0.8)",
 			"undecided: it reached max_runs (20) without deciding; the verdict is the fixed rule's over those epochs, and the pass rate lies in 58.0%–92.0% (95% interval)",
-		}},
-		{"curtailed fixed case", "/runs/rcap/cases?skill=deploy&case=fixed-curtailed", []string{"Epochs run 3 of 5: the others could not change the verdict"}},
-		{"A/A run", "/runs/raa", []string{"A/A the with_skill arm ran twice, interleaved, as a and a2", "Repeat arm a2: 40 cases"}},
-		{"A/A noise floor", "/compare?run=raa", append(noiseWants(w), "Noise floor (A/A)", "case-00 1/1 passing 0/1 failing flipped")},
-		{"HTML report of the capped run", "/runs/rcap/report.html", []string{"PARTIAL: this run stopped at its cost cap", "Epochs 29 of 48 planned ran"}},
-		{"HTML report of the A/A run", "/runs/raa/report.html", noiseWants(w)},
+		}, nil},
+		{"curtailed fixed case", "/runs/rcap/cases?skill=deploy&case=fixed-curtailed", []string{"Epochs run 3 of 5: the others could not change the verdict"}, nil},
+		{"A/A run", "/runs/raa", []string{"A/A the with_skill arm ran twice, interleaved, as a and a2", "Repeat arm a2: 40 cases"}, nil},
+		// The sides are one arm run twice: a flip is noise, never a regression or a fix.
+		{"A/A noise floor", "/compare?run=raa", append(noiseWants(w), "Noise floor (A/A)", "case-00 1/1 passing 0/1 failing flipped", "failing only in a2"),
+			[]string{"newly failing", "fixed", "still failing"}},
+		{"HTML report of the capped run", "/runs/rcap/report.html", []string{"PARTIAL: this run stopped at its cost cap", "Epochs 29 of 48 planned ran"}, nil},
+		{"HTML report of the A/A run", "/runs/raa/report.html", noiseWants(w), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := do(s, "GET", tc.target, nil, op)
@@ -196,6 +200,11 @@ func TestRunNotes(t *testing.T) {
 			for _, want := range tc.want {
 				if !strings.Contains(squash(text), squash(want)) {
 					t.Errorf("the page does not say %q:\n%s", want, text)
+				}
+			}
+			for _, not := range tc.absent {
+				if strings.Contains(squash(text), squash(not)) {
+					t.Errorf("the page says %q:\n%s", not, text)
 				}
 			}
 		})
