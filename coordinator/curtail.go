@@ -48,7 +48,11 @@ type caseEpochs struct {
 // curtailEpochs makes r a curtailed run: it groups the plan's jobs into rows and rebuilds the
 // dispatcher so that only each parallel row's first window of epochs is ungated.
 func (r *run) curtailEpochs() {
+	// Under the lock: status readers (countWithdrawnLocked) read it from other goroutines;
+	// the run loop, which alone writes it, reads it without.
+	r.mu.Lock()
 	r.curtail = true
+	r.mu.Unlock()
 	r.rowOf = make([]int32, len(r.plan.Jobs))
 	type key struct {
 		c     *suite.Case

@@ -79,7 +79,8 @@ type run struct {
 	feed *runFeed
 
 	// curtail says the run stops each case's epochs once its verdict is settled (see
-	// curtail.go); rows are its cases' jobs by epoch, and rowOf each job's row.
+	// curtail.go); rows are its cases' jobs by epoch, and rowOf each job's row. curtail is
+	// written under mu, since status readers read it.
 	curtail bool
 	rows    []*caseEpochs
 	rowOf   []int32
