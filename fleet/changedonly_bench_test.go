@@ -57,8 +57,9 @@ func dagSuite(tb testing.TB, root string, n int, rng *rand.Rand) [][]int {
 				fmt.Fprintf(&fm, "  - skill: s%04d\n    version: \"1.0.0\"\n", j)
 			}
 		}
-		fm.WriteString("test:\n  cases: cases.yaml\n---\n\nAnswer READY.\n")
+		fm.WriteString("test:\n  cases: cases.yaml\n---\n\nAnswer READY. See [the notes](references/notes.md).\n")
 		writeFile(tb, filepath.Join(root, fmt.Sprintf("s%04d", i), "SKILL.md"), fm.String())
+		writeFile(tb, filepath.Join(root, fmt.Sprintf("s%04d", i), "references", "notes.md"), "READY is the answer.\n")
 		writeFile(tb, filepath.Join(root, fmt.Sprintf("s%04d", i), "cases.yaml"),
 			"cases:\n  - name: ready\n    input: \"Say READY\"\n    assertions:\n      output_contains: [\"READY\"]\n")
 	}
@@ -96,9 +97,24 @@ func dependents(reqs [][]int, changed map[int]bool) int {
 // BenchmarkChangedOnlyNightly: a nightly of 1,000 skills (one prompt case each, requires drawn
 // at random), a full run, then 5% of the skills edited and a changed-only run, through the
 // in-process fleet with its SQLite history. It reports the tokens of both runs, their ratio,
-// and the share of cells the dependency graph says must run (the changed skills and every skill
-// that requires one, directly or not).
+// and the share of cells that must run, checked against the count it expects.
+//
+// Two edits: a reference file of each changed skill, which re-runs the changed skills and every
+// skill that requires one, directly or not (the dependency graph's count); and each changed
+// skill's SKILL.md, which a prompt job's sandbox holds for every skill of the catalog (its agent
+// may activate any), so every prompt cell runs again (see coordinator cellKey).
 func BenchmarkChangedOnlyNightly(b *testing.B) {
+	b.Run("reference-edited", func(b *testing.B) {
+		changedOnlyNightly(b, filepath.Join("references", "notes.md"), "READY is the answer.", "READY is the answer, tersely.", dependents)
+	})
+	b.Run("skill-md-edited", func(b *testing.B) {
+		changedOnlyNightly(b, "SKILL.md", "Answer READY.", "Answer READY, tersely.", func(reqs [][]int, _ map[int]bool) int { return len(reqs) })
+	})
+}
+
+// changedOnlyNightly runs the benchmark with file (relative to a skill's directory) of each
+// changed skill edited, from replaced by to; stale is how many cells the edit must re-run.
+func changedOnlyNightly(b *testing.B, file, from, to string, stale func([][]int, map[int]bool) int) {
 	const skills, changedShare = 1000, 0.05
 	ctx := context.Background()
 	b.StopTimer()
@@ -145,12 +161,16 @@ func BenchmarkChangedOnlyNightly(b *testing.B) {
 			i := rng.IntN(skills)
 			if !changed[i] {
 				changed[i] = true
-				md := filepath.Join(root, fmt.Sprintf("s%04d", i), "SKILL.md")
-				data, err := os.ReadFile(md)
+				p := filepath.Join(root, fmt.Sprintf("s%04d", i), file)
+				data, err := os.ReadFile(p)
 				if err != nil {
 					b.Fatal(err)
 				}
-				writeFile(b, md, strings.Replace(string(data), "Answer READY.", "Answer READY, tersely.", 1))
+				edited := strings.Replace(string(data), from, to, 1)
+				if edited == string(data) {
+					b.Fatalf("%s does not hold %q", p, from)
+				}
+				writeFile(b, p, edited)
 			}
 		}
 		b.StartTimer()
@@ -158,9 +178,9 @@ func BenchmarkChangedOnlyNightly(b *testing.B) {
 		co, coRan := runOnce(true)
 		b.StopTimer()
 		elapsed := time.Since(start)
-		want := dependents(reqs, changed)
+		want := stale(reqs, changed)
 		if coRan != int64(want) {
-			b.Errorf("the changed-only run ran %d cells, the dependency graph says %d", coRan, want)
+			b.Errorf("the changed-only run ran %d cells, want %d", coRan, want)
 		}
 		b.ReportMetric(float64(full), "tokens-full")
 		b.ReportMetric(float64(co), "tokens-changed-only")
