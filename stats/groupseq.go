@@ -40,6 +40,9 @@ const (
 	StopFutile = "futile"
 	// StopMax: it ran every planned epoch.
 	StopMax = "max"
+	// StopRunEnded: the run ended (cancelled, out of time or budget) before it stopped; it
+	// is read over the looks it took.
+	StopRunEnded = "run_ended"
 )
 
 // TestGroupSequential names the test of a group-sequentially compared skill in
@@ -260,6 +263,8 @@ func LookP(a, b []Case, opt Options) (p float64, test string, err error) {
 
 // SequentialResult is where a skill's group-sequential comparison stopped, and why.
 type SequentialResult struct {
+	// Skill is the skill compared, where a list of results names it.
+	Skill string `json:"skill,omitempty"`
 	GroupSequential
 	// PLooks are the p-values of the looks taken, in order.
 	PLooks []float64 `json:"p_looks"`
