@@ -64,6 +64,10 @@ type Options struct {
 	// AA says the two sides are the same arm run twice (an A/A run, --aa): the report then
 	// carries the suite's noise floor (Report.Noise).
 	AA bool
+	// Sequential are the group-sequential comparisons of the run's skills (its report's
+	// Sequential): such a skill is compared over its epochs up to the look it stopped at,
+	// with its sequential p-value (see stats.Options.Sequential).
+	Sequential []stats.SequentialResult
 }
 
 // Report is a comparison of side B against side A (B minus A), with what changed.
@@ -138,9 +142,9 @@ func groupResults(results []Record) []group {
 	return out
 }
 
-// verdictOf maps a result's verdict to the stats package's; an unknown verdict is errored, so
+// StatsVerdict maps a result's verdict to the stats package's; an unknown verdict is errored, so
 // it is left out, never a pass.
-func verdictOf(v pb.Verdict) stats.Verdict {
+func StatsVerdict(v pb.Verdict) stats.Verdict {
 	switch v {
 	case pb.Verdict_VERDICT_PASSED:
 		return stats.Passed
@@ -163,7 +167,7 @@ func casesOf(groups []group) []stats.Case {
 		start := len(epochs)
 		for _, r := range g.epochs {
 			epochs = append(epochs, stats.Epoch{
-				Verdict:  verdictOf(r.Verdict),
+				Verdict:  StatsVerdict(r.Verdict),
 				Tokens:   r.Tokens,
 				Cost:     r.Cost,
 				Duration: time.Duration(r.DurationMS) * time.Millisecond,
@@ -191,11 +195,19 @@ func Compare(a, b Side, opt Options) (*Report, error) {
 	if b.Arm == "" {
 		b.Arm = WithSkill
 	}
+	var seq map[string]stats.SequentialResult
+	if len(opt.Sequential) > 0 {
+		seq = make(map[string]stats.SequentialResult, len(opt.Sequential))
+		for _, s := range opt.Sequential {
+			seq[s.Skill] = s
+		}
+		a.Results, b.Results = upToLook(a.Results, seq), upToLook(b.Results, seq)
+	}
 	ga, gb := groupResults(a.Results), groupResults(b.Results)
 	if err := check(a, b, ga, gb, opt.Axis); err != nil {
 		return nil, err
 	}
-	c, err := stats.Compare(casesOf(ga), casesOf(gb), stats.Options{Seed: opt.Seed, MinEffect: opt.MinEffect})
+	c, err := stats.Compare(casesOf(ga), casesOf(gb), stats.Options{Seed: opt.Seed, MinEffect: opt.MinEffect, Sequential: seq})
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}
@@ -204,4 +216,27 @@ func Compare(a, b Side, opt Options) (*Report, error) {
 		r.Noise = noiseOf(c.Cases)
 	}
 	return r, nil
+}
+
+// upToLook leaves out the records of a group-sequentially compared skill after the epochs of
+// the look it stopped at: the with_skill arm's epochs that ran on for their own verdicts, and
+// any withdrawn job that ran all the same, are not part of the comparison the stop decided.
+func upToLook(records []Record, seq map[string]stats.SequentialResult) []Record {
+	var out []Record
+	for i, r := range records {
+		s, ok := seq[r.Skill]
+		if !ok || int(r.Epoch) <= s.EpochsRun {
+			if out != nil {
+				out = append(out, r)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]Record, 0, len(records)), records[:i]...)
+		}
+	}
+	if out == nil {
+		return records
+	}
+	return out
 }

@@ -59,7 +59,7 @@ func outcome(g *group) string {
 		if r.GetVerdict() == pb.Verdict_VERDICT_REUSED {
 			reused++
 		}
-		switch verdictOf(r.GetVerdict()) {
+		switch StatsVerdict(r.GetVerdict()) {
 		case stats.Passed:
 			decided++
 			passed++

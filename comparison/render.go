@@ -78,6 +78,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, s := range c.PerSkill {
+		if s.Sequential != nil {
+			b.WriteString(SequentialLine(clean(s.Skill), *s.Sequential))
+		}
+	}
 	o := c.Overall
 	if r.Noise == nil {
 		fmt.Fprintf(&b, "\nsmallest difference this design detects (80%% power, alpha %.2f): %s overall; underpowered (cannot detect %.1f points): %s\n",
@@ -119,6 +124,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// SequentialLine says, in a line, where a skill's group-sequential comparison stopped and why:
+// the look and epochs, the reason, the sequential p-value before Holm and the rule.
+func SequentialLine(skill string, s stats.SequentialResult) string {
+	looks := make([]string, len(s.Looks))
+	for j, e := range s.Looks {
+		looks[j] = fmt.Sprint(e)
+	}
+	return fmt.Sprintf("group-sequential %s: stopped at look %d of %d (%d of %d epochs per case and arm): %s; p over the looks %.4f before Holm (looks at epochs %s; %s)\n",
+		skill, s.StoppedAtLook, len(s.Looks), s.EpochsRun, s.Epochs, s.Reason, s.P, strings.Join(looks, ", "), s.Spending)
 }
 
 // underpoweredSkills names the skills (and "overall") whose design cannot detect the
@@ -187,7 +203,8 @@ type JSONSide struct {
 // adjustment; "per_skill" and "overall" package stats' SkillComparison (pass rates and
 // differences as fractions, "interval" {"lo","hi"} at 95%, "p" and "p_adjusted",
 // "significant", "test" and "interval_method", per side "left_out" the errored and timed-out
-// epochs); "changes" the case-level diff (see Changes). Per-case statistics are not included:
+// epochs, and "sequential" where a group-sequential comparison stopped, see
+// stats.SequentialResult); "changes" the case-level diff (see Changes). Per-case statistics are not included:
 // a run of 100,000 cases would make them the bulk of the document.
 type JSONReport struct {
 	A        JSONSide                `json:"a"`
@@ -243,7 +260,8 @@ type Property struct {
 // Properties are the comparison as JUnit properties, for a <properties> block on a
 // testsuite: per skill "compare.<skill>.delta" (B minus A, a signed fraction),
 // ".interval" ("lo,hi"), ".p_adjusted" and ".significant" ("true"/"false"), and the same
-// for "compare.overall"; "compare.a" and "compare.b" name the sides. An A/A comparison adds
+// for "compare.overall"; a group-sequentially compared skill adds ".sequential.reason",
+// ".sequential.stopped_at_look" ("look,looks") and ".sequential.epochs" ("run,planned"); "compare.a" and "compare.b" name the sides. An A/A comparison adds
 // "noise.flipped" ("flipped,paired"), "noise.flip_rate", "noise.interval" (Wilson, "lo,hi")
 // and "noise.min_detectable" (a fraction, or "none").
 func (r *Report) Properties() []Property {
@@ -257,6 +275,13 @@ func (r *Report) Properties() []Property {
 			Property{prefix + ".left_out", fmt.Sprintf("%d,%d", s.A.LeftOut, s.B.LeftOut)},
 			Property{prefix + ".underpowered", fmt.Sprint(s.Underpowered)},
 		)
+		if q := s.Sequential; q != nil {
+			props = append(props,
+				Property{prefix + ".sequential.reason", q.Reason},
+				Property{prefix + ".sequential.stopped_at_look", fmt.Sprintf("%d,%d", q.StoppedAtLook, len(q.Looks))},
+				Property{prefix + ".sequential.epochs", fmt.Sprintf("%d,%d", q.EpochsRun, q.Epochs)},
+			)
+		}
 	}
 	for _, s := range r.Comparison.PerSkill {
 		add("compare."+clean(s.Skill), s)

@@ -667,8 +667,9 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 		Id: spec.Id, State: pb.RunState_RUN_STATE_RUNNING, Spec: spec,
 		TotalJobs: int32(len(r.plan.Jobs)), Cases: r.builder.Counts(), UpdatedAt: spec.CreatedAt,
 		SubmittedBy: principal,
-		// A compared run runs every epoch of both arms: its comparison pairs them.
-		Curtailed: !c.cfg.KeepAllEpochs && r.plan.Baseline == "",
+		// A compared run runs every epoch of both arms, which its comparison pairs, but for
+		// its skills whose comparison is group-sequential (groupseq.go).
+		Curtailed: !c.cfg.KeepAllEpochs && (r.plan.Baseline == "" || groupSequential(r.plan)),
 	}
 	if err := c.save(ctx, r.status, r.key); err != nil {
 		return nil, err

@@ -25,8 +25,9 @@ import (
 // published; those already queued or running when the run completes are purged and
 // cancelled with the rest of the run.
 //
-// A run with a baseline arm is not curtailed: its comparison pairs epochs across the arms,
-// and stopping the arms at different epochs would bias it.
+// A run with a baseline arm is curtailed only when it has a skill whose comparison is
+// group-sequential (groupseq.go): that skill's cases run in lockstep across the arms until
+// the comparison stops; every other case runs all its epochs, which its comparison pairs.
 
 // caseEpochs is one report row of a curtailed run (case × agent × arm): its jobs by epoch.
 type caseEpochs struct {
@@ -43,6 +44,10 @@ type caseEpochs struct {
 	// settled is set once the row's verdict is settled; its jobs without a result are then
 	// withdrawn.
 	settled bool
+	// group is the group-sequential comparison the row is in (a run with a baseline; see
+	// groupseq.go); keep marks a row of such a run outside any, which runs every epoch.
+	group *compareGroup
+	keep  bool
 }
 
 // curtailEpochs makes r a curtailed run: it groups the plan's jobs into rows and rebuilds the
@@ -80,14 +85,23 @@ func (r *run) curtailEpochs() {
 		r.rowOf[i] = int32(n)
 		r.rows[n].jobs = append(r.rows[n].jobs, i)
 	}
-	deferred := make([]bool, len(r.plan.Jobs))
 	for _, row := range r.rows {
 		sortByEpoch(row.jobs, r.plan.Jobs)
-		if row.serial {
+	}
+	if r.plan.Baseline != "" {
+		r.planGroups()
+	}
+	deferred := make([]bool, len(r.plan.Jobs))
+	for _, row := range r.rows {
+		switch {
+		case row.serial || row.keep:
 			row.released = len(row.jobs)
 			continue
+		case row.group != nil:
+			row.released = row.group.window()
+		default:
+			row.released = min(row.dispatch(nil, verdict.Tally{}, 0), len(row.jobs))
 		}
-		row.released = min(row.dispatch(nil, verdict.Tally{}, 0), len(row.jobs))
 		for _, i := range row.jobs[row.released:] {
 			deferred[i] = true
 		}
@@ -135,7 +149,14 @@ func (r *run) resumeEpochs() []int {
 				}
 			}
 		}
-		out = append(out, r.settle(row)...)
+		if row.group == nil {
+			out = append(out, r.settle(row)...)
+		}
+	}
+	// A group's looks are taken again over the results replayed (the same results, the same
+	// decisions): the windows they open and what its stop calls for go out.
+	for _, g := range r.groups {
+		out = append(out, r.advance(g)...)
 	}
 	return out
 }
@@ -156,13 +177,17 @@ func (r *run) onEpoch(idx int) []int {
 			row.released = max(row.released, k+1)
 		}
 	}
+	if g := row.group; g != nil && g.result == nil {
+		// In lockstep: the group's looks release its epochs.
+		return r.advance(g)
+	}
 	return r.settle(row)
 }
 
 // settle marks row settled once its verdict is, withdrawing its jobs without a result, and
 // otherwise releases as many more of its epochs as Dispatch says.
 func (r *run) settle(row *caseEpochs) []int {
-	if row.settled {
+	if row.settled || (row.group != nil && row.group.result == nil) {
 		return nil
 	}
 	if !r.builder.Open(row.key) {
@@ -182,7 +207,7 @@ func (r *run) settle(row *caseEpochs) []int {
 		r.mu.Unlock()
 		return nil
 	}
-	if row.serial {
+	if row.serial || row.keep {
 		return nil
 	}
 	inFlight := 0

@@ -24,15 +24,15 @@ type taken struct {
 	d *queue.Delivery
 }
 
-// reply publishes job's result with verdict v, with the assertion result a pass needs to
-// count, and acks the job.
+// reply publishes job's result with verdict v, in its arm, with the assertion result a pass
+// needs to count, and acks the job.
 func reply(t *testing.T, topo *queue.Topology, tj taken, v pb.Verdict) {
 	t.Helper()
 	job := tj.Job
 	a := &pb.AssertionResult{Type: "output_contains", Passed: v == pb.Verdict_VERDICT_PASSED}
 	data, err := proto.Marshal(&pb.Result{
 		JobId: job.GetId(), RunId: job.GetRunId(), Skill: job.GetSkill(), CaseName: job.GetCaseName(),
-		Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Attempt: 1,
+		Epoch: job.GetEpoch(), Kind: job.GetKind(), Agent: job.GetAgent(), Arm: job.GetArm(), Attempt: 1,
 		Verdict: v, Secret: job.GetSecret(), Assertions: []*pb.AssertionResult{a},
 	})
 	if err != nil {

@@ -84,6 +84,8 @@ type run struct {
 	curtail bool
 	rows    []*caseEpochs
 	rowOf   []int32
+	// groups are the group-sequential comparisons of a run with a baseline (groupseq.go).
+	groups []*compareGroup
 	// withdraw are the ids of published jobs of cases settled since the workers were last
 	// told (see withdrawJobs).
 	withdraw []string
@@ -592,6 +594,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	// The report is stored before the final state: a run saved as finished has its report
 	// stored (unless storing failed: it is then rebuilt from the results, as it always was).
 	rep := r.builder.Report()
+	rep.Sequential = r.sequentialResults()
 	if st.GetCostCapped() {
 		rep.Partial = &report.Partial{Reason: reason, Spent: st.GetSpent(), MaxCost: r.spec.GetMaxCost()}
 	}

@@ -96,6 +96,12 @@ type caseState struct {
 	seq      *verdict.Sequential
 	outcomes []skillfleetv1.Verdict
 	atMax    bool
+	// held says the case's verdict waits for all its epochs, or for Release: its epochs are
+	// paired with another arm's, so none may be withdrawn early. stoppedAt, once Release
+	// stopped its epochs there, is how many it runs; stopNote says why, for its reason.
+	held      bool
+	stoppedAt int
+	stopNote  string
 
 	// agentVersions are the CLI versions the epochs ran on, once each, at most
 	// maxAgentVersions.
@@ -292,6 +298,11 @@ func (b *Builder) refresh(cs *caseState) {
 	case cs.conflict != "":
 	case cs.seq != nil:
 		v, cs.atMax, _ = cs.seq.Decide(cs.outcomes)
+		if v == skillfleetv1.Verdict_VERDICT_UNSPECIFIED && cs.stoppedAt > 0 && cs.tally.Reported() >= cs.stoppedAt {
+			// Its epochs stopped before the test decided: undecided, and never a pass or a
+			// fail the epochs not run could have changed.
+			v, cs.atMax = stoppedVerdict(cs.tally), true
+		}
 		if v == skillfleetv1.Verdict_VERDICT_UNSPECIFIED && b.closed {
 			// Cut short by the run's end: the fixed rule over every epoch, the missing ones
 			// skipped, as for any case.
@@ -299,6 +310,9 @@ func (b *Builder) refresh(cs *caseState) {
 		}
 	default:
 		v = Decide(cs.epochs, cs.confidence, cs.tally, b.closed)
+	}
+	if cs.held && cs.conflict == "" && !b.closed && cs.tally.Reported() < cs.epochs {
+		v = skillfleetv1.Verdict_VERDICT_UNSPECIFIED
 	}
 	if v == cs.status {
 		return
@@ -319,6 +333,50 @@ func (b *Builder) refresh(cs *caseState) {
 	case skillfleetv1.Verdict_VERDICT_FAILED:
 		cs.pass, cs.undecided = nil, nil
 	}
+}
+
+// stoppedVerdict is the verdict of a case whose epochs were stopped before its sequential
+// test decided: errored if one of them errored, else timed_out if one timed out, else
+// skipped; never passed or failed, which only the test (or every epoch) decides.
+func stoppedVerdict(t Tally) skillfleetv1.Verdict {
+	switch {
+	case t.Errored > 0:
+		return skillfleetv1.Verdict_VERDICT_ERRORED
+	case t.TimedOut > 0:
+		return skillfleetv1.Verdict_VERDICT_TIMED_OUT
+	}
+	return skillfleetv1.Verdict_VERDICT_SKIPPED
+}
+
+// Hold makes case k's verdict wait for all its epochs (or for Release), though fewer could
+// settle it: a compared run pairs its epochs with another arm's, and a settled case's
+// epochs would be withdrawn.
+func (b *Builder) Hold(k CaseKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cs := b.byKey[k]; cs != nil {
+		cs.held = true
+		b.refresh(cs)
+	}
+}
+
+// Release ends Hold on case k. With stoppedAt > 0 its epochs stop there, for note (said in
+// its reason): a `runs: auto` case whose sequential test decided within them keeps that
+// verdict, exactly the one all its epochs would have given; one whose test had not is
+// undecided, errored, timed_out or skipped (see stoppedVerdict), never passed or failed.
+// With stoppedAt 0 it goes on under its own rule.
+func (b *Builder) Release(k CaseKey, stoppedAt int, note string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cs := b.byKey[k]
+	if cs == nil {
+		return
+	}
+	cs.held = false
+	if cs.seq != nil && stoppedAt > 0 && stoppedAt < cs.epochs {
+		cs.stoppedAt, cs.stopNote = stoppedAt, clip(note)
+	}
+	b.refresh(cs)
 }
 
 // Skip ends the run early (cancelled, or its deadline passed): every epoch without a result
@@ -478,7 +536,7 @@ func (cs *caseState) report(closed bool, closeReason string) Case {
 		ErroredEpochs: cs.tally.Errored, TimedOutEpochs: cs.tally.TimedOut, SkippedEpochs: cs.tally.Skipped,
 		ReusedEpochs: cs.tally.Reused, ReusedFrom: cs.reusedFrom,
 		EpochsRun: cs.tally.Reported() - cs.tally.Reused, EpochsPlanned: cs.epochs,
-		Sequential: cs.seq != nil, Undecided: cs.atMax,
+		Sequential: cs.seq != nil, Undecided: cs.atMax, StoppedAt: cs.stoppedAtIfUndecided(),
 		RequiredPasses: RequiredPasses(cs.epochs, cs.confidence), Confidence: cs.confidence,
 		Assertions: []Assertion{}, DurationMS: cs.duration, Attempts: int(cs.attempts),
 		Usage: cs.usageOrNil(),
@@ -537,6 +595,9 @@ func (cs *caseState) reason(c Case, ev *evidence, cut bool, closeReason string) 
 		return fmt.Sprintf("%d of %d epochs reported", c.Epochs-c.pendingEpochs(), c.Epochs)
 	}
 	// errored, timed_out, skipped: say what was uncertain and why.
+	if c.StoppedAt > 0 {
+		return fmt.Sprintf("%s; %s; %s", undecidedText(c), tally, cs.stopNote)
+	}
 	if cs.tally.Reported() == 0 { // only possible once the run ended early
 		return "not run: " + cmp.Or(closeReason, "the run ended early")
 	}
@@ -555,6 +616,14 @@ func (cs *caseState) reason(c Case, ev *evidence, cut bool, closeReason string) 
 		parts = append(parts, fmt.Sprintf("epoch %d %s: %s", ev.epoch, StatusOf(ev.verdict), why))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// stoppedAtIfUndecided is where the case's epochs were stopped, when that left it undecided.
+func (cs *caseState) stoppedAtIfUndecided() int {
+	if cs.atMax && cs.stoppedAt > 0 && cs.tally.Reported() < cs.epochs {
+		return cs.stoppedAt
+	}
+	return 0
 }
 
 func (cs *caseState) usageOrNil() *Usage {

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/skillfleet/skillfleet/stats"
-	"github.com/skillfleet/skillfleet/verdict"
 )
 
 // TestBuilderCurtailed: a case settled before all its epochs reported says how many ran of
@@ -98,16 +95,7 @@ func TestBuilderCurtailed(t *testing.T) {
 // when a later epoch reported first; undecided at max_runs, with the fixed rule's verdict and
 // the mark in JSON, text and JUnit.
 func TestBuilderSequential(t *testing.T) {
-	s, err := stats.NewSPRT(0.8, 0.1, 0.05, 0.05)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq := &verdict.Sequential{Test: s, Confidence: 0.8}
-	auto := func(name string) PlannedCase {
-		pc := plan("s", name, 20, 0.8)
-		pc.Sequential = seq
-		return pc
-	}
+	auto := autoPlanned(t)
 	b := NewBuilder(testRun, []PlannedCase{auto("quick"), auto("unsure")})
 	b.Add(res("s", "quick", 12, vPassed))
 	for e := 2; e <= 11; e++ {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/stats"
 )
 
 // Case statuses as they appear in reports.
@@ -44,8 +45,12 @@ type Report struct {
 	// Comparison is, for a run with a baseline, the comparison of its arms as JSON (the
 	// comparison package's document); absent otherwise. ComparisonProperties are the same
 	// figures as JUnit properties, written on a testsuite of their own named "comparison".
-	Comparison           json.RawMessage `json:"comparison,omitempty"`
-	ComparisonProperties []Property      `json:"-"`
+	Comparison json.RawMessage `json:"comparison,omitempty"`
+	// Sequential is, for a run with a baseline, each skill whose comparison was
+	// group-sequential (its cases `runs: auto`): its looks and where and why it stopped, in
+	// skill order; absent otherwise. The comparison reads its epochs up to EpochsRun.
+	Sequential           []stats.SequentialResult `json:"sequential,omitempty"`
+	ComparisonProperties []Property               `json:"-"`
 }
 
 // Partial says why a report is partial and what the run spent.
@@ -146,6 +151,10 @@ type Case struct {
 	// them), and Interval says how sure it is.
 	Sequential bool `json:"sequential,omitempty"`
 	Undecided  bool `json:"undecided,omitempty"`
+	// StoppedAt, on an Undecided case of a baseline arm, is the epoch its skill's
+	// group-sequential comparison stopped its epochs at before its sequential test decided
+	// (Report.Sequential): it is then errored, timed_out or skipped, never passed or failed.
+	StoppedAt int `json:"stopped_at,omitempty"`
 	// RequiredPasses is how many epochs must pass: RequiredPasses(Epochs, Confidence).
 	RequiredPasses int     `json:"required_passes"`
 	Confidence     float64 `json:"confidence"`
@@ -298,11 +307,17 @@ func (c Case) NotNeeded() int {
 
 // undecidedText says why an undecided case has the verdict it has.
 func undecidedText(c Case) string {
+	if c.StoppedAt > 0 {
+		return fmt.Sprintf("undecided: its skill's comparison stopped its epochs at %d of %d, before its sequential test decided; neither passed nor failed", c.StoppedAt, c.EpochsPlanned)
+	}
 	return fmt.Sprintf("undecided: the sequential test reached max_runs (%d) without deciding; the fixed rule over them (%d needed) gave %s", c.EpochsPlanned, c.RequiredPasses, c.Status)
 }
 
 // epochsRunText is e.g. "4 of 5 epochs run (the others could not change the verdict)".
 func epochsRunText(c Case) string {
+	if c.StoppedAt > 0 {
+		return fmt.Sprintf("%d of %d epochs run (its skill's comparison stopped)", c.EpochsRun, c.EpochsPlanned)
+	}
 	return fmt.Sprintf("%d of %d epochs run (the others could not change the verdict)", c.EpochsRun, c.EpochsPlanned)
 }
 

@@ -114,6 +114,10 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		t.printf("baseline %s: %d %s: %d passed, %d failed, %d errored, %d timed out, %d skipped (not in the exit code)\n",
 			oneLine(arm, maxValueRunes), base.Total, text.Plural(base.Total, "case", "cases"), base.Passed, base.Failed, base.Errored, base.TimedOut, base.Skipped)
 	}
+	for _, q := range r.Sequential {
+		t.printf("comparison of %s stopped at look %d of %d, %d of %d epochs per case and arm: %s (%s)\n",
+			oneLine(q.Skill, maxValueRunes), q.StoppedAtLook, len(q.Looks), q.EpochsRun, q.Epochs, q.Reason, q.Spending)
+	}
 	if u := r.Usage; u != nil {
 		cache := ""
 		if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
@@ -322,6 +326,9 @@ func caseName(c Case) string {
 func epochsBrief(c Case) string {
 	if c.Epochs <= 1 {
 		return ""
+	}
+	if c.StoppedAt > 0 {
+		return fmt.Sprintf("  (%d/%d epochs; undecided, its skill's comparison stopped at %d)", c.PassedEpochs, c.Epochs, c.StoppedAt)
 	}
 	if c.Undecided {
 		iv := ""

@@ -28,38 +28,9 @@ func Compare(a, b []Case, opt Options) (Comparison, error) {
 	if opt.Draws <= 0 {
 		opt.Draws = DefaultDraws
 	}
-	index := make(map[caseKey]int, max(len(a), len(b)))
-	diffs := make([]CaseDiff, 0, max(len(a), len(b)))
-	for _, c := range a {
-		k := caseKey{c.Skill, c.Case}
-		if _, dup := index[k]; dup {
-			return Comparison{}, fmt.Errorf("arm A has case %q of skill %q twice", c.Case, c.Skill)
-		}
-		index[k] = len(diffs)
-		diffs = append(diffs, CaseDiff{Skill: c.Skill, Case: c.Case, A: summarize(c.Epochs)})
-	}
-	for _, c := range b {
-		k := caseKey{c.Skill, c.Case}
-		i, ok := index[k]
-		if !ok {
-			index[k] = len(diffs)
-			diffs = append(diffs, CaseDiff{Skill: c.Skill, Case: c.Case, B: summarize(c.Epochs)})
-			continue
-		}
-		if diffs[i].B.Present {
-			return Comparison{}, fmt.Errorf("arm B has case %q of skill %q twice", c.Case, c.Skill)
-		}
-		diffs[i].B = summarize(c.Epochs)
-	}
-	slices.SortFunc(diffs, func(x, y CaseDiff) int {
-		return cmp.Or(cmp.Compare(x.Skill, y.Skill), cmp.Compare(x.Case, y.Case))
-	})
-	for i := range diffs {
-		d := &diffs[i]
-		d.Paired = d.A.Decided > 0 && d.B.Decided > 0
-		if d.Paired {
-			d.Delta = d.B.Rate() - d.A.Rate()
-		}
+	diffs, err := pairCases(a, b)
+	if err != nil {
+		return Comparison{}, err
 	}
 
 	out := Comparison{Cases: diffs, Seed: opt.Seed}
@@ -100,6 +71,14 @@ func Compare(a, b []Case, opt Options) (Comparison, error) {
 	out.Overall.PAdjusted = out.Overall.P
 	out.Overall.Significant = out.Overall.Tested && out.Overall.P <= Alpha
 
+	for i := range out.PerSkill {
+		s := &out.PerSkill[i]
+		if res, ok := opt.Sequential[s.Skill]; ok && s.Tested {
+			// The looks' test, combined over the looks taken: the p-value the stop was
+			// decided on, and the one Holm's adjustment must see.
+			s.P, s.Test, s.Draws, s.Sequential = res.P, TestGroupSequential, 0, &res
+		}
+	}
 	var family []float64
 	for _, s := range out.PerSkill {
 		if s.Tested {
@@ -117,6 +96,45 @@ func Compare(a, b []Case, opt Options) (Comparison, error) {
 		j++
 	}
 	return out, nil
+}
+
+// pairCases pairs the cases of arms a and b on Skill and Case, sorted by skill and case; a
+// case given twice in one arm is an error.
+func pairCases(a, b []Case) ([]CaseDiff, error) {
+	index := make(map[caseKey]int, max(len(a), len(b)))
+	diffs := make([]CaseDiff, 0, max(len(a), len(b)))
+	for _, c := range a {
+		k := caseKey{c.Skill, c.Case}
+		if _, dup := index[k]; dup {
+			return nil, fmt.Errorf("arm A has case %q of skill %q twice", c.Case, c.Skill)
+		}
+		index[k] = len(diffs)
+		diffs = append(diffs, CaseDiff{Skill: c.Skill, Case: c.Case, A: summarize(c.Epochs)})
+	}
+	for _, c := range b {
+		k := caseKey{c.Skill, c.Case}
+		i, ok := index[k]
+		if !ok {
+			index[k] = len(diffs)
+			diffs = append(diffs, CaseDiff{Skill: c.Skill, Case: c.Case, B: summarize(c.Epochs)})
+			continue
+		}
+		if diffs[i].B.Present {
+			return nil, fmt.Errorf("arm B has case %q of skill %q twice", c.Case, c.Skill)
+		}
+		diffs[i].B = summarize(c.Epochs)
+	}
+	slices.SortFunc(diffs, func(x, y CaseDiff) int {
+		return cmp.Or(cmp.Compare(x.Skill, y.Skill), cmp.Compare(x.Case, y.Case))
+	})
+	for i := range diffs {
+		d := &diffs[i]
+		d.Paired = d.A.Decided > 0 && d.B.Decided > 0
+		if d.Paired {
+			d.Delta = d.B.Rate() - d.A.Rate()
+		}
+	}
+	return diffs, nil
 }
 
 // summarize counts one case's epochs in one arm.
@@ -232,26 +250,34 @@ func analyze(name, stream string, cases []CaseDiff, opt Options) SkillComparison
 	}
 	sc.power(d, opt.MinEffect)
 	if single {
-		sc.Test, sc.P = TestMcNemarExact, McNemarExact(onlyA, onlyB)
 		sc.IntervalMethod = IntervalNewcombe
 		sc.Interval = NewcombePaired(both, onlyB, onlyA, neither)
-		return sc
+	} else {
+		sc.IntervalMethod, sc.Interval = IntervalBootstrap, ivs[0]
 	}
-	sc.IntervalMethod, sc.Interval = IntervalBootstrap, ivs[0]
+	sc.Test, sc.P, sc.Draws = pairedTest(cases, d, single, onlyA, onlyB, opt, rng)
+	return sc
+}
+
+// pairedTest is the paired test of a group whose paired cases' differences in pass rate are
+// d: McNemar's exact test when every paired case has one decided epoch in each arm (single,
+// with onlyA and onlyB the discordant pairs), else the sign-flip test, exact when it can be,
+// else Monte Carlo with draws drawn from rng.
+func pairedTest(cases []CaseDiff, d []float64, single bool, onlyA, onlyB int, opt Options, rng *splitMix) (test string, p float64, draws int) {
+	if single {
+		return TestMcNemarExact, McNemarExact(onlyA, onlyB), 0
+	}
 	nz := len(nonZero(d))
 	if nz <= ExactSignFlipMax {
-		sc.Test, sc.P = TestSignFlipExact, SignFlipExact(d)
-		return sc
+		return TestSignFlipExact, SignFlipExact(d), 0
 	}
 	if k, ok := integerDeltas(cases); ok {
 		if p, ok := signFlipIntegers(k); ok {
-			sc.Test, sc.P = TestSignFlipExact, p
-			return sc
+			return TestSignFlipExact, p, 0
 		}
 	}
-	sc.Draws = min(opt.Draws, max(minMonteCarloDraws, monteCarloBudget/nz))
-	sc.Test, sc.P = TestSignFlipMonteCarlo, signFlipMonteCarlo(d, sc.Draws, rng)
-	return sc
+	draws = min(opt.Draws, max(minMonteCarloDraws, monteCarloBudget/nz))
+	return TestSignFlipMonteCarlo, signFlipMonteCarlo(d, draws, rng), draws
 }
 
 // integerDeltas returns the paired cases' differences in pass rate scaled by a common

@@ -47,6 +47,10 @@ type Options struct {
 	// MinEffect is the difference in pass rate a design must be able to detect not to be
 	// underpowered; 0 means DefaultMinEffect.
 	MinEffect float64
+	// Sequential holds, by skill, the skills whose comparison was group-sequential and where it
+	// stopped: such a skill's P is its sequential p-value (SequentialResult.P) and its Test
+	// TestGroupSequential. The caller gives its cases' epochs up to EpochsRun only.
+	Sequential map[string]SequentialResult
 }
 
 // The defaults of Options, and the work budgets that bound a comparison of a huge run.
@@ -188,6 +192,10 @@ type SkillComparison struct {
 	MinEffect    float64 `json:"min_effect"`
 	Underpowered bool    `json:"underpowered"`
 	PowerMethod  string  `json:"power_method"`
+
+	// Sequential is where the skill's group-sequential comparison stopped and why; nil for a
+	// comparison of every epoch.
+	Sequential *SequentialResult `json:"sequential,omitempty"`
 }
 
 // Comparison is two arms compared, per skill and over the whole run.

@@ -9,6 +9,7 @@ import (
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/report"
+	"github.com/skillfleet/skillfleet/stats"
 )
 
 // withArms adds to src a run whose cases also ran without the skill, every baseline job failing.
@@ -46,6 +47,14 @@ func TestComparePage(t *testing.T) {
 	src.add(stC, repC, resC)
 	withArms(src, "rarms", 40)
 	withArms(src, "rsmall", 5)
+	withArms(src, "rseq", 40)
+	g, err := stats.NewGroupSequential(stats.Alpha, 4, stats.DefaultLooks, 1, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := g.Result([]float64{1}, stats.StopFutile)
+	stopped.Skill = "skill-000"
+	src.runs["rseq"].rep.Sequential = []stats.SequentialResult{stopped}
 	s := testServer(t, src)
 	op := login(t, s, operatorToken)
 	for _, tc := range []struct {
@@ -59,6 +68,9 @@ func TestComparePage(t *testing.T) {
 		{"a run's arms", "/compare?run=rarms", http.StatusOK, []string{"on the arm axis", "B (with_skill, arm with_skill, 40 results) compared against A (without_skill", "fixed (36)", "yes, better"}},
 		// Five cases cannot reach p ≤ 0.05 whatever they do: not only "no".
 		{"an underpowered comparison", "/compare?run=rsmall", http.StatusOK, []string{"no, underpowered"}},
+		{"a run's arms, a skill stopped early", "/compare?run=rseq", http.StatusOK, []string{
+			"Group-sequential comparison of skill-000: stopped at look 1 of 4, 1 of 4 epochs per case and arm: futile; p over the looks 1.0000 before Holm",
+			"group-sequential sign-flip"}},
 		{"a run without a baseline", "/compare?run=ra", http.StatusBadRequest, []string{"has no baseline arm"}},
 		{"an unknown run", "/compare?a=ra&b=nope", http.StatusNotFound, []string{"nope"}},
 	} {

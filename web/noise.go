@@ -101,6 +101,10 @@ func (s *Server) armSides(ctx context.Context, st *pb.RunStatus) (a, b compariso
 	}
 	a, b = side(base), side(comparison.WithSkill)
 	opt = comparison.Options{Axis: comparison.AxisArm, AA: base == armA2}
+	if rep, err := s.src.Report(ctx, id); err == nil {
+		// A skill whose comparison stopped early is read up to its stop, as the CLI reads it.
+		opt.Sequential = rep.Sequential
+	}
 	if opt.AA {
 		// The skill's effect is with_skill minus the baseline; an A/A run has no effect to
 		// measure, only chance: a2 against a, as the CLI reports it.

@@ -218,7 +218,7 @@ type runComparison struct {
 // arms is outputFlags.compare for a run with a baseline arm: the with_skill arm against the
 // baseline arm (the skill's effect, with_skill minus the baseline).
 func (c *runComparison) arms(ctx context.Context, src resultSource, id, baselineArm string, spec *pb.RunSpec) func(runreport.Report) (*comparison.Report, error) {
-	return func(runreport.Report) (*comparison.Report, error) {
+	return func(rep runreport.Report) (*comparison.Report, error) {
 		// One pass over the run's results for both arms.
 		results, err := comparedResults(ctx, src, id, baselineArm, workspace.WithSkill)
 		if err != nil {
@@ -234,12 +234,14 @@ func (c *runComparison) arms(ctx context.Context, src resultSource, id, baseline
 			a, b = b, a
 			a.Label = "a"
 		}
-		rep, err := comparison.Compare(a, b, comparison.Options{Axis: comparison.AxisArm, AA: aa, MinEffect: c.minEffect})
+		// A skill whose comparison stopped early is compared up to the look it stopped at,
+		// with the p-value of its looks (the report says which).
+		made, err := comparison.Compare(a, b, comparison.Options{Axis: comparison.AxisArm, AA: aa, MinEffect: c.minEffect, Sequential: rep.Sequential})
 		if err != nil {
 			return nil, failf("comparison: %v", err)
 		}
-		c.made = rep
-		return rep, nil
+		c.made = made
+		return made, nil
 	}
 }
 
