@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/skillfleet/skillfleet/queue"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
@@ -65,6 +68,19 @@ func TestReportStore(t *testing.T) {
 			t.Fatalf("GetReport = %d bytes (%v), want the %d stored", len(got), err, len(data))
 		}
 	}
+	// A report's cases repeat their assertions and reasons: what is stored is a fraction.
+	rep := []byte(`{"cases":[` + strings.Repeat(`{"status":"passed","assertions":[{"type":"output_contains","passed":true}]},`, 20000) + `{}]}`)
+	if err := topo.PutReport(ctx, "r2", rep); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := topo.RawJS().ObjectStore(ctx, queue.ReportsBucket); err != nil {
+		t.Fatal(err)
+	} else if obj, err := info.GetInfo(ctx, "r2"); err != nil || obj.Size*10 > uint64(len(rep)) {
+		t.Errorf("a report of %d bytes is stored as %+v (%v), want a tenth of it or less", len(rep), obj, err)
+	}
+	if got, err := topo.GetReport(ctx, "r2"); err != nil || !bytes.Equal(got, rep) {
+		t.Errorf("GetReport of a compressed report = %d bytes (%v), want the %d put", len(got), err, len(rep))
+	}
 	if err := topo.DeleteReport(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +89,41 @@ func TestReportStore(t *testing.T) {
 	}
 	if err := topo.DeleteReport(ctx, "r1"); err != nil {
 		t.Errorf("deleting a report twice: %v", err)
+	}
+}
+
+// TestStoredReportsOfEveryForm: a report an older coordinator stored as plain JSON reads as
+// it is; a compressed one that is damaged, or whose block claims more than a report may hold,
+// is an error, and the claim is refused before it is allocated.
+func TestStoredReportsOfEveryForm(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	store, err := topo.RawJS().ObjectStore(ctx, queue.ReportsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := []byte{0xff, 0xff, 0xff, 0xff, 0x0f} // a varint block length of 4 GiB - 1
+	for _, tc := range []struct {
+		name   string
+		stored []byte
+		want   []byte // nil: an error
+	}{
+		{"plain JSON of an older coordinator", []byte(`{"run":"r"}`), []byte(`{"run":"r"}`)},
+		{"compressed", append([]byte("skillfleet-report/s2\n"), s2.Encode(nil, []byte(`{"run":"r"}`))...), []byte(`{"run":"r"}`)},
+		{"damaged", append([]byte("skillfleet-report/s2\n"), 0x20, 0x01, 0x02), nil},
+		{"claims 4 GiB", append([]byte("skillfleet-report/s2\n"), huge...), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := store.PutBytes(ctx, "r", tc.stored); err != nil {
+				t.Fatal(err)
+			}
+			got, err := topo.GetReport(ctx, "r")
+			switch {
+			case tc.want == nil && err == nil:
+				t.Errorf("GetReport = %q, want an error", got)
+			case tc.want != nil && (err != nil || !bytes.Equal(got, tc.want)):
+				t.Errorf("GetReport = %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
