@@ -5,17 +5,13 @@ import (
 	"encoding/binary"
 )
 
-// validJSON reports whether b is one JSON value, exactly as json.Valid does: the same
-// grammar, whitespace around the value allowed, any byte from 0x20 up inside a string
-// (encoding/json checks no UTF-8 there either), and at most validMaxDepth nested arrays and
-// objects. A streamed answer's every event is validated before it is read (decodeEvent), and
-// json.Valid's scanner, a function call per byte, was the largest part of relaying a stream of
-// small events (issue 31); this one walks the text once and skips a string's plain bytes in a
-// tight loop. Its tests check it against json.Valid on hostile input and by fuzzing.
-func validJSON(b []byte) bool {
-	i := scanValue(b, skipSpace(b, 0), 0)
-	return i >= 0 && skipSpace(b, i) == len(b)
-}
+// The grammar of JSON as encoding/json judges it, for the one-pass decoders of streamed
+// events (jsondecode.go) to validate as they read: json.Valid's scanner, a function call per
+// byte, was the largest part of relaying a stream of small events (issue 31); this one walks
+// the text once and skips a string's plain bytes eight at a time. It accepts what json.Valid
+// accepts: the same grammar, any byte from 0x20 up inside a string (encoding/json checks no
+// UTF-8 there either), and at most validMaxDepth nested arrays and objects. Its tests check
+// it against json.Valid on hostile input and by fuzzing.
 
 // scanValue is the index just past the JSON value that starts at b[i], or -1 when none does;
 // depth is the number of arrays and objects the value sits in, which count towards
