@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -80,12 +79,12 @@ func decodeObject(b []byte, i, depth int, names []string, set func(field, i int)
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
-		end := scanString(b, i)
+		end, esc := scanStringEsc(b, i)
 		if end < 0 {
 			return i, false
 		}
 		key := b[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if esc {
 			key = []byte(unquote(b[i:end]))
 		}
 		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
@@ -195,7 +194,7 @@ func decodeSlice[T any](b []byte, i, depth int, s *[]T, elem func(b []byte, i, d
 // decodeString reads a string into s; null leaves s as it was, and anything else is a wrong
 // type.
 func decodeString(b []byte, i int, s *string) (int, bool) {
-	end, null, ok := stringAt(b, i)
+	end, null, _, ok := stringAt(b, i)
 	if ok && !null {
 		*s = unquote(b[i:end])
 	}
@@ -204,9 +203,9 @@ func decodeString(b []byte, i int, s *string) (int, bool) {
 
 // decodeText reads a string into t as decodeString does, in place when it can (chunkText).
 func decodeText(b []byte, i int, t *chunkText) (int, bool) {
-	end, null, ok := stringAt(b, i)
+	end, null, esc, ok := stringAt(b, i)
 	if ok && !null {
-		*t = textAt(b, i, end)
+		*t = textAt(b[i:end], esc)
 	}
 	return end, ok
 }
@@ -214,42 +213,42 @@ func decodeText(b []byte, i int, t *chunkText) (int, bool) {
 // decodeOptText reads a string into t as json.Unmarshal reads one into a *string: null makes
 // it nil (see optText).
 func decodeOptText(b []byte, i int, t *optText) (int, bool) {
-	end, null, ok := stringAt(b, i)
+	end, null, esc, ok := stringAt(b, i)
 	switch {
 	case !ok:
 	case null:
 		*t = nil
 	default:
-		*t = textAt(b, i, end)
+		*t = textAt(b[i:end], esc)
 	}
 	return end, ok
 }
 
-// textAt is the text of the string b[i:end]: its own bytes when it has no escape and is
-// valid UTF-8, else its unquoted copy. It is never nil.
-func textAt(b []byte, i, end int) []byte {
-	s := b[i+1 : end-1]
-	if bytes.IndexByte(s, '\\') >= 0 || !isASCII(s) && !utf8.Valid(s) {
+// textAt is the text of the string tok (quoted; esc: it has an escape): its own bytes when it
+// has no escape and is valid UTF-8, else its unquoted copy. It is never nil.
+func textAt(tok []byte, esc bool) []byte {
+	s := tok[1 : len(tok)-1]
+	if esc || !isASCII(s) && !utf8.Valid(s) {
 		s = jsonscan.AppendUnquoted(nil, s)
 	}
 	return s
 }
 
-// stringAt reads the string or null at b[i] and returns the index past it; ok is false for
-// any other value, or text that is not JSON.
-func stringAt(b []byte, i int) (end int, null, ok bool) {
+// stringAt reads the string or null at b[i] and returns the index past it, and whether the
+// string has an escape; ok is false for any other value, or text that is not JSON.
+func stringAt(b []byte, i int) (end int, null, esc, ok bool) {
 	if i >= len(b) {
-		return i, false, false
+		return i, false, false, false
 	}
 	switch b[i] {
 	case 'n':
 		end = scanLiteral(b, i, "null")
-		return end, true, end >= 0
+		return end, true, false, end >= 0
 	case '"':
-		end = scanString(b, i)
-		return end, false, end >= 0
+		end, esc = scanStringEsc(b, i)
+		return end, false, esc, end >= 0
 	}
-	return i, false, false
+	return i, false, false, false
 }
 
 // decodeInt reads an integer into n as json.Unmarshal reads one into an int or an int64;
@@ -303,13 +302,13 @@ func decodeBool(b []byte, i int, v *bool) (int, bool) {
 // the model already seen) is not copied: every event names its type, and making a string of
 // each was an allocation an event.
 func decodeName(b []byte, i int, s *string, known []string) (int, bool) {
-	end, null, ok := stringAt(b, i)
+	end, null, esc, ok := stringAt(b, i)
 	if !ok || null {
 		return end, ok
 	}
-	raw := b[i+1 : end-1]
+	// A name with an escape is none of known as it is written.
 	for _, k := range known {
-		if string(raw) == k {
+		if !esc && string(b[i+1:end-1]) == k {
 			*s = k
 			return end, true
 		}

@@ -109,6 +109,13 @@ func scanKey(b []byte, i int) int {
 // scanString is the index just past the string whose opening quote is at i, or -1 when it is
 // not a JSON string (unterminated, a control byte, or an escape JSON has not).
 func scanString(b []byte, i int) int {
+	end, _ := scanStringEsc(b, i)
+	return end
+}
+
+// scanStringEsc is scanString, and whether the string has an escape: a decoder reads a
+// string without one in place, where looking for a backslash again cost a call per key.
+func scanStringEsc(b []byte, i int) (end int, esc bool) {
 	i++
 	for {
 		// Eight bytes at a time while none of them ends the plain text, then byte by byte.
@@ -119,33 +126,34 @@ func scanString(b []byte, i int) int {
 			i++
 		}
 		if i >= len(b) {
-			return -1
+			return -1, esc
 		}
 		switch b[i] {
 		case '"':
-			return i + 1
+			return i + 1, esc
 		case '\\':
+			esc = true
 			if i+1 >= len(b) {
-				return -1
+				return -1, esc
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return -1
+					return -1, esc
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !isHex(h) {
-						return -1
+						return -1, esc
 					}
 				}
 				i += 6
 			default:
-				return -1
+				return -1, esc
 			}
 		default: // a control byte
-			return -1
+			return -1, esc
 		}
 	}
 }

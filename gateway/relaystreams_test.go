@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -251,4 +252,59 @@ func geminiRelayBody() string {
 	ev(`{"functionCall": {"name": "run_shell_command","args": {"command": "`+strings.Repeat(piece, n/10/50)+`","description": "Run the tests"}},"thoughtSignature": "CiQB0e2Kb`+strings.Repeat("Q", 200)+`"}`, "", out)
 	ev(`{"text": ""}`, `,"finishReason": "STOP"`, out)
 	return sse.String()
+}
+
+// BenchmarkDecodeRelayEvents is each protocol's stream reader alone on its relayed answer's
+// events (relayStreams), without the HTTP hops: the part of the relay's cost that is the
+// reading of events, per event.
+// Run: go test -run '^$' -bench DecodeRelayEvents ./gateway
+func BenchmarkDecodeRelayEvents(b *testing.B) {
+	for _, rs := range relayStreams {
+		type event struct {
+			name string
+			data []byte
+		}
+		var events []event
+		var name string
+		for line := range strings.Lines(rs.body()) {
+			line = strings.TrimSpace(line)
+			if n, ok := strings.CutPrefix(line, "event:"); ok {
+				name = strings.TrimSpace(n)
+			}
+			if d, ok := strings.CutPrefix(line, "data:"); ok {
+				events = append(events, event{name, []byte(strings.TrimSpace(d))})
+			}
+		}
+		p, rt, req := parsed(b, rs.api, rs.request(b))
+		b.Run(rs.name, func(b *testing.B) {
+			for range b.N {
+				sr := p.Stream(rt, req)
+				for _, e := range events {
+					sr.Event(e.name, e.data)
+				}
+				if _, ok := sr.Usage(); !ok {
+					b.Fatal("no usage read")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/event")
+		})
+	}
+}
+
+// parsed is the protocol of api, and the route and the parsed request of g, as the gateway
+// reads them before it forwards g.
+func parsed(tb testing.TB, api string, g cliGolden) (Protocol, Route, Request) {
+	gw, err := New(Config{Model: "gw-model", BaseURL: "http://upstream", API: api}, Deps{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rt, ok := gw.api.Route(httptest.NewRequest(g.Method, g.Path, nil))
+	if !ok {
+		tb.Fatalf("%s: no route", g.Path)
+	}
+	req, refusal := gw.api.Parse(rt, g.Body)
+	if refusal != nil {
+		tb.Fatalf("%s: refused: %v", g.Path, refusal)
+	}
+	return gw.api, rt, req
 }
