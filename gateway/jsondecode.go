@@ -266,12 +266,35 @@ func decodeInt[T int | int64](b []byte, i int, n *T) (int, bool) {
 	if end < 0 {
 		return i, false
 	}
+	if digits := b[i:end]; len(digits) <= 18 && isDigits(digits) {
+		// A small count or index, as nearly every one is: no overflow is possible, and
+		// ParseInt's string costs more than the number.
+		var x int64
+		for _, c := range digits {
+			x = x*10 + int64(c-'0')
+		}
+		if int64(T(x)) != x {
+			return end, false
+		}
+		*n = T(x)
+		return end, true
+	}
 	x, err := strconv.ParseInt(string(b[i:end]), 10, 64)
 	if err != nil || int64(T(x)) != x {
 		return end, false
 	}
 	*n = T(x)
 	return end, true
+}
+
+// isDigits says whether s is only decimal digits.
+func isDigits(s []byte) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeBool reads true or false into v; null leaves v as it was, and anything else is a
