@@ -352,3 +352,42 @@ func TestGatewayRelaysABurstBeforeAPause(t *testing.T) {
 		t.Errorf("after the pause the client read %q; want [DONE]", rest)
 	}
 }
+
+// TestRelayRedactsTheKeyInEveryLine: the relay redacts what it gathered a batch at a time;
+// the key is redacted wherever a line holds it: in an event's name, in its data, in the
+// first and the last event, and in events on either side of a batch's end.
+func TestRelayRedactsTheKeyInEveryLine(t *testing.T) {
+	var sse strings.Builder
+	ev := func(name, text string) {
+		fmt.Fprintf(&sse, "event: %s\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", name, text)
+	}
+	sse.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n")
+	sse.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	ev("content_block_delta", "first "+realKey)
+	ev("content_block_delta"+realKey, "in the name")
+	for i := 0; sse.Len() < 3*relayBatch; i++ {
+		text := "filler"
+		if i%97 == 0 {
+			text = realKey + " again " + realKey
+		}
+		ev("content_block_delta", text)
+	}
+	ev("content_block_delta", "last "+realKey)
+	sse.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n")
+	body := sse.String()
+	up := newCaptureUpstream(t, func(string) (string, string) { return "text/event-stream", body })
+	f := serveGateway(t, up.URL, func(c *Config) { c.API = APIAnthropic })
+	s, err := f.g.Open("redact", Budget{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, http.MethodPost, "/v1/messages", "", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		"x-api-key", s.Token(), "anthropic-version", "2023-06-01")
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	if want := strings.ReplaceAll(body, realKey, "[redacted]"); r.Body != want {
+		t.Errorf("the client got %d bytes, %d times the key, want %d bytes with the key redacted %d times",
+			len(r.Body), strings.Count(r.Body, realKey), len(want), strings.Count(body, realKey))
+	}
+}
