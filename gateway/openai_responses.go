@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -338,6 +339,11 @@ func (s *responsesStream) Event(_ string, data []byte) bool {
 		s.ans.appendReasoningBytes(ev.Delta)
 	case ev.Response != nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete"):
 		s.final = responsesTurn(ev.Response.Model, ev.Response.Output)
+		for i, c := range s.final.Calls {
+			// A call's arguments are the event's own text, the relay's read buffer, which
+			// the reads after it overwrite.
+			s.final.Calls[i].Args = bytes.Clone(c.Args)
+		}
 		s.final.Incomplete = ev.Type == "response.incomplete"
 		d := ev.Response.IncompleteDetails
 		s.final.atMaxOutput(s.final.Incomplete && d != nil && d.Reason == responsesMaxOutput)
