@@ -43,38 +43,47 @@ var (
 // content_block, usage) are read by reflection (decodeRare). Its tests check it against
 // json.Unmarshal.
 func decodeAnthropicEvent(data []byte, ev *anthropicEvent, delta *anthropicDelta) bool {
-	end, ok := decodeObject(data, skipSpace(data, 0), 0, anthropicEventNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(data, skipSpace(data, 0), 0, anthropicEventNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeName(data, i, &ev.Type, anthropicEventTypes)
+			i, ok = decodeName(data, i, &ev.Type, anthropicEventTypes)
 		case 1:
-			return decodeInt(data, i, &ev.Index)
+			i, ok = decodeInt(data, i, &ev.Index)
 		case 2:
-			return decodeRare(data, i, 1, &ev.Message)
+			i, ok = decodeRare(data, i, 1, &ev.Message)
 		case 3:
-			return decodeRare(data, i, 1, &ev.ContentBlock)
+			i, ok = decodeRare(data, i, 1, &ev.ContentBlock)
 		case 4:
-			return decodePtr(data, i, 1, &ev.Delta, delta, nil, decodeAnthropicDelta)
+			i, ok = decodePtr(data, i, 1, &ev.Delta, delta, nil, decodeAnthropicDelta)
 		default:
-			return decodeRare(data, i, 1, &ev.Usage)
+			i, ok = decodeRare(data, i, 1, &ev.Usage)
 		}
-	})
-	return ok && skipSpace(data, end) == len(data)
+		if ok {
+			i, f, ok = objectField(data, i, 0, anthropicEventNames, false)
+		}
+	}
+	return ok && skipSpace(data, i) == len(data)
 }
 
 func decodeAnthropicDelta(b []byte, i, depth int, d *anthropicDelta) (int, bool) {
-	return decodeObject(b, i, depth, anthropicDeltaNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(b, i, depth, anthropicDeltaNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeName(b, i, &d.Type, anthropicDeltaTypes)
+			i, ok = decodeName(b, i, &d.Type, anthropicDeltaTypes)
 		case 1:
-			return decodeText(b, i, &d.Text)
+			i, ok = decodeText(b, i, &d.Text)
 		case 2:
-			return decodeText(b, i, &d.Thinking)
+			i, ok = decodeText(b, i, &d.Thinking)
 		case 3:
-			return decodeText(b, i, &d.PartialJSON)
+			i, ok = decodeText(b, i, &d.PartialJSON)
 		default:
-			return decodeString(b, i, &d.StopReason)
+			i, ok = decodeString(b, i, &d.StopReason)
 		}
-	})
+		if ok {
+			i, f, ok = objectField(b, i, depth, anthropicDeltaNames, false)
+		}
+	}
+	return i, ok
 }

@@ -61,49 +61,66 @@ func unmarshalText(b []byte, t *[]byte, nullClears bool) error {
 // index past it; the other members are validated and skipped. null is a struct left as it
 // was.
 func decodeObject(b []byte, i, depth int, names []string, set func(field, i int) (int, bool)) (int, bool) {
-	switch {
-	case i >= len(b):
-		return i, false
-	case b[i] == 'n':
-		end := scanLiteral(b, i, "null")
-		return end, end >= 0
-	case b[i] != '{':
-		return i, false
-	case depth >= validMaxDepth:
-		return i, false
+	i, f, ok := objectField(b, i, depth, names, true)
+	for ok && f >= 0 {
+		if i, ok = set(f, i); ok {
+			i, f, ok = objectField(b, i, depth, names, false)
+		}
 	}
-	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
-		return i + 1, true
+	return i, ok
+}
+
+// objectField is decodeObject a member at a time, for a decoder of the events every stream
+// carries to switch on the field itself, where decodeObject's callback cost a call a member
+// (issue 31). It reads the object at b[i] (first), or goes on past the member value that
+// ends at i, up to the next member whose key is one of names, validating and skipping the
+// others: it returns the index of that member's value and its field (its index in names),
+// or field -1 and the index past the object once it ends (null is an object with no
+// member). ok is false for text that is not JSON, or a value that is not an object.
+func objectField(b []byte, i, depth int, names []string, first bool) (next, field int, ok bool) {
+	var more bool
+	if first {
+		switch {
+		case i >= len(b):
+			return i, -1, false
+		case b[i] == 'n':
+			end := scanLiteral(b, i, "null")
+			return end, -1, end >= 0
+		case b[i] != '{':
+			return i, -1, false
+		case depth >= validMaxDepth:
+			return i, -1, false
+		}
+		if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+			return i + 1, -1, true
+		}
+	} else if i, more, ok = afterElement(b, i, '}'); !ok || !more {
+		return i, -1, ok
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return i, false
+			return i, -1, false
 		}
 		end, esc := scanStringEsc(b, i)
 		if end < 0 {
-			return i, false
+			return i, -1, false
 		}
 		key := b[i+1 : end-1]
 		if esc {
 			key = []byte(unquote(b[i:end]))
 		}
 		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
-			return i, false
+			return i, -1, false
 		}
 		i = skipSpace(b, i+1)
-		var ok bool
 		if f := fieldOf(key, names); f >= 0 {
-			i, ok = set(f, i)
-		} else {
-			i = scanValue(b, i, depth+1)
-			ok = i >= 0
+			return i, f, true
 		}
-		if !ok {
-			return i, false
+		if i = scanValue(b, i, depth+1); i < 0 {
+			return i, -1, false
 		}
-		var more bool
 		if i, more, ok = afterElement(b, i, '}'); !ok || !more {
-			return i, ok
+			return i, -1, ok
 		}
 	}
 }
