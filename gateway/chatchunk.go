@@ -52,58 +52,90 @@ var (
 // pass: validating every event first and then decoding it read each chunk twice, the larger
 // part of relaying a long answer (issue 31). Its tests check it against json.Unmarshal.
 func decodeChatChunk(data []byte, c *chatChunk) bool {
-	end, ok := decodeObject(data, skipSpace(data, 0), 0, chunkNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(data, skipSpace(data, 0), 0, chunkNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeString(data, i, &c.Model)
+			i, ok = decodeString(data, i, &c.Model)
 		case 1:
-			return decodeRare(data, i, 1, &c.Usage)
+			i, ok = decodeRare(data, i, 1, &c.Usage)
 		default:
-			return decodeSlice(data, i, 1, &c.Choices, decodeChatChoice)
+			i, ok = decodeSlice(data, i, 1, &c.Choices, decodeChatChoice)
 		}
-	})
-	return ok && skipSpace(data, end) == len(data)
+		if ok {
+			i, f, ok = objectField(data, i, 0, chunkNames, false)
+		}
+	}
+	return ok && skipSpace(data, i) == len(data)
 }
 
 func decodeChatChoice(b []byte, i, depth int, c *chatChoice) (int, bool) {
-	return decodeObject(b, i, depth, choiceNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(b, i, depth, choiceNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeInt(b, i, &c.Index)
+			i, ok = decodeInt(b, i, &c.Index)
 		case 1:
-			return decodeString(b, i, &c.FinishReason)
+			i, ok = decodeString(b, i, &c.FinishReason)
 		default:
-			d := &c.Delta
-			return decodeObject(b, i, depth+1, deltaNames, func(f, i int) (int, bool) {
-				switch f {
-				case 0:
-					return decodeText(b, i, &d.Content)
-				case 1:
-					return decodeText(b, i, &d.Refusal)
-				case 2:
-					return decodeText(b, i, &d.ReasoningContent)
-				default:
-					return decodeSlice(b, i, depth+2, &d.ToolCalls, decodeChatToolDelta)
-				}
-			})
+			i, ok = decodeChatDelta(b, i, depth+1, &c.Delta)
 		}
-	})
+		if ok {
+			i, f, ok = objectField(b, i, depth, choiceNames, false)
+		}
+	}
+	return i, ok
+}
+
+func decodeChatDelta(b []byte, i, depth int, d *chatDelta) (int, bool) {
+	i, f, ok := objectField(b, i, depth, deltaNames, true)
+	for ok && f >= 0 {
+		switch f {
+		case 0:
+			i, ok = decodeText(b, i, &d.Content)
+		case 1:
+			i, ok = decodeText(b, i, &d.Refusal)
+		case 2:
+			i, ok = decodeText(b, i, &d.ReasoningContent)
+		default:
+			i, ok = decodeSlice(b, i, depth+1, &d.ToolCalls, decodeChatToolDelta)
+		}
+		if ok {
+			i, f, ok = objectField(b, i, depth, deltaNames, false)
+		}
+	}
+	return i, ok
 }
 
 func decodeChatToolDelta(b []byte, i, depth int, t *chatToolDelta) (int, bool) {
-	return decodeObject(b, i, depth, toolNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(b, i, depth, toolNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeInt(b, i, &t.Index)
+			i, ok = decodeInt(b, i, &t.Index)
 		case 1:
-			return decodeString(b, i, &t.ID)
+			i, ok = decodeString(b, i, &t.ID)
 		default:
-			return decodeObject(b, i, depth+1, functionNames, func(f, i int) (int, bool) {
-				if f == 0 {
-					return decodeString(b, i, &t.Function.Name)
-				}
-				return decodeText(b, i, &t.Function.Arguments)
-			})
+			i, ok = decodeChatFunction(b, i, depth+1, &t.Function)
 		}
-	})
+		if ok {
+			i, f, ok = objectField(b, i, depth, toolNames, false)
+		}
+	}
+	return i, ok
+}
+
+func decodeChatFunction(b []byte, i, depth int, fn *chatFunctionDelta) (int, bool) {
+	i, f, ok := objectField(b, i, depth, functionNames, true)
+	for ok && f >= 0 {
+		if f == 0 {
+			i, ok = decodeString(b, i, &fn.Name)
+		} else {
+			i, ok = decodeText(b, i, &fn.Arguments)
+		}
+		if ok {
+			i, f, ok = objectField(b, i, depth, functionNames, false)
+		}
+	}
+	return i, ok
 }

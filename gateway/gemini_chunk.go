@@ -17,28 +17,38 @@ var (
 // carries once or never (a function call whole, a function's response, promptFeedback)
 // are read by reflection (decodeRare). Its tests check it against json.Unmarshal.
 func decodeGeminiChunk(data []byte, r *geminiResponse, usage *geminiUsage, model string) bool {
-	end, ok := decodeObject(data, skipSpace(data, 0), 0, geminiChunkNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(data, skipSpace(data, 0), 0, geminiChunkNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeSlice(data, i, 1, &r.Candidates, decodeGeminiCandidate)
+			i, ok = decodeSlice(data, i, 1, &r.Candidates, decodeGeminiCandidate)
 		case 1:
-			return decodeRare(data, i, 1, &r.PromptFeedback)
+			i, ok = decodeRare(data, i, 1, &r.PromptFeedback)
 		case 2:
-			return decodePtr(data, i, 1, &r.UsageMetadata, usage, nil, decodeGeminiUsage)
+			i, ok = decodePtr(data, i, 1, &r.UsageMetadata, usage, nil, decodeGeminiUsage)
 		default:
-			return decodeName(data, i, &r.ModelVersion, []string{model})
+			i, ok = decodeName(data, i, &r.ModelVersion, []string{model})
 		}
-	})
-	return ok && skipSpace(data, end) == len(data)
+		if ok {
+			i, f, ok = objectField(data, i, 0, geminiChunkNames, false)
+		}
+	}
+	return ok && skipSpace(data, i) == len(data)
 }
 
 func decodeGeminiCandidate(b []byte, i, depth int, c *geminiCandidate) (int, bool) {
-	return decodeObject(b, i, depth, geminiCandidateNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(b, i, depth, geminiCandidateNames, true)
+	for ok && f >= 0 {
 		if f == 1 {
-			return decodeString(b, i, &c.FinishReason)
+			i, ok = decodeString(b, i, &c.FinishReason)
+		} else {
+			i, ok = decodePtr(b, i, depth+1, &c.Content, &c.content, emptyContent, decodeGeminiContent)
 		}
-		return decodePtr(b, i, depth+1, &c.Content, &c.content, emptyContent, decodeGeminiContent)
-	})
+		if ok {
+			i, f, ok = objectField(b, i, depth, geminiCandidateNames, false)
+		}
+	}
+	return i, ok
 }
 
 // emptyContent makes a candidate's kept content new: no parts, its array zero throughout.
@@ -49,39 +59,42 @@ func emptyContent(c *geminiAnswerContent) {
 }
 
 func decodeGeminiContent(b []byte, i, depth int, c *geminiAnswerContent) (int, bool) {
-	return decodeObject(b, i, depth, geminiContentNames, func(_, i int) (int, bool) {
-		return decodeSlice(b, i, depth+1, &c.Parts, decodeGeminiPart)
-	})
+	i, f, ok := objectField(b, i, depth, geminiContentNames, true)
+	for ok && f >= 0 {
+		if i, ok = decodeSlice(b, i, depth+1, &c.Parts, decodeGeminiPart); ok {
+			i, f, ok = objectField(b, i, depth, geminiContentNames, false)
+		}
+	}
+	return i, ok
 }
 
 func decodeGeminiPart(b []byte, i, depth int, p *geminiAnswerPart) (int, bool) {
-	return decodeObject(b, i, depth, geminiPartNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(b, i, depth, geminiPartNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeOptText(b, i, &p.Text)
+			i, ok = decodeOptText(b, i, &p.Text)
 		case 1:
-			return decodeBool(b, i, &p.Thought)
+			i, ok = decodeBool(b, i, &p.Thought)
 		case 2:
-			return decodeRare(b, i, depth+1, &p.FunctionCall)
+			i, ok = decodeRare(b, i, depth+1, &p.FunctionCall)
 		default:
-			return decodeRare(b, i, depth+1, &p.FunctionResponse)
+			i, ok = decodeRare(b, i, depth+1, &p.FunctionResponse)
 		}
-	})
+		if ok {
+			i, f, ok = objectField(b, i, depth, geminiPartNames, false)
+		}
+	}
+	return i, ok
 }
 
 func decodeGeminiUsage(b []byte, i, depth int, u *geminiUsage) (int, bool) {
-	return decodeObject(b, i, depth, geminiUsageNames, func(f, i int) (int, bool) {
-		switch f {
-		case 0:
-			return decodeInt(b, i, &u.PromptTokenCount)
-		case 1:
-			return decodeInt(b, i, &u.CandidatesTokenCount)
-		case 2:
-			return decodeInt(b, i, &u.CachedContentTokenCount)
-		case 3:
-			return decodeInt(b, i, &u.ThoughtsTokenCount)
-		default:
-			return decodeInt(b, i, &u.ToolUsePromptTokenCount)
+	counts := [...]*int64{&u.PromptTokenCount, &u.CandidatesTokenCount, &u.CachedContentTokenCount, &u.ThoughtsTokenCount, &u.ToolUsePromptTokenCount}
+	i, f, ok := objectField(b, i, depth, geminiUsageNames, true)
+	for ok && f >= 0 {
+		if i, ok = decodeInt(b, i, counts[f]); ok {
+			i, f, ok = objectField(b, i, depth, geminiUsageNames, false)
 		}
-	})
+	}
+	return i, ok
 }

@@ -56,27 +56,15 @@ func unmarshalText(b []byte, t *[]byte, nullClears bool) error {
 // arrays and objects deep, and return the index just past it, and false for text that is not
 // JSON or a value of the wrong type (the index is then of no use: the chunk is unreadable).
 
-// decodeObject reads an object as json.Unmarshal reads one into a struct: set reads the value
-// at i of each member whose key is one of names (field: its index there) and returns the
-// index past it; the other members are validated and skipped. null is a struct left as it
-// was.
-func decodeObject(b []byte, i, depth int, names []string, set func(field, i int) (int, bool)) (int, bool) {
-	i, f, ok := objectField(b, i, depth, names, true)
-	for ok && f >= 0 {
-		if i, ok = set(f, i); ok {
-			i, f, ok = objectField(b, i, depth, names, false)
-		}
-	}
-	return i, ok
-}
-
-// objectField is decodeObject a member at a time, for a decoder of the events every stream
-// carries to switch on the field itself, where decodeObject's callback cost a call a member
-// (issue 31). It reads the object at b[i] (first), or goes on past the member value that
-// ends at i, up to the next member whose key is one of names, validating and skipping the
-// others: it returns the index of that member's value and its field (its index in names),
-// or field -1 and the index past the object once it ends (null is an object with no
-// member). ok is false for text that is not JSON, or a value that is not an object.
+// objectField reads an object as json.Unmarshal reads one into a struct, a member at a time:
+// from the object at b[i] (first), or on from the end (i) of the value of the member last
+// returned, up to the next member whose key is one of names (matched as encoding/json
+// matches a field: the exact name, else one equal under case folding), validating and
+// skipping the others. It returns the index of that member's value and its field, its index
+// in names; or field -1 and the index past the object once it ends (null is an object with
+// no member, leaving the struct as it was). ok is false for text that is not JSON, or a
+// value that is not an object. A decoder loops over it and switches on the field, reading
+// each value itself: where a callback read each member, it cost a call a member (issue 31).
 func objectField(b []byte, i, depth int, names []string, first bool) (next, field int, ok bool) {
 	var more bool
 	if first {

@@ -37,15 +37,19 @@ var (
 // few events carry is read by reflection (decodeRare). Its tests check it against
 // json.Unmarshal.
 func decodeResponsesEvent(data []byte, ev *responsesEvent) bool {
-	end, ok := decodeObject(data, skipSpace(data, 0), 0, responsesEventNames, func(f, i int) (int, bool) {
+	i, f, ok := objectField(data, skipSpace(data, 0), 0, responsesEventNames, true)
+	for ok && f >= 0 {
 		switch f {
 		case 0:
-			return decodeName(data, i, &ev.Type, responsesEventTypes)
+			i, ok = decodeName(data, i, &ev.Type, responsesEventTypes)
 		case 1:
-			return decodeText(data, i, &ev.Delta)
+			i, ok = decodeText(data, i, &ev.Delta)
 		default:
-			return decodeRare(data, i, 1, &ev.Response)
+			i, ok = decodeRare(data, i, 1, &ev.Response)
 		}
-	})
-	return ok && skipSpace(data, end) == len(data)
+		if ok {
+			i, f, ok = objectField(data, i, 0, responsesEventNames, false)
+		}
+	}
+	return ok && skipSpace(data, i) == len(data)
 }
