@@ -16,7 +16,7 @@ import (
 // is tens of thousands of events, and decoding each by reflection was most of a relay's
 // time (issue 31).
 
-// chunkText is a JSON string's text, read in place by decodeChatChunk: the chunk's own bytes
+// chunkText is a JSON string's text, read in place by the decoders: the event's own bytes
 // when the string has no escape and is valid UTF-8 (as a delta's text nearly always is), so
 // that a long answer's every delta is not made a string only to be copied into the answer.
 // It is valid only until the stream reads on. json.Unmarshal reads it as a string, null
