@@ -121,12 +121,13 @@ func words(n int) string {
 	return strings.Repeat("relay ", n)
 }
 
-// responsesRelayBody is a Responses API stream as Codex reads it: the event types and members
-// of openai-go's responses.ResponseStreamEventUnion (ResponseCreatedEvent,
-// ResponseOutputItemAddedEvent, ResponseReasoningSummaryTextDeltaEvent, ResponseTextDeltaEvent
-// with logprobs and the obfuscation padding the API adds to every delta,
+// responsesRelayBody is a Responses API stream as Codex reads it (codex-rs/codex-api/src/sse,
+// spawn_response_stream): the event types and members of openai-go's
+// responses.ResponseStreamEventUnion (ResponseCreatedEvent, ResponseOutputItemAddedEvent,
+// ResponseReasoningSummaryTextDeltaEvent, ResponseTextDeltaEvent with logprobs,
 // ResponseFunctionCallArgumentsDeltaEvent, ResponseCompletedEvent with the whole response and
-// its usage), in the order codex-rs's client/src/sse handles them. A delta is a token or two, as
+// its usage), each delta with the obfuscation padding the API adds by default (the API
+// reference's stream_options.include_obfuscation). A delta is a token or two, as
 // the API streams them; the done events and response.completed repeat the whole text, which
 // is why the answer's text is kept well under the gateway's 1 MiB line (a real answer's is
 // under 128k tokens). Shares: about 10% reasoning summary deltas, 80% text, 10% arguments.
