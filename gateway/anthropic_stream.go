@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 )
@@ -25,6 +26,11 @@ type anthropicStream struct {
 	stop           string
 	// errored: the upstream ended the stream with an error event.
 	errored bool
+	// ev, delta and piece are the event being read, its delta and a delta's text when it
+	// has more than one: the stream's, reused, so that reading an event allocates nothing.
+	ev    anthropicEvent
+	delta anthropicDelta
+	piece []byte
 }
 
 // anthropicAnswer is a turn assembled from content blocks, by their index in the stream.
@@ -43,28 +49,10 @@ type anthropicStreamBlock struct {
 	call int
 }
 
-// anthropicEvent is any event of a Messages stream.
-type anthropicEvent struct {
-	Type    string `json:"type"`
-	Index   int    `json:"index"`
-	Message *struct {
-		Model string          `json:"model"`
-		Usage *anthropicUsage `json:"usage"`
-	} `json:"message"`
-	ContentBlock *anthropicBlock `json:"content_block"`
-	Delta        *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		Thinking    string `json:"thinking"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
-	} `json:"delta"`
-	Usage *anthropicUsage `json:"usage"`
-}
-
 func (s *anthropicStream) Event(_ string, data []byte) bool {
-	var ev anthropicEvent
-	if decodeEvent(data, &ev) != nil {
+	s.ev = anthropicEvent{}
+	ev := &s.ev
+	if !decodeAnthropicEvent(data, ev, &s.delta) {
 		return false
 	}
 	switch ev.Type {
@@ -82,7 +70,13 @@ func (s *anthropicStream) Event(_ string, data []byte) bool {
 		}
 	case "content_block_delta":
 		if d := ev.Delta; d != nil {
-			s.ans.delta(ev.Index, d.Type, d.Text+d.Thinking+d.PartialJSON)
+			// A delta has one of its texts; were it to have more, they are one piece.
+			piece := d.Text
+			if len(d.Thinking)+len(d.PartialJSON) > 0 {
+				s.piece = append(append(append(s.piece[:0], d.Text...), d.Thinking...), d.PartialJSON...)
+				piece = s.piece
+			}
+			s.ans.delta(ev.Index, d.Type, piece)
 		}
 	case "message_delta":
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
@@ -131,7 +125,8 @@ func (a *anthropicAnswer) start(i int, b anthropicBlock) {
 		if c := a.call(pos); c != nil {
 			c.ID, c.Name = b.ID, b.Name
 			blk.call = pos
-			a.inputs = append(a.inputs, b.Input)
+			// Cloned: the event's text is the relay's buffer, which the next read reuses.
+			a.inputs = append(a.inputs, bytes.Clone(b.Input))
 		}
 	}
 	a.blocks[i] = blk
@@ -139,19 +134,19 @@ func (a *anthropicAnswer) start(i int, b anthropicBlock) {
 
 // delta adds a piece to block i: text, thinking, or a piece of a tool's input object.
 // Signatures and citations are not the answer's text.
-func (a *anthropicAnswer) delta(i int, typ, piece string) {
+func (a *anthropicAnswer) delta(i int, typ string, piece []byte) {
 	blk, ok := a.blocks[i]
 	if !ok {
 		return
 	}
 	switch typ {
 	case "text_delta":
-		a.appendText(piece)
+		a.appendTextBytes(piece)
 	case "thinking_delta":
-		a.appendReasoning(piece)
+		a.appendReasoningBytes(piece)
 	case "input_json_delta":
 		if blk.call >= 0 {
-			a.appendArgs(&a.calls[blk.call], piece)
+			a.appendArgsBytes(&a.calls[blk.call], piece)
 		}
 	}
 }

@@ -141,6 +141,9 @@ type Gateway struct {
 	agentName string
 	// maxOutput is the max output of a request that names none (see Config.MaxOutputTokens).
 	maxOutput int64
+	// key is the API key as bytes, for redactBytes: converting it for every line of a
+	// relayed stream was a tenth of relaying a Responses answer (issue 31).
+	key []byte
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -203,7 +206,7 @@ func New(cfg Config, deps Deps) (*Gateway, error) {
 	}
 	return &Gateway{cfg: cfg, base: u, protocols: protocols, api: protocols[i], http: deps.HTTP,
 		log: deps.Log, m: m, now: deps.Now, agentName: agentName, sessions: map[string]*Session{},
-		maxOutput: maxOutput}, nil
+		maxOutput: maxOutput, key: []byte(cfg.APIKey)}, nil
 }
 
 // count records one request's outcome: ok or failed upstream, or refused by the gateway.
@@ -408,12 +411,11 @@ func (g *Gateway) redactBytes(b []byte) []byte {
 	if g.cfg.APIKey == "" {
 		return b
 	}
-	key := []byte(g.cfg.APIKey)
-	if !bytes.Contains(b, key) {
+	if !bytes.Contains(b, g.key) {
 		// ReplaceAll copies even what it leaves as it was: a relayed stream is all lines.
 		return b
 	}
-	return bytes.ReplaceAll(b, key, []byte("[redacted]"))
+	return bytes.ReplaceAll(b, g.key, []byte("[redacted]"))
 }
 
 // isDialError says a transport error happened before the request left: nothing was spent.

@@ -29,14 +29,16 @@ func (u *geminiUsage) tokens() Tokens {
 // geminiPart is a content part as the gateway reads it: text (thought text is the model's
 // reasoning), a function call or a function's response.
 type geminiPart struct {
-	Text             *string             `json:"text"`
-	Thought          bool                `json:"thought"`
-	FunctionCall     *geminiFunctionCall `json:"functionCall"`
-	FunctionResponse *struct {
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Response json.RawMessage `json:"response"`
-	} `json:"functionResponse"`
+	Text             *string                 `json:"text"`
+	Thought          bool                    `json:"thought"`
+	FunctionCall     *geminiFunctionCall     `json:"functionCall"`
+	FunctionResponse *geminiFunctionResponse `json:"functionResponse"`
+}
+
+type geminiFunctionResponse struct {
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
 }
 
 type geminiFunctionCall struct {
@@ -53,19 +55,36 @@ func (c *geminiFunctionCall) args() json.RawMessage {
 	return c.Args
 }
 
-// geminiResponse is a GenerateContentResponse: an answer, or one chunk of a stream.
+// geminiResponse is a GenerateContentResponse: an answer, or one chunk of a stream (which
+// decodeGeminiChunk reads as json.Unmarshal would).
 type geminiResponse struct {
-	Candidates []struct {
-		Content *struct {
-			Parts []geminiPart `json:"parts"`
-		} `json:"content"`
-		FinishReason string `json:"finishReason"`
-	} `json:"candidates"`
+	Candidates     []geminiCandidate `json:"candidates"`
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
 	UsageMetadata *geminiUsage `json:"usageMetadata"`
 	ModelVersion  string       `json:"modelVersion"`
+}
+
+type geminiCandidate struct {
+	Content      *geminiAnswerContent `json:"content"`
+	FinishReason string               `json:"finishReason"`
+	// content is what Content points to when decodeGeminiChunk read it: kept with its parts'
+	// array from chunk to chunk, so that a stream of small chunks allocates for neither.
+	content geminiAnswerContent
+}
+
+type geminiAnswerContent struct {
+	Parts []geminiAnswerPart `json:"parts"`
+}
+
+// geminiAnswerPart is a part of an answer: geminiPart's fields, its text read in place (a
+// stream's text is copied into the answer before the next chunk is read).
+type geminiAnswerPart struct {
+	Text             optText                 `json:"text"`
+	Thought          bool                    `json:"thought"`
+	FunctionCall     *geminiFunctionCall     `json:"functionCall"`
+	FunctionResponse *geminiFunctionResponse `json:"functionResponse"`
 }
 
 // geminiStops are the finish reasons that are a refusal or a safety stop rather than an
@@ -92,7 +111,7 @@ func (r *geminiResponse) stop() string {
 }
 
 // parts are the first candidate's parts, the one answer a request gets (candidateCount is 1).
-func (r *geminiResponse) parts() []geminiPart {
+func (r *geminiResponse) parts() []geminiAnswerPart {
 	if len(r.Candidates) == 0 || r.Candidates[0].Content == nil {
 		return nil
 	}
@@ -122,9 +141,9 @@ func (gemini) Answer(rt Route, body []byte) (Tokens, bool, *Turn) {
 			t.Calls = append(t.Calls, Call{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.args()})
 		case p.Text == nil:
 		case p.Thought:
-			thoughts = append(thoughts, *p.Text)
+			thoughts = append(thoughts, string(p.Text))
 		default:
-			texts = append(texts, *p.Text)
+			texts = append(texts, string(p.Text))
 		}
 	}
 	t.Text, t.Reasoning = strings.Join(texts, ""), strings.Join(thoughts, "")
@@ -138,22 +157,30 @@ func (gemini) Stream(Route, Request) StreamReader { return &geminiStream{} }
 // (the last one with the totals). Every event is passed on as it comes; there is no
 // end-of-stream event to hold back.
 type geminiStream struct {
-	ans   answerBuf
-	usage *geminiUsage
-	stop  string
+	ans answerBuf
+	// usage is the last usage seen, when seen: a copy, as the chunk's is read into the
+	// stream's store (usageStore) again by the next one.
+	usage    geminiUsage
+	hasUsage bool
+	stop     string
 	// maxTokens: a chunk finished at the max output.
 	maxTokens bool
+	// chunk is the chunk being read, cands the candidates' array decodeGeminiChunk reuses
+	// from chunk to chunk (each with its content and parts), and usageStore its usage.
+	chunk      geminiResponse
+	cands      []geminiCandidate
+	usageStore geminiUsage
 }
 
 func (s *geminiStream) Event(_ string, data []byte) bool {
-	var r geminiResponse
-	if decodeEvent(data, &r) != nil {
+	r, ok := s.read(data)
+	if !ok {
 		return false
 	}
 	s.ans.model = cmp.Or(r.ModelVersion, s.ans.model)
 	// The totals are on the last chunk: the last usage seen, never a sum.
 	if r.UsageMetadata != nil {
-		s.usage = r.UsageMetadata
+		s.usage, s.hasUsage = *r.UsageMetadata, true
 	}
 	s.stop = cmp.Or(r.stop(), s.stop)
 	s.maxTokens = s.maxTokens || r.atMaxOutput()
@@ -169,16 +196,34 @@ func (s *geminiStream) Event(_ string, data []byte) bool {
 			s.ans.appendArgs(c, string(p.FunctionCall.args()))
 		case p.Text == nil:
 		case p.Thought:
-			s.ans.appendReasoning(*p.Text)
+			s.ans.appendReasoningBytes(p.Text)
 		default:
-			s.ans.appendText(*p.Text)
+			s.ans.appendTextBytes(p.Text)
 		}
 	}
 	return false
 }
 
+// read decodes a chunk into the stream's buffers; false when it is unreadable.
+func (s *geminiStream) read(data []byte) (*geminiResponse, bool) {
+	// The candidates' array is the last chunk's, emptied; each keeps its parts' array.
+	all := s.cands[:cap(s.cands)]
+	for i := range all {
+		all[i] = geminiCandidate{content: geminiAnswerContent{Parts: all[i].content.Parts[:0]}}
+	}
+	s.chunk = geminiResponse{Candidates: s.cands[:0]}
+	r := &s.chunk
+	if !decodeGeminiChunk(data, r, &s.usageStore, s.ans.model) {
+		return nil, false
+	}
+	if cap(r.Candidates) > cap(s.cands) {
+		s.cands = r.Candidates[:0]
+	}
+	return r, true
+}
+
 func (s *geminiStream) Usage() (Tokens, bool) {
-	if s.usage == nil {
+	if !s.hasUsage {
 		return Tokens{}, false
 	}
 	return s.usage.tokens(), true

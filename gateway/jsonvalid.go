@@ -5,17 +5,13 @@ import (
 	"encoding/binary"
 )
 
-// validJSON reports whether b is one JSON value, exactly as json.Valid does: the same
-// grammar, whitespace around the value allowed, any byte from 0x20 up inside a string
-// (encoding/json checks no UTF-8 there either), and at most validMaxDepth nested arrays and
-// objects. A streamed answer's every event is validated before it is read (decodeEvent), and
-// json.Valid's scanner, a function call per byte, was the largest part of relaying a stream of
-// small events (issue 31); this one walks the text once and skips a string's plain bytes in a
-// tight loop. Its tests check it against json.Valid on hostile input and by fuzzing.
-func validJSON(b []byte) bool {
-	i := scanValue(b, skipSpace(b, 0), 0)
-	return i >= 0 && skipSpace(b, i) == len(b)
-}
+// The grammar of JSON as encoding/json judges it, for the one-pass decoders of streamed
+// events (jsondecode.go) to validate as they read: json.Valid's scanner, a function call per
+// byte, was the largest part of relaying a stream of small events (issue 31); this one walks
+// the text once and skips a string's plain bytes eight at a time. It accepts what json.Valid
+// accepts: the same grammar, any byte from 0x20 up inside a string (encoding/json checks no
+// UTF-8 there either), and at most validMaxDepth nested arrays and objects. Its tests check
+// it against json.Valid on hostile input and by fuzzing.
 
 // scanValue is the index just past the JSON value that starts at b[i], or -1 when none does;
 // depth is the number of arrays and objects the value sits in, which count towards
@@ -113,6 +109,13 @@ func scanKey(b []byte, i int) int {
 // scanString is the index just past the string whose opening quote is at i, or -1 when it is
 // not a JSON string (unterminated, a control byte, or an escape JSON has not).
 func scanString(b []byte, i int) int {
+	end, _ := scanStringEsc(b, i)
+	return end
+}
+
+// scanStringEsc is scanString, and whether the string has an escape: a decoder reads a
+// string without one in place, where looking for a backslash again cost a call per key.
+func scanStringEsc(b []byte, i int) (end int, esc bool) {
 	i++
 	for {
 		// Eight bytes at a time while none of them ends the plain text, then byte by byte.
@@ -123,33 +126,34 @@ func scanString(b []byte, i int) int {
 			i++
 		}
 		if i >= len(b) {
-			return -1
+			return -1, esc
 		}
 		switch b[i] {
 		case '"':
-			return i + 1
+			return i + 1, esc
 		case '\\':
+			esc = true
 			if i+1 >= len(b) {
-				return -1
+				return -1, esc
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return -1
+					return -1, esc
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !isHex(h) {
-						return -1
+						return -1, esc
 					}
 				}
 				i += 6
 			default:
-				return -1
+				return -1, esc
 			}
 		default: // a control byte
-			return -1
+			return -1, esc
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// validJSONCases are texts validJSON must judge as json.Valid does: the events of each
+// validJSONCases are texts scanValue (validJSON) must judge as json.Valid does: the events of each
 // protocol, and hostile or broken ones.
 var validJSONCases = []string{
 	`{"choices":[{"index":0,"delta":{"content":"relay relay "}}]}`,
@@ -78,4 +78,11 @@ func FuzzValidJSON(f *testing.F) {
 			t.Errorf("validJSON(%q) = %v, json.Valid %v", b, got, want)
 		}
 	})
+}
+
+// validJSON is scanValue's judgement of a whole text: one JSON value, whitespace around it
+// allowed, as json.Valid judges it.
+func validJSON(b []byte) bool {
+	i := scanValue(b, skipSpace(b, 0), 0)
+	return i >= 0 && skipSpace(b, i) == len(b)
 }

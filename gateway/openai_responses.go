@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -320,31 +321,29 @@ type responsesStream struct {
 	ans   answerBuf
 	final *Turn
 	usage *openAIUsage
+	// ev is the event being read: the stream's, as one of each event's own escaped to the
+	// heap (see chatStream's chunk).
+	ev responsesEvent
 }
 
 func (s *responsesStream) Event(_ string, data []byte) bool {
-	var ev struct {
-		Type     string `json:"type"`
-		Delta    string `json:"delta"`
-		Response *struct {
-			Model             string            `json:"model"`
-			Output            []json.RawMessage `json:"output"`
-			Usage             *openAIUsage      `json:"usage"`
-			IncompleteDetails *struct {
-				Reason string `json:"reason"`
-			} `json:"incomplete_details"`
-		} `json:"response"`
-	}
-	if decodeEvent(data, &ev) != nil {
+	s.ev = responsesEvent{}
+	ev := &s.ev
+	if !decodeResponsesEvent(data, ev) {
 		return false
 	}
 	switch {
 	case ev.Type == "response.output_text.delta":
-		s.ans.appendText(ev.Delta)
+		s.ans.appendTextBytes(ev.Delta)
 	case ev.Type == "response.reasoning_summary_text.delta":
-		s.ans.appendReasoning(ev.Delta)
+		s.ans.appendReasoningBytes(ev.Delta)
 	case ev.Response != nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete"):
 		s.final = responsesTurn(ev.Response.Model, ev.Response.Output)
+		for i, c := range s.final.Calls {
+			// A call's arguments are the event's own text, the relay's read buffer, which
+			// the reads after it overwrite.
+			s.final.Calls[i].Args = bytes.Clone(c.Args)
+		}
 		s.final.Incomplete = ev.Type == "response.incomplete"
 		d := ev.Response.IncompleteDetails
 		s.final.atMaxOutput(s.final.Incomplete && d != nil && d.Reason == responsesMaxOutput)

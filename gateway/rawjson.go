@@ -6,7 +6,6 @@ import (
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -29,8 +28,8 @@ import (
 // a value as it was, a value of the wrong type an error that does not stop the rest, JSON
 // strings unquoted alike; what it does not know (another type, a number too large) it leaves
 // to json.Unmarshal. Only text the gateway checked, or produced, is read here: a streamed
-// answer's events are validated first (decodeEvent), a whole answer still goes through
-// encoding/json.
+// answer's events are read by the one-pass decoders of jsondecode.go, which validate as they
+// read, and a whole answer still goes through encoding/json.
 
 // errChecked is what decodeChecked reports for a value of the wrong type, as json.Unmarshal
 // reports an *UnmarshalTypeError: the callers only test for an error.
@@ -559,20 +558,6 @@ func marshalArray(a []json.RawMessage) json.RawMessage {
 func mustObject(m map[string]json.RawMessage) json.RawMessage {
 	b, _ := marshalObject(m)
 	return b
-}
-
-// errNotJSON is decodeEvent's error for a text that is not one JSON value.
-var errNotJSON = errors.New("not JSON")
-
-// decodeEvent is json.Unmarshal(data, v) for an event of a streamed answer, which no check
-// read before: validated (validJSON, json.Valid's judgement in a fraction of its time), then
-// decoded by decodeChecked, which a stream of tens of thousands of small events otherwise
-// spends most of its relay's time in.
-func decodeEvent(data []byte, v any) error {
-	if !validJSON(data) {
-		return errNotJSON
-	}
-	return decodeChecked(data, v)
 }
 
 // appendElements appends the elements of the array raw to out (none when raw is no array).

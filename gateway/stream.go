@@ -36,16 +36,21 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 	var (
 		total int64
 		event string // the current event's name, from its "event:" line
-		skip  bool   // the lines of a dropped event, up to its blank line, go too
-		cut   bool   // over the cap: nothing more reaches the client
-		held  []byte // an event line waiting for its data line; copied, as ReadSlice reuses its buffer
-		out   = make([]byte, 0, relayBatch+4<<10)
+		// last is the last event name read: a stream names the same few events again and
+		// again, and making a string of each name was an allocation an event.
+		last string
+		skip bool   // the lines of a dropped event, up to its blank line, go too
+		cut  bool   // over the cap: nothing more reaches the client
+		held []byte // an event line waiting for its data line; copied, as ReadSlice reuses its buffer
+		out  = make([]byte, 0, relayBatch+4<<10)
 	)
-	// send writes what was gathered for the client. Lines are redacted one by one as they
-	// are gathered, as they were written before.
+	// send writes what was gathered for the client, redacted. It is whole lines, and a key
+	// holds no line break (net/http sends no header value with one): redacting them
+	// together redacts what redacting each would, with one search of a batch where there
+	// were two or three an event (issue 31).
 	send := func() {
 		if len(out) > 0 {
-			if _, werr := w.Write(out); werr != nil {
+			if _, werr := w.Write(g.redactBytes(out)); werr != nil {
 				cut = true
 			}
 		}
@@ -80,7 +85,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 			blank := len(bytes.TrimSpace(line)) == 0
 			drop := false
 			if name, ok := bytes.CutPrefix(line, []byte("event:")); ok {
-				event = string(bytes.TrimSpace(name))
+				if name = bytes.TrimSpace(name); string(name) != last {
+					last = string(name)
+				}
+				event = last
 				// An event line is held until its data says whether the event is dropped. It is
 				// copied: ReadSlice's line is the reader's buffer, which the next read reuses.
 				held = append(held[:0], line...)
@@ -101,10 +109,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, p Prot
 			case skip:
 			default:
 				if len(held) > 0 {
-					out = append(out, g.redactBytes(held)...)
+					out = append(out, held...)
 					held = held[:0]
 				}
-				out = append(out, g.redactBytes(line)...)
+				out = append(out, line...)
 				if len(out) >= relayBatch {
 					send()
 				}

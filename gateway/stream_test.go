@@ -352,3 +352,95 @@ func TestGatewayRelaysABurstBeforeAPause(t *testing.T) {
 		t.Errorf("after the pause the client read %q; want [DONE]", rest)
 	}
 }
+
+// TestRelayRedactsTheKeyInEveryLine: the relay redacts what it gathered a batch at a time;
+// the key is redacted wherever a line holds it: in an event's name, in its data, in the
+// first and the last event, and in events on either side of a batch's end.
+func TestRelayRedactsTheKeyInEveryLine(t *testing.T) {
+	var sse strings.Builder
+	ev := func(name, text string) {
+		fmt.Fprintf(&sse, "event: %s\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", name, text)
+	}
+	sse.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n")
+	sse.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	ev("content_block_delta", "first "+realKey)
+	ev("content_block_delta"+realKey, "in the name")
+	for i := 0; sse.Len() < 3*relayBatch; i++ {
+		text := "filler"
+		if i%97 == 0 {
+			text = realKey + " again " + realKey
+		}
+		ev("content_block_delta", text)
+	}
+	ev("content_block_delta", "last "+realKey)
+	sse.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n")
+	body := sse.String()
+	up := newCaptureUpstream(t, func(string) (string, string) { return "text/event-stream", body })
+	f := serveGateway(t, up.URL, func(c *Config) { c.API = APIAnthropic })
+	s, err := f.g.Open("redact", Budget{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, http.MethodPost, "/v1/messages", "", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		"x-api-key", s.Token(), "anthropic-version", "2023-06-01")
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	if want := strings.ReplaceAll(body, realKey, "[redacted]"); r.Body != want {
+		t.Errorf("the client got %d bytes, %d times the key, want %d bytes with the key redacted %d times",
+			len(r.Body), strings.Count(r.Body, realKey), len(want), strings.Count(body, realKey))
+	}
+}
+
+// TestStreamedCallsOutliveTheReadBuffer: a tool call read from an event is the trajectory's
+// as the event said, however much the upstream sends after it: the event's text is the
+// relay's read buffer, which the next reads overwrite (a Responses call's arguments were
+// the padding of the event after it).
+func TestStreamedCallsOutliveTheReadBuffer(t *testing.T) {
+	after := "event: keepalive\ndata: {\"type\":\"keepalive\",\"pad\":\"" + strings.Repeat("z", 200<<10) + "\"}\n\n"
+	tests := []struct {
+		name, api, path, body, answer string
+	}{
+		{"responses", APIOpenAI, "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`,
+			"event: response.completed\ndata: " + `{"type":"response.completed","response":{"model":"m","output":[{"type":"function_call","call_id":"call_1","name":"shell","arguments":"{\"command\":[\"ls\"]}"}],"usage":{"input_tokens":1,"output_tokens":2}}}` + "\n\n"},
+		{"messages", APIAnthropic, "/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			"event: message_start\ndata: " + `{"type":"message_start","message":{"model":"m","usage":{"input_tokens":1,"output_tokens":1}}}` + "\n\n" +
+				"event: content_block_start\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"shell","input":{"command":["ls"]}}}` + "\n\n" +
+				"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":2}}` + "\n\n"},
+		{"gemini", APIGemini, "/v1beta/models/m:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`,
+			"data: " + `{"candidates":[{"content":{"parts":[{"functionCall":{"id":"c1","name":"shell","args":{"command":["ls"]}}}],"role":"model"}}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":2}}` + "\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Events before it put the call's event away from the buffer's start.
+			body := strings.Repeat("event: ping\ndata: {\"type\":\"ping\"}\n\n", 100) + tt.answer + after
+			up := newCaptureUpstream(t, func(string) (string, string) { return "text/event-stream", body })
+			base := up.URL
+			if tt.api == APIOpenAI {
+				base += "/v1"
+			}
+			f := serveGateway(t, base, func(c *Config) { c.API = tt.api })
+			s, err := f.g.Open("calls", Budget{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			token := map[string]string{APIOpenAI: "Authorization", APIAnthropic: "x-api-key", APIGemini: "x-goog-api-key"}[tt.api]
+			value := s.Token()
+			if tt.api == APIOpenAI {
+				value = "Bearer " + value
+			}
+			if r := f.do(t, http.MethodPost, tt.path, "", tt.body, token, value, "anthropic-version", "2023-06-01"); r.Status != http.StatusOK {
+				t.Fatalf("status %d: %.200s", r.Status, r.Body)
+			}
+			steps := s.Trajectory().Steps
+			calls := steps[len(steps)-1].ToolCalls
+			if len(calls) != 1 || calls[0].FunctionName != "shell" || string(calls[0].Arguments) != `{"command":["ls"]}` {
+				var got []string
+				for _, c := range calls {
+					got = append(got, c.FunctionName+" "+string(c.Arguments))
+				}
+				t.Errorf("calls %q, want shell {\"command\":[\"ls\"]}", got)
+			}
+		})
+	}
+}
