@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -90,5 +91,44 @@ func BenchmarkReport1kCases(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bl.Report()
+	}
+}
+
+// BenchmarkFinalReport100kCases: what a million-job run's finish does with its Builder (100,000
+// cases of 10 epochs, one epoch in twenty failed with a line of output): the report taken and
+// encoded as the coordinator stores it. Its allocations are what the collector must find room
+// for at the end of a run, under the coordinator's soft memory limit.
+func BenchmarkFinalReport100kCases(b *testing.B) {
+	const cases, epochs = 100000, 10
+	var planned []PlannedCase
+	for c := range cases {
+		skill, name := fmt.Sprintf("skill-%03d", c/100), fmt.Sprintf("case-%d", c)
+		planned = append(planned, PlannedCase{Skill: skill, Case: name, Kind: skillfleetv1.CaseKind_CASE_KIND_PROMPT, Epochs: epochs, Confidence: 1, File: skill + "/cases.yaml", Line: c})
+	}
+	bl := NewBuilder("r-bench", planned)
+	for e := 1; e <= epochs; e++ {
+		for c := range cases {
+			pc := planned[c]
+			r := &skillfleetv1.Result{
+				JobId: fmt.Sprintf("j%016x", uint64(c)*1_000_003+uint64(e)), RunId: "r-bench",
+				Skill: pc.Skill, CaseName: pc.Case, Epoch: int32(e), Verdict: vPassed, Attempt: 1,
+				Kind:       skillfleetv1.CaseKind_CASE_KIND_PROMPT,
+				Assertions: []*skillfleetv1.AssertionResult{{Type: "output_contains", Passed: true, Expected: "output contains READY", Actual: "READY", Message: "ok"}},
+				Output:     "READY",
+			}
+			if (c*7+e*13)%20 == 0 {
+				r.Verdict = vFailed
+				r.Assertions[0].Passed = false
+				r.Output, r.Stdout = "made to fail", "skillfleet fleet simulator: simulated output of a job, one line.\n"
+			}
+			bl.Add(r)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rep := bl.Report()
+		if _, err := json.Marshal(rep); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
