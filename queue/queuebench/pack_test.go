@@ -24,11 +24,8 @@ func TestPackKeepsEveryMessage(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := queuebench.Pack(tc.msgs)
-			if p.Len() != len(tc.msgs) {
-				t.Fatalf("Len = %d, want %d", p.Len(), len(tc.msgs))
-			}
-			got, err := p.Msgs()
+			p := queuebench.Pack(nil, tc.msgs)
+			got, err := queuebench.Unpack(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,12 +47,21 @@ func TestPackKeepsEveryMessage(t *testing.T) {
 			// The copies are the caller's: changing one changes nothing packed.
 			if len(got) > 0 && len(got[0].Data) > 0 {
 				got[0].Data[0] ^= 1
-				again, err := p.Msgs()
+				again, err := queuebench.Unpack(p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(again[0].Data, tc.msgs[0].Data) {
 					t.Error("a message's copy shares its data with the packed buffer")
+				}
+			}
+			// Cut short or with bytes left over, it is refused rather than read wrong.
+			for _, bad := range [][]byte{p[:len(p)-1], append(p[:len(p):len(p)], 0)} {
+				if len(bad) == 0 {
+					continue
+				}
+				if _, err := queuebench.Unpack(bad); err == nil {
+					t.Errorf("Unpack of %d of the %d bytes packed: no error", len(bad), len(p))
 				}
 			}
 		})
