@@ -233,16 +233,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return n
 	}
-	// No-wait fetches overlap, up to maxFetches at once, each ending with how many jobs it got
-	// on fetched: a slot freed while a fetch is being answered asks for its next job at once
-	// rather than after that answer. Under load an answer takes milliseconds, and with one
-	// fetch at a time every slot waited for half of one more on average: with jobs shorter
-	// than that wait, the slots, not the queue, set the fleet's rate.
-	fetched := make(chan int, w.maxFetches())
-	fetching := 0
-	// empty says the last fetch found no job: no more are started until the lanes have been
-	// polled (below), so that a worker with nothing to do does not spin on no-wait fetches.
-	empty := false
 	next := 0 // the lane a worker with fewer free slots than lanes polls next
 	w.log.Info("worker started", zap.Int("slots", w.cfg.Slots))
 	for ctx.Err() == nil {
@@ -254,45 +244,31 @@ func (w *Worker) Run(ctx context.Context) error {
 				more = false
 			}
 		}
-		slot := free
-		if empty || fetching == cap(fetched) {
-			slot = nil
-		}
 		select {
 		case <-ctx.Done():
 			continue
-		case got := <-fetched:
-			fetching--
-			empty = got == 0
-			if fetching > 0 || !empty {
-				continue
+		case <-free:
+		}
+		n := 1
+	grab:
+		for n < w.cfg.Slots {
+			select {
+			case <-free:
+				n++
+			default:
+				break grab
 			}
-		case <-slot:
-			n := 1
-		grab:
-			for n < w.cfg.Slots {
-				select {
-				case <-free:
-					n++
-				default:
-					break grab
-				}
-			}
-			fetching++
-			go func() {
-				msgs := w.fetchNow(n)
-				for range n - len(msgs) {
-					free <- struct{}{}
-				}
-				for _, msg := range msgs {
-					start(msg)
-				}
-				fetched <- len(msgs)
-			}()
+		}
+		msgs := w.fetchNow(n)
+		for range n - len(msgs) {
+			free <- struct{}{}
+		}
+		for _, msg := range msgs {
+			start(msg)
+		}
+		if len(msgs) > 0 {
 			continue
 		}
-		// The last fetch out found nothing.
-		empty = false
 		// Idle: every lane without an open poll gets one, so that a job published on any lane
 		// is picked up the moment it is (a lane left unpolled while another's poll ran out its
 		// wait held its jobs that long: half a second per job when the coordinator publishes
@@ -308,11 +284,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	// A job delivered to a pull request nobody reads would wait out AckWait: let the fetches
-	// and long polls end (within FetchWait) and run what they bring.
-	for ; fetching > 0; fetching-- {
-		<-fetched
-	}
+	// A job delivered to a pull request nobody reads would wait out AckWait: let the long
+	// polls end (within FetchWait) and run what they bring.
 	for outstanding() > 0 {
 		open[<-polls] = false
 	}
@@ -350,11 +323,6 @@ func (w *Worker) Force() {
 		w.force()
 	}
 }
-
-// maxFetches is how many no-wait fetches a worker has out at once: one per four slots, so
-// that each asks for a few jobs (a pull request costs the server and the client about what a
-// job's delivery does) and a single-slot worker fetches as it always did.
-func (w *Worker) maxFetches() int { return max(1, w.cfg.Slots/4) }
 
 // fetchNow takes up to n jobs that are ready now, one per free slot, higher lanes first. It
 // never prefetches more than it can run: each fetched message's AckWait starts at delivery.

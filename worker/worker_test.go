@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -71,15 +70,6 @@ type fakeLane struct {
 	mu      sync.Mutex
 	ready   []Delivery
 	noWaits int
-	// gate, when set, holds each no-wait fetch until the test releases it.
-	gate chan heldFetch
-}
-
-// heldFetch is a no-wait fetch the test holds; it is answered from the ready queue once
-// release is closed.
-type heldFetch struct {
-	n       int
-	release chan struct{}
 }
 
 func newFakeLane(name string) *fakeLane {
@@ -88,11 +78,6 @@ func newFakeLane(name string) *fakeLane {
 
 func (l *fakeLane) Fetch(n int, wait time.Duration) ([]Delivery, error) {
 	if wait <= 0 {
-		if l.gate != nil {
-			f := heldFetch{n: n, release: make(chan struct{})}
-			l.gate <- f
-			<-f.release
-		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.noWaits++
@@ -163,13 +148,6 @@ type harness struct {
 
 func startWorker(t *testing.T, slots int, fail error) *harness {
 	t.Helper()
-	return startWorkerWith(t, slots, fail, nil, nil)
-}
-
-// startWorkerWith starts a worker whose executor is exec (nil: every job passes at once) and
-// whose on-demand lane holds its no-wait fetches on gate (nil: none held).
-func startWorkerWith(t *testing.T, slots int, fail error, exec func(ran chan string) Executor, gate chan heldFetch) *harness {
-	t.Helper()
 	digest, bundle := testBundle(t)
 	h := &harness{
 		lanes:   []*fakeLane{newFakeLane("ondemand"), newFakeLane("scheduled")},
@@ -178,16 +156,11 @@ func startWorkerWith(t *testing.T, slots int, fail error, exec func(ran chan str
 		digest:  digest,
 		done:    make(chan error, 1),
 	}
-	h.lanes[0].gate = gate
-	var ex Executor = passing{h.ran}
-	if exec != nil {
-		ex = exec(h.ran)
-	}
 	w, err := New(Config{ID: "w1", Slots: slots, CacheDir: t.TempDir(), RetryDelay: time.Millisecond}, Deps{
 		Lanes:    []Lane{h.lanes[0], h.lanes[1]},
 		Results:  h.results,
 		Bundles:  bundles{bundle},
-		Executor: ex,
+		Executor: passing{h.ran},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -314,82 +287,6 @@ func TestSingleSlotWorkerPollsLanesInTurn(t *testing.T) {
 	wantRecv(t, h.ran, "j1")
 	m.wantSettled(t, "ack")
 	nextPoll(t, h.lanes[0])
-}
-
-// held is an executor whose jobs run until the test lets each end.
-type held struct {
-	ran  chan string
-	ends chan struct{}
-}
-
-func (e held) Execute(ctx context.Context, job *pb.Job, _ string) (*pb.Result, error) {
-	e.ran <- job.GetId()
-	select {
-	case <-e.ends:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return &pb.Result{Verdict: pb.Verdict_VERDICT_PASSED}, nil
-}
-
-// A slot freed while a no-wait fetch is being answered fetches at once, up to a fetch per four
-// slots: with one fetch at a time, each slot waited for the answer to the fetch before its own.
-func TestFetchesOverlap(t *testing.T) {
-	gate := make(chan heldFetch, 8)
-	ends := make(chan struct{})
-	h := startWorkerWith(t, 8, nil, func(ran chan string) Executor { return held{ran, ends} }, gate)
-	nextFetch := func() heldFetch {
-		t.Helper()
-		select {
-		case f := <-gate:
-			return f
-		case <-time.After(30 * time.Second):
-			t.Fatal("no fetch")
-			return heldFetch{}
-		}
-	}
-	noFetch := func(why string) {
-		t.Helper()
-		select {
-		case f := <-gate:
-			t.Fatalf("a fetch of %d jobs %s", f.n, why)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	first := nextFetch()
-	if first.n != 8 {
-		t.Fatalf("the first fetch asks for %d jobs, want 8 (every slot)", first.n)
-	}
-	var jobs []*fakeMsg
-	for i := range 8 {
-		m := h.job(t, fmt.Sprintf("j%d", i))
-		jobs = append(jobs, m)
-		h.lanes[0].put(m)
-	}
-	close(first.release)
-	for range 8 {
-		<-h.ran
-	}
-	noFetch("with every slot busy")
-	// Two jobs end: the second's slot fetches while the first's fetch is still unanswered.
-	ends <- struct{}{}
-	second := nextFetch()
-	ends <- struct{}{}
-	third := nextFetch()
-	if second.n != 1 || third.n != 1 {
-		t.Fatalf("fetches of %d and %d jobs, want 1 each", second.n, third.n)
-	}
-	// Two fetches out are as many as eight slots get.
-	ends <- struct{}{}
-	noFetch("while two are out")
-	close(second.release)
-	close(third.release)
-	for range 5 {
-		ends <- struct{}{}
-	}
-	for _, m := range jobs {
-		m.wantSettled(t, "ack")
-	}
 }
 
 // A job is acked only once its result is stored; a result that cannot be stored hands the job
