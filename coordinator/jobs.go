@@ -111,21 +111,38 @@ func hiddenPaths(cat *jobCatalog, closure []string, arm suite.Arm) []string {
 // activate that skill, but not the other skills' scripts or references (worker
 // skillMounts). A changed SKILL.md anywhere in the suite therefore re-runs every prompt cell;
 // a changed script, reference or asset re-runs only the cells whose closure holds it.
+//
+// What is hashed is written as fmt's "cell/2\x00%q\x00%q\x00%q\x00%q\x00%s\x00%s\x00" wrote
+// it (strconv's quoting is %q's), into one buffer: keys stored in the history must not change,
+// and the coordinator makes one for every job it publishes.
 func cellKey(m *pb.Job, closure, oldClosure, catalogFiles string) string {
-	h := sha256.New()
 	arm := m.GetArm()
-	fmt.Fprintf(h, "cell/2\x00%q\x00%q\x00%q\x00%q\x00%s\x00%s\x00", m.GetSkill(), m.GetCaseName(), m.GetAgent(), arm, m.GetCaseDigest(), closure)
+	var stack [512]byte
+	b := append(stack[:0], "cell/2\x00"...)
+	for _, s := range [...]string{m.GetSkill(), m.GetCaseName(), m.GetAgent(), arm} {
+		b = append(strconv.AppendQuote(b, s), 0)
+	}
+	b = append(append(b, m.GetCaseDigest()...), 0)
+	b = append(append(b, closure...), 0)
 	if arm == string(suite.ArmOldSkill) {
-		fmt.Fprintf(h, "old %s\x00", oldClosure)
+		b = append(append(append(b, "old "...), oldClosure...), 0)
 	}
 	if m.GetKind() == pb.CaseKind_CASE_KIND_PROMPT {
-		fmt.Fprintf(h, "catalog %s\x00", catalogFiles)
+		b = append(append(append(b, "catalog "...), catalogFiles...), 0)
 	}
 	if l := m.GetLimits(); l != nil {
-		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(l)
-		h.Write(data)
+		b, _ = proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, l)
 	}
-	return bundle.DigestPrefix + hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return digestString(sum[:])
+}
+
+// digestString is bundle.DigestPrefix and sum in hex, made in one allocation.
+func digestString(sum []byte) string {
+	var stack [len(bundle.DigestPrefix) + 2*sha256.Size]byte
+	b := append(stack[:0], bundle.DigestPrefix...)
+	b = hex.AppendEncode(b, sum)
+	return string(b)
 }
 
 // maxFixtureDigestBytes bounds what caseDigest reads of one fixture; a larger file is digested
@@ -213,9 +230,10 @@ func plannedCases(p *suite.Plan) []report.PlannedCase {
 // without the plan. Two cases of a run sharing one is harmless: a case read files each
 // result by its job.
 func resultKey(skillName, caseName string) string {
-	h := sha256.New()
-	h.Write([]byte(skillName))
-	h.Write([]byte{0})
-	h.Write([]byte(caseName))
-	return "c" + hex.EncodeToString(h.Sum(nil)[:8])
+	var stack [256]byte
+	sum := sha256.Sum256(append(append(append(stack[:0], skillName...), 0), caseName...))
+	var out [17]byte
+	out[0] = 'c'
+	hex.Encode(out[1:], sum[:8])
+	return string(out[:])
 }

@@ -1,11 +1,16 @@
 package coordinator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/assert"
 	"github.com/skillfleet/skillfleet/assert/assertpb"
@@ -166,5 +171,55 @@ func TestCommandCaseDigestWithItsFixtures(t *testing.T) {
 	}
 	if changed := caseDigest(c, &pb.Job{Kind: pb.CaseKind_CASE_KIND_COMMAND, Command: c.Command, Files: c.Files}); changed == now {
 		t.Error("a changed fixture left the command case's digest as it was")
+	}
+}
+
+// TestKeysAsFmtMadeThem: cell keys and result keys are stored in the history and looked up
+// by later runs, so the buffer-built ones must be the bytes fmt and the hash writer made.
+func TestKeysAsFmtMadeThem(t *testing.T) {
+	fmtCellKey := func(m *pb.Job, closure, oldClosure, catalogFiles string) string {
+		h := sha256.New()
+		arm := m.GetArm()
+		fmt.Fprintf(h, "cell/2\x00%q\x00%q\x00%q\x00%q\x00%s\x00%s\x00", m.GetSkill(), m.GetCaseName(), m.GetAgent(), arm, m.GetCaseDigest(), closure)
+		if arm == string(suite.ArmOldSkill) {
+			fmt.Fprintf(h, "old %s\x00", oldClosure)
+		}
+		if m.GetKind() == pb.CaseKind_CASE_KIND_PROMPT {
+			fmt.Fprintf(h, "catalog %s\x00", catalogFiles)
+		}
+		if l := m.GetLimits(); l != nil {
+			data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(l)
+			h.Write(data)
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
+	fmtResultKey := func(skillName, caseName string) string {
+		h := sha256.New()
+		h.Write([]byte(skillName))
+		h.Write([]byte{0})
+		h.Write([]byte(caseName))
+		return "c" + hex.EncodeToString(h.Sum(nil)[:8])
+	}
+	long := strings.Repeat("x", 700) // past the stack buffers
+	for _, tc := range []struct {
+		name string
+		job  *pb.Job
+	}{
+		{"command", &pb.Job{Skill: "s", CaseName: "c", Kind: pb.CaseKind_CASE_KIND_COMMAND, CaseDigest: "sha256:ab"}},
+		{"prompt", &pb.Job{Skill: "pdf-tools", CaseName: "extracts tables", Agent: "claude", Kind: pb.CaseKind_CASE_KIND_PROMPT, CaseDigest: "sha256:cd"}},
+		{"quotes and escapes", &pb.Job{Skill: `a"b\c`, CaseName: "tab\tnew\nline\x00nul\x7f", Agent: "é ü 漢字 \u2028", Arm: "without_skill", Kind: pb.CaseKind_CASE_KIND_PROMPT}},
+		{"invalid UTF-8", &pb.Job{Skill: "s\xff\xfe", CaseName: "c\xc3", Kind: pb.CaseKind_CASE_KIND_COMMAND}},
+		{"old skill", &pb.Job{Skill: "s", CaseName: "c", Arm: string(suite.ArmOldSkill), Kind: pb.CaseKind_CASE_KIND_PROMPT}},
+		{"limits", &pb.Job{Skill: "s", CaseName: "c", Kind: pb.CaseKind_CASE_KIND_PROMPT, Limits: &pb.Limits{MemoryBytes: 1 << 30, Pids: 64}}},
+		{"long", &pb.Job{Skill: long, CaseName: long, Agent: long, CaseDigest: long, Kind: pb.CaseKind_CASE_KIND_PROMPT, Limits: &pb.Limits{MemoryBytes: 1}}},
+	} {
+		for _, closure := range []string{"", "sha256:closure", long} {
+			if got, want := cellKey(tc.job, closure, "sha256:old", "sha256:files"), fmtCellKey(tc.job, closure, "sha256:old", "sha256:files"); got != want {
+				t.Errorf("%s, closure of %d bytes: cellKey = %s, want %s", tc.name, len(closure), got, want)
+			}
+		}
+		if got, want := resultKey(tc.job.GetSkill(), tc.job.GetCaseName()), fmtResultKey(tc.job.GetSkill(), tc.job.GetCaseName()); got != want {
+			t.Errorf("%s: resultKey = %s, want %s", tc.name, got, want)
+		}
 	}
 }

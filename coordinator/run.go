@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,8 @@ type run struct {
 	// key derives the jobs' result secrets (jobSecret); it is stored with the run's status
 	// and never leaves the coordinator otherwise.
 	key []byte
+	// keyed derives and checks them for the run loop (see secrets).
+	keyed *jobSecrets
 	// legacy marks a run started before job secrets: results replayed from the stream (which
 	// its coordinator accepted) are not checked; new arrivals are.
 	legacy bool
@@ -139,6 +142,15 @@ func newRun(spec *pb.RunSpec, plan *suite.Plan, cat *jobCatalog) *run {
 	}
 	r.disp = newDispatcher(dj)
 	return r
+}
+
+// secrets derives and checks the secrets of r.key's jobs, from one HMAC state made on first
+// use and again if the key is replaced (a resumed run's key is set after newRun).
+func (r *run) secrets() *jobSecrets {
+	if r.keyed == nil || !bytes.Equal(r.keyed.key, r.key) {
+		r.keyed = newJobSecrets(r.key)
+	}
+	return r.keyed
 }
 
 // caseSpan is where a case's jobs are in the plan.
@@ -459,7 +471,7 @@ func (c *Coordinator) accept(r *run, m queue.ResultMsg, count bool) (int, bool) 
 		c.log.Warn("result for a job not in the plan ignored", zap.String("run", r.id), zap.String("job", res.GetJobId()))
 		return 0, false
 	}
-	if !(r.legacy && !count) && !validSecret(r.key, res.GetJobId(), res.GetSecret()) {
+	if !(r.legacy && !count) && !r.secrets().valid(res.GetJobId(), res.GetSecret()) {
 		// Not the worker that received the job (nor the coordinator): a forgery, or a worker
 		// too old to copy the secret. Refused without a trace in the report, so the job's
 		// real result still counts.
@@ -534,8 +546,9 @@ func (c *Coordinator) publish(ctx context.Context, r *run, idx []int) error {
 	if r.spec.GetChangedOnly() {
 		c.offerReuse(ctx, r, idx, msgs)
 	}
+	secrets := r.secrets()
 	for _, msg := range msgs {
-		msg.Secret = jobSecret(r.key, msg.GetId())
+		msg.Secret = secrets.of(msg.GetId())
 		data, err := proto.Marshal(msg)
 		if err != nil {
 			return err

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"hash"
+	"io"
+	"sync"
 
 	"github.com/skillfleet/skillfleet/internal/text"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -29,6 +32,44 @@ func jobSecret(key []byte, jobID string) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(jobID))
 	return m.Sum(nil)
+}
+
+// jobSecrets derives and checks the secrets of one run key's jobs, as jobSecret and
+// validSecret do, with the key's HMAC state made once: a run loop derives a secret for every
+// job it publishes and checks one for every result, and a new HMAC for each cost as much as
+// the MAC itself and six allocations.
+type jobSecrets struct {
+	key []byte
+	mu  sync.Mutex
+	mac hash.Hash
+	sum [sha256.Size]byte
+}
+
+func newJobSecrets(key []byte) *jobSecrets {
+	return &jobSecrets{key: key, mac: hmac.New(sha256.New, key)}
+}
+
+// of is jobSecret(s.key, jobID).
+func (s *jobSecrets) of(jobID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.macLocked(jobID, nil)
+}
+
+// valid is validSecret(s.key, jobID, got).
+func (s *jobSecrets) valid(jobID string, got []byte) bool {
+	if len(s.key) == 0 || len(got) == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hmac.Equal(got, s.macLocked(jobID, s.sum[:0]))
+}
+
+func (s *jobSecrets) macLocked(jobID string, into []byte) []byte {
+	s.mac.Reset()
+	io.WriteString(s.mac, jobID)
+	return s.mac.Sum(into)
 }
 
 // reuseProof proves that the coordinator offered job jobID the reuse of source's verdict

@@ -26,6 +26,31 @@ func TestValidSecret(t *testing.T) {
 		if got := validSecret(tc.key, tc.job, tc.secret); got != tc.want {
 			t.Errorf("%s: validSecret = %v, want %v", tc.name, got, tc.want)
 		}
+		// The run loop's kept HMAC state answers alike, however often it is used.
+		s := newJobSecrets(tc.key)
+		for i := range 3 {
+			if got := s.valid(tc.job, tc.secret); got != tc.want {
+				t.Errorf("%s: jobSecrets.valid (use %d) = %v, want %v", tc.name, i+1, got, tc.want)
+			}
+			if got, want := s.of(tc.job), jobSecret(tc.key, tc.job); !bytes.Equal(got, want) {
+				t.Errorf("%s: jobSecrets.of (use %d) = %x, want jobSecret's %x", tc.name, i+1, got, want)
+			}
+		}
+	}
+}
+
+// TestRunSecretsFollowTheKey: a resumed run's key is set after the run is made, and a legacy
+// run's replaced; the secrets the loop checks are always its key's.
+func TestRunSecretsFollowTheKey(t *testing.T) {
+	r := &run{}
+	for _, key := range [][]byte{nil, bytes.Repeat([]byte{1}, jobKeySize), bytes.Repeat([]byte{2}, jobKeySize)} {
+		r.key = key
+		if got, want := r.secrets().of("j1"), jobSecret(key, "j1"); !bytes.Equal(got, want) {
+			t.Errorf("key %x: secret %x, want %x", key, got, want)
+		}
+		if got := r.secrets().valid("j1", jobSecret(key, "j1")); got != (key != nil) {
+			t.Errorf("key %x: valid = %v", key, got)
+		}
 	}
 }
 
@@ -38,10 +63,21 @@ func BenchmarkJobSecret(b *testing.B) {
 	}
 	id := "j0123456789abcdef0123"
 	s := jobSecret(key, id)
-	b.ReportAllocs()
-	for b.Loop() {
-		if !validSecret(key, id, s) {
-			b.Fatal("invalid")
+	b.Run("new HMAC", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !validSecret(key, id, s) {
+				b.Fatal("invalid")
+			}
 		}
-	}
+	})
+	b.Run("run's HMAC", func(b *testing.B) {
+		secrets := newJobSecrets(key)
+		b.ReportAllocs()
+		for b.Loop() {
+			if !secrets.valid(id, s) {
+				b.Fatal("invalid")
+			}
+		}
+	})
 }

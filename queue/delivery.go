@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,12 +39,44 @@ func (d *Delivery) Lane() Lane { return d.lane }
 // message in place and sends a MAX_DELIVERIES advisory (see WatchExhausted). A worker must not
 // Nak on the last attempt: the job would never be seen again.
 func (d *Delivery) Attempt() (attempt int, last bool, err error) {
-	md, err := d.msg.Metadata()
-	if err != nil {
-		return 0, false, fmt.Errorf("queue: job metadata: %w", err)
+	n, ok := deliveredOf(d.msg.Reply())
+	if !ok {
+		md, err := d.msg.Metadata()
+		if err != nil {
+			return 0, false, fmt.Errorf("queue: job metadata: %w", err)
+		}
+		n = md.NumDelivered
 	}
-	attempt = int(md.NumDelivered)
+	attempt = int(n)
 	return attempt, d.maxDeliver > 0 && attempt >= d.maxDeliver, nil
+}
+
+// deliveredOf reads the delivery count from a JetStream ack subject, the one field of its
+// metadata a worker needs for every job: "$JS.ACK.<stream>.<consumer>.<delivered>.<stream
+// seq>.<consumer seq>.<time>.<pending>", or from a server with domains
+// "$JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>...." (12 tokens or more). The
+// library's Metadata parses every field into a new struct; false leaves the subject to it.
+func deliveredOf(reply string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
+	if !ok {
+		return 0, false
+	}
+	tokens := strings.Count(reply, ".") + 1
+	var skip int
+	switch {
+	case tokens == 9:
+		skip = 2
+	case tokens >= 12:
+		skip = 4
+	default:
+		return 0, false
+	}
+	for range skip {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	field, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.ParseUint(field, 10, 64)
+	return n, err == nil && n > 0
 }
 
 // Ack settles the job for good: its result is stored.

@@ -74,3 +74,29 @@ func BenchmarkResultMsgID(b *testing.B) {
 		})
 	}
 }
+
+// TestDeliveredOf: a delivery's attempt is read from its ack subject, as nats.go's Metadata
+// reads it, in both forms the server writes; anything else is left to Metadata.
+func TestDeliveredOf(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		want  uint64
+		ok    bool
+	}{
+		{"$JS.ACK.SKILLFLEET_JOBS.lane-ondemand.1.42.40.1764412345678901234.7", 1, true},
+		{"$JS.ACK.SKILLFLEET_JOBS.lane-ondemand.3.42.40.1764412345678901234.0", 3, true},
+		{"$JS.ACK._.ACCHASH.SKILLFLEET_JOBS.lane-ondemand.2.42.40.1764412345678901234.7.abc", 2, true},
+		{"$JS.ACK.hub.ACCHASH.SKILLFLEET_JOBS.lane-ondemand.5.42.40.1764412345678901234.7.abc.more", 5, true},
+		{"$JS.ACK.S.C.0.1.1.1.0", 0, false},     // no delivery is the 0th
+		{"$JS.ACK.S.C.x.1.1.1.0", 0, false},     // not a number
+		{"$JS.ACK.S.C.1.1.1.0", 0, false},       // 8 tokens
+		{"$JS.ACK.a.b.S.C.1.1.1.0.0", 0, false}, // 11 tokens
+		{"_INBOX.abc.def", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := deliveredOf(tc.reply)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("deliveredOf(%q) = %d, %v; want %d, %v", tc.reply, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -73,12 +73,12 @@ func (e *TrajectoryEncoder) Encode(t *atif.Trajectory, job *pb.Job) *pb.StoredDo
 // the trajectory, and the output files' contents. What cannot be stored apart stays inline if
 // the result still fits in a message, and is dropped with a note otherwise: the verdict never
 // depends on either.
-func (w *Worker) storeDocuments(ctx context.Context, res *pb.Result, log *zap.Logger) {
+func (w *Worker) storeDocuments(ctx context.Context, res *pb.Result, log warner) {
 	w.storeTrajectory(ctx, res, log)
 	w.storeOutputs(ctx, res, log)
 }
 
-func (w *Worker) storeTrajectory(ctx context.Context, res *pb.Result, log *zap.Logger) {
+func (w *Worker) storeTrajectory(ctx context.Context, res *pb.Result, log warner) {
 	d := res.GetTrajectory()
 	if d == nil || len(d.GetData()) <= inlineDocumentBytes {
 		return
@@ -106,7 +106,7 @@ func (w *Worker) storeTrajectory(ctx context.Context, res *pb.Result, log *zap.L
 // inlineDocumentBytes: the result then lists the files (path, size) without content, and
 // outputs_stored holds them all. When that fails, the contents are dropped and the result
 // says so in outputs_omitted; the list stays.
-func (w *Worker) storeOutputs(ctx context.Context, res *pb.Result, log *zap.Logger) {
+func (w *Worker) storeOutputs(ctx context.Context, res *pb.Result, log warner) {
 	total := 0
 	for _, f := range res.GetOutputs() {
 		total += len(f.GetContent())

@@ -16,14 +16,14 @@ import (
 // of AckWait; a short job costs a map entry rather than a goroutine and a timer.
 type heartbeats struct {
 	mu   sync.Mutex
-	msgs map[Delivery]*zap.Logger
+	msgs map[Delivery]warner
 }
 
 func newHeartbeats() *heartbeats {
-	return &heartbeats{msgs: make(map[Delivery]*zap.Logger)}
+	return &heartbeats{msgs: make(map[Delivery]warner)}
 }
 
-func (h *heartbeats) add(msg Delivery, log *zap.Logger) {
+func (h *heartbeats) add(msg Delivery, log warner) {
 	h.mu.Lock()
 	h.msgs[msg] = log
 	h.mu.Unlock()
@@ -41,7 +41,7 @@ func (h *heartbeats) run(ctx context.Context, clk clock.Clock, interval time.Dur
 	t := clk.NewTicker(interval)
 	defer t.Stop()
 	var due []Delivery
-	var logs []*zap.Logger
+	var logs []warner
 	for {
 		select {
 		case <-ctx.Done():

@@ -406,7 +406,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 		return
 	}
 	// Lazy: most jobs never log, and encoding the fields up front costs every one of them.
-	log := w.log.WithLazy(zap.String("run", job.GetRunId()), zap.String("job", job.GetId()), zap.Int("attempt", attempt))
+	log := &jobLog{base: w.log, run: job.GetRunId(), job: job.GetId(), attempt: attempt}
 	w.metrics.inFlight.Inc()
 	defer w.metrics.inFlight.Dec()
 	if q := job.GetQueuedAt(); q != nil {
@@ -509,7 +509,7 @@ func (w *Worker) handle(ctx context.Context, msg Delivery) {
 }
 
 // settle acks a job whose result is stored, or hands it back when the result could not be.
-func (w *Worker) settle(msg Delivery, res *pb.Result, gaveUp bool, err error, log *zap.Logger) {
+func (w *Worker) settle(msg Delivery, res *pb.Result, gaveUp bool, err error, log *jobLog) {
 	w.beats.remove(msg)
 	if err != nil {
 		// Without a stored result the job must not be acked: it comes back after a Nak.
@@ -532,6 +532,33 @@ func (w *Worker) settle(msg Delivery, res *pb.Result, gaveUp bool, err error, lo
 		log.Warn("ack failed", zap.Error(err))
 	}
 }
+
+// warner is where what goes wrong with one job is said: its jobLog, or any *zap.Logger.
+type warner interface {
+	Warn(msg string, fields ...zap.Field)
+}
+
+// jobLog is a job's logger, made with the job's fields the first time the job logs: most jobs
+// never do, and even zap's WithLazy costs every job six allocations up front.
+type jobLog struct {
+	base     *zap.Logger
+	run, job string
+	attempt  int
+	once     sync.Once
+	log      *zap.Logger
+}
+
+func (l *jobLog) get() *zap.Logger {
+	l.once.Do(func() {
+		l.log = l.base.With(zap.String("run", l.run), zap.String("job", l.job), zap.Int("attempt", l.attempt))
+	})
+	return l.log
+}
+
+// Info, Warn and Error log with the job's fields.
+func (l *jobLog) Info(msg string, fields ...zap.Field)  { l.get().Info(msg, fields...) }
+func (l *jobLog) Warn(msg string, fields ...zap.Field)  { l.get().Warn(msg, fields...) }
+func (l *jobLog) Error(msg string, fields ...zap.Field) { l.get().Error(msg, fields...) }
 
 // execute fetches the job's bundle and runs it, bounding the whole with the job's timeout plus
 // a margin for sandbox start and teardown, so a wedged executor cannot hold a slot forever.

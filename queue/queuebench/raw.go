@@ -50,6 +50,10 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 	return RawMsgs(ctx, nc, msgs)
 }
 
+// stallWait is how long a publish waits for room among the pending acks: the default 200 ms
+// gave up on a machine loaded by other work, and a baseline that stops there measures nothing.
+var stallWait = jetstream.WithStallWait(time.Minute)
+
 // RawMsgs moves msgs, headers included, through a throw-away work-queue stream on file storage
 // (like the jobs stream) that takes their subjects: one goroutine publishes them in order with
 // PublishMsgAsync, another pulls batches of fetchBatch with a durable pull consumer and acks
@@ -57,10 +61,6 @@ func Raw(ctx context.Context, nc *nats.Conn, n, size int) (Stats, error) {
 // Nats-Expected-Stream header, if any, names the throw-away stream instead, so the server makes
 // the same check. The server must hold no other stream on those subjects, and message ids, if
 // the messages carry them, must be distinct: a duplicate is an error.
-// stallWait is how long a publish waits for room among the pending acks: the default 200 ms
-// gave up on a machine loaded by other work, and a baseline that stops there measures nothing.
-var stallWait = jetstream.WithStallWait(time.Minute)
-
 func RawMsgs(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (Stats, error) {
 	n := len(msgs)
 	if n < 1 {
