@@ -56,9 +56,19 @@ func (h *heartbeats) run(ctx context.Context, clk clock.Clock, interval time.Dur
 		}
 		h.mu.Unlock()
 		for i, m := range due {
-			if err := m.InProgress(); err != nil {
+			// A job settled since the list was taken has nothing to beat for: its message was
+			// acked (the server then says so), and that is no failure.
+			if err := m.InProgress(); err != nil && h.has(m) {
 				logs[i].Warn("heartbeat failed", zap.Error(err))
 			}
 		}
 	}
+}
+
+// has reports whether msg's job is still unsettled.
+func (h *heartbeats) has(msg Delivery) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.msgs[msg]
+	return ok
 }
