@@ -43,6 +43,10 @@ type compareGroup struct {
 	// taken.
 	look int
 	ps   []float64
+	// pending are jobs of the current window, of every row, not yet seen with a result:
+	// windowDone drops those that have one from the front, so that each job of a window is
+	// looked at about once however many results arrive.
+	pending []int
 	// result is set once the comparison stopped.
 	result *stats.SequentialResult
 }
@@ -85,6 +89,7 @@ func (r *run) planGroups() {
 			g := &compareGroup{skill: skill, design: design, rows: rows}
 			for _, row := range rows {
 				row.group = g
+				g.pending = append(g.pending, row.jobs[:g.window()]...)
 			}
 			r.groups = append(r.groups, g)
 		}
@@ -121,6 +126,7 @@ func (r *run) advance(g *compareGroup) []int {
 			w := g.window()
 			for _, row := range g.rows {
 				out = append(out, row.jobs[row.released:w]...)
+				g.pending = append(g.pending, row.jobs[row.released:w]...)
 				row.released = w
 			}
 			continue
@@ -145,16 +151,12 @@ func (r *run) advance(g *compareGroup) []int {
 }
 
 // windowDone reports whether every row of g has the results of its epochs up to the window.
+// A job once done stays done, so those passed over need no second look.
 func (r *run) windowDone(g *compareGroup) bool {
-	w := g.window()
-	for _, row := range g.rows {
-		for _, i := range row.jobs[:w] {
-			if !r.done[i] {
-				return false
-			}
-		}
+	for len(g.pending) > 0 && r.done[g.pending[0]] {
+		g.pending = g.pending[1:]
 	}
-	return true
+	return len(g.pending) == 0
 }
 
 // look takes g's current look over its rows' epochs up to the window and returns its
@@ -182,7 +184,10 @@ func (r *run) look(g *compareGroup) string {
 	}
 	g.ps = append(g.ps, p)
 	reason, err := g.design.Decide(g.ps, a, b, stats.Options{})
-	if err != nil || (reason == "" && g.look == len(g.design.Looks)-1) {
+	if err != nil {
+		reason = "" // as above: it goes on rather than stop on a decision it could not take
+	}
+	if reason == "" && g.look == len(g.design.Looks)-1 {
 		return stats.StopMax
 	}
 	return reason
