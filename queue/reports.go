@@ -66,10 +66,10 @@ func (t *Topology) deleteRunObject(ctx context.Context, run, name, what string) 
 // itself, as coordinators before it stored them.
 const reportMagic = "skillfleet-report/s2\n"
 
-// MaxReportBytes bounds a stored report's JSON: a stored report whose block says it decodes to
+// maxReportBytes bounds a stored report's JSON: a stored report whose block says it decodes to
 // more is refused before anything is allocated for it. A report of a million cases, ten times
 // the largest run a coordinator plans by default, is about 700 MB.
-const MaxReportBytes = 1 << 30
+const maxReportBytes = 1 << 30
 
 // PutReport stores a finished run's final report (its JSON), replacing what the run had stored.
 func (t *Topology) PutReport(ctx context.Context, run string, data []byte) error {
@@ -77,12 +77,12 @@ func (t *Topology) PutReport(ctx context.Context, run string, data []byte) error
 	if err != nil {
 		return err
 	}
-	if len(data) > MaxReportBytes {
-		return fmt.Errorf("queue: the report of run %s is %d bytes, over the %d a stored report may hold", run, len(data), MaxReportBytes)
+	if len(data) > maxReportBytes {
+		return fmt.Errorf("queue: the report of run %s is %d bytes, over the %d a stored report may hold", run, len(data), maxReportBytes)
 	}
-	packed := make([]byte, len(reportMagic), len(reportMagic)+s2.MaxEncodedLen(len(data)))
-	copy(packed, reportMagic)
-	packed = append(packed, s2.Encode(packed[len(packed):cap(packed)], data)...)
+	packed := make([]byte, len(reportMagic)+s2.MaxEncodedLen(len(data)))
+	n := copy(packed, reportMagic)
+	packed = packed[:n+len(s2.Encode(packed[n:], data))]
 	if _, err := store.PutBytes(ctx, run, packed); err != nil {
 		return fmt.Errorf("queue: store the report of run %s: %w", run, err)
 	}
@@ -108,8 +108,8 @@ func (t *Topology) GetReport(ctx context.Context, run string) ([]byte, error) {
 		return data, nil
 	}
 	n, err := s2.DecodedLen(block)
-	if err == nil && n > MaxReportBytes {
-		err = fmt.Errorf("it says it holds %d bytes, over the %d a stored report may hold", n, MaxReportBytes)
+	if err == nil && n > maxReportBytes {
+		err = fmt.Errorf("it says it holds %d bytes, over the %d a stored report may hold", n, maxReportBytes)
 	}
 	if err == nil {
 		data, err = s2.Decode(make([]byte, n), block)
