@@ -108,8 +108,11 @@ func WriteText(w io.Writer, r Report, opts TextOptions) error {
 		t.count(s.Skipped, "skipped", sgrCyan), pending, oneLine(r.Run, maxValueRunes))
 	if base != nil {
 		arm := ""
-		if _, b := SplitArms(r.Cases); len(b) > 0 {
-			arm = b[0].Arm
+		for i := range r.Cases {
+			if a := r.Cases[i].Arm; a != "" && a != ArmWithSkill {
+				arm = a // a run has one baseline arm
+				break
+			}
 		}
 		t.printf("baseline %s: %d %s: %d passed, %d failed, %d errored, %d timed out, %d skipped (not in the exit code)\n",
 			oneLine(arm, maxValueRunes), base.Total, text.Plural(base.Total, "case", "cases"), base.Passed, base.Failed, base.Errored, base.TimedOut, base.Skipped)
