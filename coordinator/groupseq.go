@@ -122,12 +122,17 @@ func (r *run) advance(g *compareGroup) []int {
 	for g.result == nil && r.windowDone(g) {
 		reason := r.look(g)
 		if reason == "" {
+			prev := g.window()
 			g.look++
 			w := g.window()
 			for _, row := range g.rows {
-				out = append(out, row.jobs[row.released:w]...)
-				g.pending = append(g.pending, row.jobs[row.released:w]...)
-				row.released = w
+				g.pending = append(g.pending, row.jobs[prev:w]...)
+				// A resumed run's row may be past the window already: its results before
+				// the restart released more (a with_skill row goes on after the stop).
+				if row.released < w {
+					out = append(out, row.jobs[row.released:w]...)
+					row.released = w
+				}
 			}
 			continue
 		}

@@ -29,13 +29,16 @@ func autoSuite(n int) string {
 type script func(arm string, i, e int) bool
 
 // runScripted submits a run of n auto cases with a without_skill baseline and answers every
-// job it publishes by the script, until the run completes. It returns the final status, the
-// report and the jobs published by "arm/case/epoch".
-func runScripted(t *testing.T, n int, sc script) (*pb.RunStatus, report.Report, map[string]bool) {
+// job it publishes by the script, until the run completes. With restartAfter > 0 the
+// coordinator is restarted once that many results are counted, and the new one resumes the
+// run. It returns the final status, the report and the jobs published by "arm/case/epoch".
+func runScripted(t *testing.T, n int, sc script, restartAfter int) (*pb.RunStatus, report.Report, map[string]bool) {
 	t.Helper()
 	_, _, topo := queuetest.Start(t)
 	ctx := context.Background()
-	c := startOn(t, topo, coordinator.Config{DataDir: t.TempDir(), Agents: []string{"fixture-agent"}})
+	cfg := coordinator.Config{DataDir: t.TempDir(), Agents: []string{"fixture-agent"}}
+	c := startOn(t, topo, cfg)
+	replied := 0
 	st, err := c.Submit(ctx, strings.NewReader(string(bundleOf(t, writeFiles(t, map[string]string{
 		"s/SKILL.md": okSkill, "s/cases.yaml": autoSuite(n),
 	})))), &pb.RunSpec{Baseline: "without_skill"})
@@ -83,6 +86,14 @@ func runScripted(t *testing.T, n int, sc script) (*pb.RunStatus, report.Report, 
 				v = pb.Verdict_VERDICT_PASSED
 			}
 			reply(t, topo, tj, v)
+			if replied++; replied == restartAfter {
+				eventually(t, "the results to be counted", func() bool {
+					s, err := c.Status(ctx, st.GetId())
+					return err == nil && int(s.GetDoneJobs()) == restartAfter
+				})
+				_ = c.Close(ctx)
+				c = startOn(t, topo, cfg)
+			}
 		}
 	}
 }
@@ -130,6 +141,8 @@ func TestGroupSequentialBaseline(t *testing.T) {
 		published    int
 		// stoppedUndecided counts the baseline cases undecided for the stop: skipped.
 		stoppedUndecided int
+		// restartAfter restarts the coordinator after that many results (0: never).
+		restartAfter int
 	}{
 		{
 			// With the skill every epoch passes; without it, even cases fail every epoch and
@@ -147,6 +160,22 @@ func TestGroupSequentialBaseline(t *testing.T) {
 				return i%2 == 1 && e != 3 && e != 8
 			},
 			look: 2, epochs: 10, reason: stats.StopSignificant, published: 220, stoppedUndecided: 5,
+		},
+		{
+			// The same, with the coordinator restarted after 205 results: the comparison
+			// stopped at look 2 and five with_skill cases have their eleventh epoch. The new
+			// coordinator takes the looks again over the results replayed, to the same stop,
+			// and publishes the rest as the first would have.
+			name: "large difference, restarted after the stop",
+			n:    10,
+			sc: func(arm string, i, e int) bool {
+				if arm == "" {
+					return true
+				}
+				return i%2 == 1 && e != 3 && e != 8
+			},
+			look: 2, epochs: 10, reason: stats.StopSignificant, published: 220, stoppedUndecided: 5,
+			restartAfter: 205,
 		},
 		{
 			// Both arms alike, five cases: no exact test of five cases reaches p ≤ 0.05, so
@@ -168,7 +197,7 @@ func TestGroupSequentialBaseline(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fin, rep, published := runScripted(t, c.n, c.sc)
+			fin, rep, published := runScripted(t, c.n, c.sc, c.restartAfter)
 			if len(published) != c.published {
 				t.Errorf("%d jobs published, want %d", len(published), c.published)
 			}
