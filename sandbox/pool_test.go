@@ -80,6 +80,9 @@ func TestPoolFake(t *testing.T) {
 	eventually(t, "refill", idle(4))
 	clk.Advance(15 * time.Minute) // labels: created + 10m TTL + 10m max job + 1m start
 	job(Spec{JobID: "7", Timeout: 10 * time.Minute}, false)
+	// Its refill must land before the clock moves on: a container started after the advance
+	// is fresh and would (rightly) outlive the janitor's pass below.
+	eventually(t, "refill after the stale discard", idle(4))
 
 	// Idle containers older than PoolTTL are dropped by the janitor.
 	clk.Advance(11 * time.Minute)
