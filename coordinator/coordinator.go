@@ -882,13 +882,25 @@ func (c *Coordinator) Report(ctx context.Context, id string) (report.Report, err
 	r.legacy = len(r.key) == 0
 	// Reading a report writes nothing: the history keeps the run as it finished.
 	r.readOnly = true
+	if st.GetCurtailed() {
+		// Its rows and comparisons as the run loop had them, so that the results replayed
+		// take the same looks and stops: a baseline case withdrawn at its skill's stop is
+		// undecided, not pending.
+		r.curtailEpochs()
+	}
 	if err := c.replay(ctx, r, st.GetFinishedAt()); err != nil {
 		return report.Report{}, err
+	}
+	if r.curtail {
+		r.resumeEpochs() // what it would publish does not matter here: only its decisions
 	}
 	if st.GetState() != pb.RunState_RUN_STATE_COMPLETED {
 		r.builder.Skip(st.GetReason())
 	}
 	rep := r.builder.Report()
+	if isFinal(st.GetState()) {
+		r.finalSections(st, &rep)
+	}
 	if isFinal(st.GetState()) {
 		c.annotate(ctx, st, &rep)
 		c.finished.put(id, rep)

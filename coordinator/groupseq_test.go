@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -31,8 +32,9 @@ type script func(arm string, i, e int) bool
 // runScripted submits a run of n auto cases with a without_skill baseline and answers every
 // job it publishes by the script, until the run completes. With restartAfter > 0 the
 // coordinator is restarted once that many results are counted, and the new one resumes the
-// run. It returns the final status, the report and the jobs published by "arm/case/epoch".
-func runScripted(t *testing.T, n int, sc script, restartAfter int) (*pb.RunStatus, report.Report, map[string]bool) {
+// run. It returns the final status, the report, the jobs published by "arm/case/epoch", and
+// the report as a new coordinator rebuilds it from the results once the stored one is gone.
+func runScripted(t *testing.T, n int, sc script, restartAfter int) (*pb.RunStatus, report.Report, map[string]bool, func() report.Report) {
 	t.Helper()
 	_, _, topo := queuetest.Start(t)
 	ctx := context.Background()
@@ -63,7 +65,18 @@ func runScripted(t *testing.T, n int, sc script, restartAfter int) (*pb.RunStatu
 			if err != nil {
 				t.Fatal(err)
 			}
-			return fin, rep, published
+			rebuilt := func() report.Report {
+				t.Helper()
+				if err := topo.DeleteReport(ctx, st.GetId()); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := startOn(t, topo, cfg).Report(ctx, st.GetId())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+			return fin, rep, published, rebuilt
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the run did not complete; %d jobs published", len(published))
@@ -197,7 +210,7 @@ func TestGroupSequentialBaseline(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fin, rep, published := runScripted(t, c.n, c.sc, c.restartAfter)
+			fin, rep, published, rebuilt := runScripted(t, c.n, c.sc, c.restartAfter)
 			if len(published) != c.published {
 				t.Errorf("%d jobs published, want %d", len(published), c.published)
 			}
@@ -246,6 +259,19 @@ func TestGroupSequentialBaseline(t *testing.T) {
 			}
 			if undecided != c.stoppedUndecided {
 				t.Errorf("%d baseline cases undecided for the stop, want %d", undecided, c.stoppedUndecided)
+			}
+			// A run finished before coordinators stored reports, or whose stored report was
+			// lost, is read from its results: the same report, stop and verdicts included.
+			want, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(rebuilt())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("the report rebuilt from the results\n%s\nwant the stored one\n%s", got, want)
 			}
 		})
 	}

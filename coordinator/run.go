@@ -419,6 +419,15 @@ func (c *Coordinator) loop(ctx context.Context, r *run) {
 	}
 }
 
+// finalSections adds to a finished run's report what the run, not its results, knows: where
+// its comparisons stopped, and that a cost cap cut it short. st is its final status.
+func (r *run) finalSections(st *pb.RunStatus, rep *report.Report) {
+	rep.Sequential = r.sequentialResults()
+	if st.GetCostCapped() {
+		rep.Partial = &report.Partial{Reason: st.GetReason(), Spent: st.GetSpent(), MaxCost: r.spec.GetMaxCost()}
+	}
+}
+
 func (c *Coordinator) deadline(r *run) time.Time {
 	d := time.Duration(r.spec.GetDeadlineMs()) * time.Millisecond
 	if d <= 0 {
@@ -607,10 +616,7 @@ func (c *Coordinator) finish(ctx context.Context, r *run, state pb.RunState, rea
 	// The report is stored before the final state: a run saved as finished has its report
 	// stored (unless storing failed: it is then rebuilt from the results, as it always was).
 	rep := r.builder.Report()
-	rep.Sequential = r.sequentialResults()
-	if st.GetCostCapped() {
-		rep.Partial = &report.Partial{Reason: reason, Spent: st.GetSpent(), MaxCost: r.spec.GetMaxCost()}
-	}
+	r.finalSections(st, &rep)
 	c.annotate(ctx, st, &rep)
 	r.mu.Lock()
 	st.ResultBytes, st.ArtifactBytes = r.resultBytes, r.artifactBytes

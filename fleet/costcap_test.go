@@ -91,4 +91,17 @@ func TestCostCapStopsTheRun(t *testing.T) {
 	if skipped == 0 || rep.Summary.Skipped != skipped {
 		t.Errorf("%d cases skipped, summary %+v", skipped, rep.Summary)
 	}
+	// Rebuilt from its results (the stored report lost, a new coordinator), the report
+	// still says it is partial and what it spent.
+	if err := f.Topology.DeleteReport(context.Background(), st.GetId()); err != nil {
+		t.Fatal(err)
+	}
+	restartCoordinator(t, f)
+	again, err := f.Coordinator.Report(context.Background(), st.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Partial == nil || *again.Partial != *rep.Partial {
+		t.Errorf("rebuilt report partial %+v, want %+v", again.Partial, rep.Partial)
+	}
 }
