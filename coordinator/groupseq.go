@@ -3,7 +3,6 @@ package coordinator
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/skillfleet/skillfleet/comparison"
@@ -54,45 +53,50 @@ type compareGroup struct {
 // window is the epochs every row of the group may run until the next look.
 func (g *compareGroup) window() int { return g.design.Looks[g.look] }
 
-// planGroups finds the group-sequential skills of a curtailed run with a baseline arm, and
-// marks every other row of it to run all its epochs. It runs before any result is counted.
+// planGroups finds the group-sequential skills of a curtailed run with a baseline arm
+// (suite.Plan.Lockstep), and marks every other row of it to run all its epochs. It runs before
+// any result is counted.
 func (r *run) planGroups() {
-	base := r.plan.Baseline
+	lockstep, compared := r.plan.Lockstep()
+	bySkill := make(map[string][]*caseEpochs, len(lockstep))
+	for _, ls := range lockstep {
+		bySkill[ls.Skill] = nil
+	}
+	// A lockstep skill's compared rows: its cases in both arms (not its command cases).
 	type pairKey struct{ skill, name, agent string }
 	arms := map[pairKey]int{} // 1: with_skill, 2: baseline, 3: both
 	for _, row := range r.rows {
+		if _, ok := bySkill[row.key.Skill]; !ok {
+			continue
+		}
 		k := pairKey{row.key.Skill, row.key.Case, row.key.Agent}
 		switch row.key.Arm {
 		case "":
 			arms[k] |= 1
-		case string(base):
+		case string(r.plan.Baseline):
 			arms[k] |= 2
 		}
 	}
-	bySkill := map[string][]*caseEpochs{}
 	for _, row := range r.rows {
 		if arms[pairKey{row.key.Skill, row.key.Case, row.key.Agent}] == 3 {
 			bySkill[row.key.Skill] = append(bySkill[row.key.Skill], row)
 		}
 	}
-	if base == suite.ArmWithoutSkill || base == suite.ArmOldSkill {
-		for _, skill := range slices.Sorted(maps.Keys(bySkill)) {
-			rows := bySkill[skill]
-			k, ok := lockstepEpochs(rows)
-			if !ok {
-				continue
-			}
-			design, err := stats.NewGroupSequential(stats.Alpha, k, stats.DefaultLooks, len(rows)/2, len(bySkill))
-			if err != nil {
-				continue
-			}
-			g := &compareGroup{skill: skill, design: design, rows: rows}
-			for _, row := range rows {
-				row.group = g
-				g.pending = append(g.pending, row.jobs[:g.window()]...)
-			}
-			r.groups = append(r.groups, g)
+	for _, ls := range lockstep {
+		rows := bySkill[ls.Skill]
+		if slices.ContainsFunc(rows, func(row *caseEpochs) bool { return row.seq == nil }) {
+			continue // a rule its case could not give (cannot happen once validated): every epoch runs
 		}
+		design, err := stats.NewGroupSequential(stats.Alpha, ls.Epochs, stats.DefaultLooks, ls.Cases, compared)
+		if err != nil {
+			continue
+		}
+		g := &compareGroup{skill: ls.Skill, design: design, rows: rows}
+		for _, row := range rows {
+			row.group = g
+			g.pending = append(g.pending, row.jobs[:g.window()]...)
+		}
+		r.groups = append(r.groups, g)
 	}
 	for _, row := range r.rows {
 		if row.group == nil {
@@ -100,18 +104,6 @@ func (r *run) planGroups() {
 		}
 		r.builder.Hold(row.key)
 	}
-}
-
-// lockstepEpochs is the max_runs of a skill's compared rows when they can run in lockstep:
-// every one `runs: auto` with the same max_runs, none serial.
-func lockstepEpochs(rows []*caseEpochs) (int, bool) {
-	k := len(rows[0].jobs)
-	for _, row := range rows {
-		if row.seq == nil || row.serial || len(row.jobs) != k {
-			return 0, false
-		}
-	}
-	return k, k >= 2
 }
 
 // advance takes the looks of group g whose windows are complete and returns the jobs their

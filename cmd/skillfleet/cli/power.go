@@ -13,6 +13,7 @@ import (
 	"github.com/skillfleet/skillfleet/fleet"
 	"github.com/skillfleet/skillfleet/history"
 	"github.com/skillfleet/skillfleet/internal/tenant"
+	"github.com/skillfleet/skillfleet/internal/text"
 	"github.com/skillfleet/skillfleet/stats"
 	"github.com/skillfleet/skillfleet/suite"
 )
@@ -45,6 +46,19 @@ type planPower struct {
 	FromHistory     int     `json:"from_history"`
 	AssumedFlipRate float64 `json:"assumed_flip_rate"`
 	Method          string  `json:"method"`
+	// Sequential are the skills whose comparison may stop early, each with the design the
+	// coordinator will run (suite.Plan.Lockstep, stats.NewGroupSequential), in name order.
+	// SequentialCandidates counts the compared skills with a `runs: auto` case: those of them
+	// not in Sequential run every epoch.
+	Sequential           []planSequential `json:"sequential"`
+	SequentialCandidates int              `json:"sequential_candidates"`
+}
+
+// planSequential is one skill's group-sequential design: its compared cases and the looks.
+type planSequential struct {
+	Skill string `json:"skill"`
+	Cases int    `json:"cases"`
+	stats.GroupSequential
 }
 
 // estimatePower estimates the design of p's baseline comparison. A case's noise is the
@@ -114,7 +128,29 @@ func estimatePower(p *suite.Plan, rates []changes.CaseRate, minEffect float64) p
 		}
 	}
 	slices.Sort(out.UnderpoweredSkills)
+	out.Sequential, out.SequentialCandidates = sequentialDesigns(p)
 	return out
+}
+
+// sequentialDesigns are the group-sequential designs of p's comparison, as the coordinator
+// will plan them, and the number of compared skills with a `runs: auto` case.
+func sequentialDesigns(p *suite.Plan) ([]planSequential, int) {
+	lockstep, compared := p.Lockstep()
+	out := []planSequential{}
+	for _, ls := range lockstep {
+		d, err := stats.NewGroupSequential(stats.Alpha, ls.Epochs, stats.DefaultLooks, ls.Cases, compared)
+		if err != nil {
+			continue
+		}
+		out = append(out, planSequential{Skill: ls.Skill, Cases: ls.Cases, GroupSequential: d})
+	}
+	candidates := map[string]bool{}
+	for _, j := range p.Jobs {
+		if j.Arm == p.Baseline && j.Case.Sequential {
+			candidates[j.Case.Skill.Name] = true
+		}
+	}
+	return out, len(candidates)
 }
 
 // write prints the estimate for a person, saying where the noise came from.
@@ -150,6 +186,43 @@ func (pp planPower) write(w io.Writer, suiteName string) {
 		fmt.Fprintf(w, "power: no history of suite %s: assumed that two epochs of a case disagree %.0f%% of the time (run it, or skillfleet test --aa, to know)\n", suiteName, 100*pp.AssumedFlipRate)
 	}
 	fmt.Fprintf(w, "power: %s\n", pp.Method)
+	pp.writeSequential(w)
+}
+
+// writeSequential says which skills' comparisons may stop early, and at which looks.
+func (pp planPower) writeSequential(w io.Writer) {
+	if len(pp.Sequential) == 0 {
+		if pp.SequentialCandidates > 0 {
+			fmt.Fprintf(w, "sequential: no comparison can stop early: %s a `runs: auto` case, but a skill's comparison stops early only when every compared case of it is `runs: auto` with one max_runs and none is `parallel: false`; they run every epoch\n",
+				text.Count(pp.SequentialCandidates, "skill has", "skills have"))
+		}
+		return
+	}
+	fmt.Fprintf(w, "sequential: %d of %d compared skills may stop early: both arms run in lockstep to each look, where the comparison stops once significant or futile (alpha %.2g spent across the looks: %s; a skill's level divided by the %s compared); the power above is that of all epochs, which stopping early costs little\n",
+		len(pp.Sequential), pp.Skills, pp.Sequential[0].Alpha, stats.Spending, text.Count(pp.Sequential[0].Skills, "skill", "skills"))
+	for i, s := range pp.Sequential {
+		if i == 10 {
+			fmt.Fprintf(w, "sequential: and %d more skills\n", len(pp.Sequential)-10)
+			break
+		}
+		levels := make([]string, len(s.Levels))
+		for k, l := range s.Levels {
+			levels[k] = fmt.Sprintf("%.2g", l)
+			if l == 0 {
+				levels[k] = "none (out of reach of its cases: carried to the next)"
+			}
+		}
+		fmt.Fprintf(w, "sequential: %s: %s × %d epochs, looks at epochs %s, alpha at each %s\n",
+			s.Skill, text.Count(s.Cases, "case", "cases"), s.Epochs, joinInts(s.Looks), strings.Join(levels, ", "))
+	}
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 // historyRates reads the suite's per-case epoch record from a local history for plan

@@ -107,3 +107,69 @@ func TestPlanPrintsPower(t *testing.T) {
 		t.Errorf("--min-effect 2: exit %d, %s", code, errOut)
 	}
 }
+
+// TestPlanShowsSequentialDesign: plan --baseline names the skills whose comparison may stop
+// early, with the looks the coordinator will take, and says why a skill with a `runs: auto`
+// case does not qualify.
+func TestPlanShowsSequentialDesign(t *testing.T) {
+	autoPlan := func(runs map[string][]int) *suite.Plan {
+		p := &suite.Plan{Baseline: suite.ArmWithoutSkill}
+		for _, name := range slices.Sorted(maps.Keys(runs)) {
+			sk := &skill.Skill{Name: name}
+			for i, n := range runs[name] {
+				c := &suite.Case{Skill: sk, Name: fmt.Sprintf("c%03d", i), Runs: n, Sequential: true, Parallel: true}
+				for e := 1; e <= n; e++ {
+					p.Jobs = append(p.Jobs, suite.Job{Case: c, Epoch: e, Arm: suite.ArmWithSkill}, suite.Job{Case: c, Epoch: e, Arm: suite.ArmWithoutSkill})
+				}
+			}
+		}
+		return p
+	}
+	tests := []struct {
+		name       string
+		plan       *suite.Plan
+		skills     string // "skill:looks" of the designs
+		compared   int    // skills compared: each design's level is alpha over them
+		candidates int
+		words      string
+	}{
+		{
+			// max_runs 20: looks at ⌈20j/4⌉; 12 cases: max_runs 10 gives ⌈10j/4⌉ = 3, 5, 8, 10.
+			name:   "two skills",
+			plan:   autoPlan(map[string][]int{"a": {20, 20, 20, 20, 20, 20, 20, 20, 20, 20}, "b": {10, 10}}),
+			skills: "a:[5 10 15 20] b:[3 5 8 10] ", compared: 2, candidates: 2,
+			words: "sequential: a: 10 cases × 20 epochs, looks at epochs 5, 10, 15, 20",
+		},
+		{
+			name:   "two max_runs in one skill",
+			plan:   autoPlan(map[string][]int{"a": {20, 10}}),
+			skills: "", candidates: 1,
+			words: "no comparison can stop early: 1 skill has a `runs: auto` case",
+		},
+		{name: "fixed runs", plan: powerPlan(3, map[string]int{"a": 10}), skills: "", candidates: 0, words: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := estimatePower(tt.plan, nil, 0.1)
+			s := ""
+			for _, d := range got.Sequential {
+				sum := 0.0
+				for _, l := range d.Levels {
+					sum += l
+				}
+				if math.Abs(sum-0.05) > 1e-9 || d.Skills != tt.compared {
+					t.Errorf("%s: levels %v sum to %v over %d skills; want 0.05", d.Skill, d.Levels, sum, d.Skills)
+				}
+				s += fmt.Sprintf("%s:%v ", d.Skill, d.Looks)
+			}
+			if s != tt.skills || got.SequentialCandidates != tt.candidates {
+				t.Errorf("designs %q, %d candidates; want %q, %d", s, got.SequentialCandidates, tt.skills, tt.candidates)
+			}
+			var b strings.Builder
+			got.write(&b, "nightly")
+			if tt.words == "" && strings.Contains(b.String(), "sequential:") || !strings.Contains(b.String(), tt.words) {
+				t.Errorf("in words:\n%s\nwant %q", b.String(), tt.words)
+			}
+		})
+	}
+}
