@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,9 +15,24 @@ import (
 // TermWithReason on the last attempt (see Attempt). InProgress, every
 // Config.HeartbeatInterval, keeps it from being redelivered meanwhile.
 type Delivery struct {
-	msg        jetstream.Msg
+	msg        deliveredMsg
 	lane       Lane
 	maxDeliver int
+}
+
+// deliveredMsg is what a Delivery needs of a delivered message: a jetstream.Msg, or a
+// pulledMsg.
+type deliveredMsg interface {
+	Data() []byte
+	Subject() string
+	Reply() string
+	Metadata() (*jetstream.MsgMetadata, error)
+	Ack() error
+	DoubleAck(ctx context.Context) error
+	Nak() error
+	NakWithDelay(delay time.Duration) error
+	TermWithReason(reason string) error
+	InProgress() error
 }
 
 // Data is the job message's payload.
@@ -104,15 +118,32 @@ type LaneConsumer struct {
 	lane Lane
 	c    jetstream.Consumer
 	cfg  Config
+	pull *puller
 }
 
 // LaneConsumers returns the topology's lanes in priority order (on-demand before scheduled).
+// Their fetches share one inbox subscription a lane, however many workers use the topology.
 func (t *Topology) LaneConsumers() []*LaneConsumer {
 	out := make([]*LaneConsumer, 0, 2)
 	for _, l := range Lanes() {
-		out = append(out, &LaneConsumer{lane: l, c: t.consumer(l), cfg: t.Config})
+		out = append(out, &LaneConsumer{lane: l, c: t.consumer(l), cfg: t.Config, pull: t.puller(l)})
 	}
 	return out
+}
+
+// puller returns the lane's puller, made on first use.
+func (t *Topology) puller(lane Lane) *puller {
+	t.pullMu.Lock()
+	defer t.pullMu.Unlock()
+	if t.pullers == nil {
+		t.pullers = make(map[Lane]*puller)
+	}
+	p := t.pullers[lane]
+	if p == nil {
+		p = newPuller(t.conn.nc, JobsStream, lane.consumer())
+		t.pullers[lane] = p
+	}
+	return p
 }
 
 // Lane is the lane it takes jobs from.
@@ -136,29 +167,21 @@ func (l *LaneConsumer) AckWait() time.Duration {
 	return l.cfg.AckWait
 }
 
-// Fetch takes up to n jobs: those ready now when wait is zero, else waiting up to wait for the
-// first. It never abandons its pull request early: a job delivered to an abandoned request
-// would wait out AckWait. It returns the jobs it got and, separately, an error that ended the
-// fetch (a request that could not be made returns none); an expired request is no error.
+// Fetch takes up to n jobs: those ready now when wait is zero, else waiting up to wait for
+// them. It sends one pull request for exactly n (so no job is delivered that a free slot does
+// not wait for: each one's AckWait starts at delivery) and reads the server's answer until it
+// ends; only an answer that does not come within a second of wait is given up, and a job
+// delivered to it later is handed back (see puller). It returns the jobs it got and,
+// separately, an error that ended the fetch (a request that could not be made returns none);
+// an expired request is no error.
 func (l *LaneConsumer) Fetch(n int, wait time.Duration) ([]*Delivery, error) {
-	var (
-		batch jetstream.MessageBatch
-		err   error
-	)
-	if wait <= 0 {
-		batch, err = l.c.FetchNoWait(n)
-	} else {
-		batch, err = l.c.Fetch(n, jetstream.FetchMaxWait(wait))
+	msgs, err := l.pull.fetch(n, wait)
+	maxDeliver := l.MaxDeliver()
+	out := make([]*Delivery, len(msgs))
+	for i, m := range msgs {
+		out[i] = &Delivery{msg: &pulledMsg{m: m, nc: l.pull.nc}, lane: l.lane, maxDeliver: maxDeliver}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("queue: fetch jobs of lane %s: %w", l.lane, err)
-	}
-	maxDeliver := l.MaxDeliver()
-	var out []*Delivery
-	for m := range batch.Messages() {
-		out = append(out, &Delivery{msg: m, lane: l.lane, maxDeliver: maxDeliver})
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, fmt.Errorf("queue: fetch jobs of lane %s: %w", l.lane, err)
 	}
 	return out, nil

@@ -6,7 +6,8 @@
 // messages. The delivery rules it implements (see DESIGN.md, Reliability) are:
 //
 //   - A job is published once per run and job id (deduplicated within JobsDuplicates) on
-//     skillfleet.jobs.<lane>.<run>; a worker takes one per free slot (NextJob), heartbeats it
+//     skillfleet.jobs.<lane>.<run>; a worker takes one per free slot (LaneConsumer.Fetch: one pull
+//     request for as many jobs as it has free slots), heartbeats it
 //     every Config.HeartbeatInterval, publishes its result, then acks it.
 //   - A job not acked within AckWait is redelivered, up to MaxDeliver deliveries. On the last
 //     one (Attempt) the worker records a failure itself and terminates the message: the server

@@ -62,3 +62,17 @@ func (s *ResultIterator) Stall(quiet time.Duration) error {
 // Break ends the iteration's inner iterator under it, as the client library does when it gives
 // up: Next must open a new one rather than report the iteration stopped.
 func (s *ResultIterator) Break() { s.it.Stop() }
+
+// IdleInboxes is how many subscriptions the lane's fetches have left for the next ones.
+func (l *LaneConsumer) IdleInboxes() int {
+	l.pull.mu.Lock()
+	defer l.pull.mu.Unlock()
+	return len(l.pull.idle)
+}
+
+// RouteRequests sends the lane's pull requests to subject instead of the consumer's, and
+// returns the consumer's, so that a test can hold a request back.
+func (l *LaneConsumer) RouteRequests(subject string) (consumer string) {
+	consumer, l.pull.next = l.pull.next, subject
+	return consumer
+}

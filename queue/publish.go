@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,15 +161,32 @@ type PublishStats struct {
 // asyncPublisher publishes messages that carry a message id without waiting for each ack,
 // with at most MaxInFlight awaiting one, and resends those that failed for a transient reason.
 // Every publish is settled exactly once: stored, or failed for good.
+//
+// It speaks JetStream's publish protocol itself rather than through the client library's
+// PublishMsgAsync, which decodes every ack by reflection (encoding/json, about 20 allocations
+// an ack) and arms a timer per publish: a message goes out with a reply subject under one
+// inbox subscription, the stream's ack comes back there and is read by parsePubAck, and one
+// sweeper fails the acks that are overdue. Like the library it fails every publish awaiting an
+// ack when the connection starts reconnecting (the ack may be lost with it), so that it is
+// resent.
 type asyncPublisher struct {
-	js   jetstream.JetStream
+	nc   *nats.Conn
 	cfg  PublisherConfig
 	what string // "job" or "result", for errors
 
-	slots chan struct{}
+	slots  chan struct{}
+	sub    *nats.Subscription
+	prefix string // the reply subjects': an inbox and a dot
+	status chan nats.Status
+	quit   chan struct{}
+	done   sync.WaitGroup // the sweeper and the status watcher
+	once   sync.Once
 
-	mu       sync.Mutex
-	pending  map[*nats.Msg]*pendingPub
+	mu      sync.Mutex
+	closed  bool
+	token   uint64
+	waiting map[uint64]*pendingPub // sent, awaiting an ack, by reply token
+	// inflight counts the publishes not settled: waiting, or about to be resent.
 	inflight int
 	idle     chan struct{} // closed while inflight == 0
 	first    error
@@ -173,9 +194,12 @@ type asyncPublisher struct {
 	stats    PublishStats
 }
 
-// pendingPub is one publish awaiting its ack.
+// pendingPub is one publish not settled yet.
 type pendingPub struct {
+	m       *nats.Msg
 	resends int
+	// due is when its ack is overdue.
+	due time.Time
 	// done, when set, learns how the publish settled.
 	done func(error)
 }
@@ -185,29 +209,30 @@ func newAsyncPublisher(nc *nats.Conn, cfg PublisherConfig, what string) (*asyncP
 		return nil, fmt.Errorf("queue: invalid %s publisher config %+v", what, cfg)
 	}
 	p := &asyncPublisher{
+		nc:      nc,
 		cfg:     cfg,
 		what:    what,
 		slots:   make(chan struct{}, cfg.MaxInFlight),
-		pending: make(map[*nats.Msg]*pendingPub),
+		prefix:  nc.NewInbox() + ".",
+		quit:    make(chan struct{}),
+		waiting: make(map[uint64]*pendingPub),
 		idle:    closedChan(),
 	}
-	js, err := jetstream.New(nc,
-		// Our semaphore bounds in-flight publishes; the library's stall logic must never fire.
-		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight+1),
-		jetstream.WithPublishAsyncTimeout(cfg.AckTimeout),
-		jetstream.WithPublishAsyncAckHandler(p.onAck),
-		jetstream.WithPublishAsyncErrHandler(p.onErr),
-	)
+	sub, err := nc.Subscribe(p.prefix+"*", p.onReply)
 	if err != nil {
 		return nil, fmt.Errorf("queue: %s publisher: %w", what, err)
 	}
-	p.js = js
+	p.sub = sub
+	p.status = nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
+	p.done.Add(2)
+	go p.watch()
+	go p.sweep(max(cfg.AckTimeout/4, time.Millisecond))
 	return p, nil
 }
 
 // publish queues m, blocking while MaxInFlight publishes await their ack. done (optional) is
-// called once when the publish settles, from the library's callback goroutine: it must not
-// block.
+// called once when the publish settles, from the reply subscription's goroutine or a timer's:
+// it must not block.
 func (p *asyncPublisher) publish(ctx context.Context, m *nats.Msg, done func(error)) error {
 	select {
 	case p.slots <- struct{}{}:
@@ -215,19 +240,189 @@ func (p *asyncPublisher) publish(ctx context.Context, m *nats.Msg, done func(err
 		return ctx.Err()
 	}
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.slots
+		return jetstream.ErrJetStreamPublisherClosed
+	}
 	p.inflight++
 	if p.inflight == 1 {
 		p.idle = make(chan struct{})
 	}
-	p.pending[m] = &pendingPub{done: done}
 	p.mu.Unlock()
-	p.send(m)
+	p.send(&pendingPub{m: m, done: done})
 	return nil
 }
 
-func (p *asyncPublisher) send(m *nats.Msg) {
-	if _, err := p.js.PublishMsgAsync(m); err != nil {
-		p.onErr(p.js, m, err)
+// send publishes pp under a new reply token. The message's Reply is set here: each send has
+// its own, so that a late ack of an earlier one is not taken for this one's.
+func (p *asyncPublisher) send(pp *pendingPub) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.fail(pp, jetstream.ErrJetStreamPublisherClosed)
+		return
+	}
+	p.token++
+	token := p.token
+	pp.m.Reply = p.prefix + strconv.FormatUint(token, 36)
+	pp.due = time.Now().Add(p.cfg.AckTimeout)
+	p.waiting[token] = pp
+	p.mu.Unlock()
+	if err := p.nc.PublishMsg(pp.m); err != nil && p.take(token) == pp {
+		p.fail(pp, err)
+	}
+}
+
+// take removes the publish waiting under token and returns it; nil when none does.
+func (p *asyncPublisher) take(token uint64) *pendingPub {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pp := p.waiting[token]
+	delete(p.waiting, token)
+	return pp
+}
+
+// onReply settles the publish a stream's answer is for.
+func (p *asyncPublisher) onReply(m *nats.Msg) {
+	rest, ok := strings.CutPrefix(m.Subject, p.prefix)
+	if !ok {
+		return
+	}
+	token, err := strconv.ParseUint(rest, 36, 64)
+	if err != nil {
+		return
+	}
+	pp := p.take(token)
+	if pp == nil {
+		// Failed already (overdue, or the connection broke) and resent under another token.
+		return
+	}
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		// No stream listens on the subject (yet): a restarting server, or a deleted stream.
+		p.fail(pp, jetstream.ErrNoStreamResponse)
+		return
+	}
+	duplicate, err := parsePubAck(m.Data)
+	if err != nil {
+		p.fail(pp, err)
+		return
+	}
+	p.mu.Lock()
+	if duplicate {
+		p.stats.Duplicates++
+	} else {
+		p.stats.Stored++
+	}
+	done := p.settleLocked(pp)
+	p.mu.Unlock()
+	if done != nil {
+		done(nil)
+	}
+}
+
+// pubAckPrefix is how the server begins the ack of a stored message, from its template
+// {"stream":<name>,"seq":<n>} (with "domain" before "seq" in a domain, and "duplicate": true
+// and batch fields after it for some); an error is {"error":{...}}.
+var pubAckPrefix = []byte(`{"stream":"`)
+
+// parsePubAck reads a stream's answer to a publish: whether it was a duplicate, or the error
+// the stream refused it with. The acks the server writes from its template are read without
+// decoding; anything else is decoded as the client library decodes it.
+func parsePubAck(data []byte) (duplicate bool, err error) {
+	rest, ok := bytes.CutPrefix(data, pubAckPrefix)
+	if ok && len(rest) > 0 && rest[0] != '"' && bytes.HasSuffix(rest, []byte("}")) && !bytes.Contains(rest, []byte(`"error"`)) {
+		// A name is quoted with its quotes escaped, so these keys cannot be part of it.
+		_, after, found := bytes.Cut(rest, []byte(`"duplicate":`))
+		return found && bytes.HasPrefix(bytes.TrimLeft(after, " "), []byte("true")), nil
+	}
+	var ack struct {
+		Error     *jetstream.APIError `json:"error"`
+		Stream    string              `json:"stream"`
+		Duplicate bool                `json:"duplicate"`
+	}
+	if err := json.Unmarshal(data, &ack); err != nil {
+		return false, jetstream.ErrInvalidJSAck
+	}
+	if ack.Error != nil {
+		return false, ack.Error
+	}
+	if ack.Stream == "" {
+		return false, jetstream.ErrInvalidJSAck
+	}
+	return ack.Duplicate, nil
+}
+
+// sweep fails the publishes whose acks are overdue, every interval, until the publisher
+// closes.
+func (p *asyncPublisher) sweep(every time.Duration) {
+	defer p.done.Done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case now := <-tick.C:
+			p.failWaiting(func(pp *pendingPub) bool { return !now.Before(pp.due) }, jetstream.ErrAsyncPublishTimeout)
+		}
+	}
+}
+
+// watch fails every publish awaiting an ack when the connection breaks: an ack in transit is
+// lost with it. They are resent after RetryWait (the connection buffers what is published
+// while it reconnects).
+func (p *asyncPublisher) watch() {
+	defer p.done.Done()
+	for s := range p.status {
+		switch s {
+		case nats.RECONNECTING:
+			p.failWaiting(nil, nats.ErrDisconnected)
+		case nats.CLOSED:
+			p.failWaiting(nil, nats.ErrConnectionClosed)
+		}
+	}
+}
+
+// failWaiting fails the publishes awaiting an ack that match (all when match is nil) with err.
+func (p *asyncPublisher) failWaiting(match func(*pendingPub) bool, err error) {
+	var failed []*pendingPub
+	p.mu.Lock()
+	for token, pp := range p.waiting {
+		if match == nil || match(pp) {
+			delete(p.waiting, token)
+			failed = append(failed, pp)
+		}
+	}
+	p.mu.Unlock()
+	for _, pp := range failed {
+		p.fail(pp, err)
+	}
+}
+
+// fail resends pp, taken from waiting, after a pause when err is transient and resends are
+// left, else settles it as failed.
+func (p *asyncPublisher) fail(pp *pendingPub, err error) {
+	p.mu.Lock()
+	if retryable(err) && pp.resends < p.cfg.Retries && !p.closed {
+		n := pp.resends
+		pp.resends++
+		p.stats.Retried++
+		p.mu.Unlock()
+		// Not inline: during a reconnection a prompt resend would only fail the same way.
+		time.AfterFunc(backoff(p.cfg.RetryWait, n), func() { p.send(pp) })
+		return
+	}
+	p.stats.Failed++
+	p.failed++
+	err = fmt.Errorf("%s message %s on %s: %w", p.what, pp.m.Header.Get(jetstream.MsgIDHeader), pp.m.Subject, err)
+	if p.first == nil {
+		p.first = err
+	}
+	done := p.settleLocked(pp)
+	p.mu.Unlock()
+	if done != nil {
+		done(err)
 	}
 }
 
@@ -262,64 +457,26 @@ func (p *asyncPublisher) snapshot() PublishStats {
 	return p.stats
 }
 
+// close waits for queued publishes (bounded by ctx), then releases the subscription and fails
+// whatever is still unsettled with jetstream.ErrJetStreamPublisherClosed.
 func (p *asyncPublisher) close(ctx context.Context) error {
 	err := p.wait(ctx)
-	p.js.CleanupPublisher()
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		close(p.quit)
+		p.nc.RemoveStatusListener(p.status)
+		p.done.Wait()
+		_ = p.sub.Unsubscribe()
+		// A resend still to come finds the publisher closed and fails the same way.
+		p.failWaiting(nil, jetstream.ErrJetStreamPublisherClosed)
+	})
 	return err
 }
 
-func (p *asyncPublisher) onAck(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
-	p.mu.Lock()
-	if ack.Duplicate {
-		p.stats.Duplicates++
-	} else {
-		p.stats.Stored++
-	}
-	done := p.settleLocked(m)
-	p.mu.Unlock()
-	if done != nil {
-		done(nil)
-	}
-}
-
-func (p *asyncPublisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
-	p.mu.Lock()
-	pp, ok := p.pending[m]
-	if !ok {
-		// Settled already (a late callback after CleanupPublisher).
-		p.mu.Unlock()
-		return
-	}
-	if retryable(err) && pp.resends < p.cfg.Retries {
-		n := pp.resends
-		pp.resends++
-		p.stats.Retried++
-		p.mu.Unlock()
-		// Not inline: this runs on the library's callback goroutine, and during a
-		// reconnection a prompt resend would only fail the same way.
-		time.AfterFunc(backoff(p.cfg.RetryWait, n), func() { p.send(m) })
-		return
-	}
-	p.stats.Failed++
-	p.failed++
-	err = fmt.Errorf("%s message %s on %s: %w", p.what, m.Header.Get(jetstream.MsgIDHeader), m.Subject, err)
-	if p.first == nil {
-		p.first = err
-	}
-	done := p.settleLocked(m)
-	p.mu.Unlock()
-	if done != nil {
-		done(err)
-	}
-}
-
-// settleLocked forgets a publish and returns its done callback, to be called without the lock.
-func (p *asyncPublisher) settleLocked(m *nats.Msg) func(error) {
-	pp, ok := p.pending[m]
-	if !ok {
-		return nil
-	}
-	delete(p.pending, m)
+// settleLocked ends a publish and returns its done callback, to be called without the lock.
+func (p *asyncPublisher) settleLocked(pp *pendingPub) func(error) {
 	<-p.slots
 	p.inflight--
 	if p.inflight == 0 {
@@ -348,7 +505,7 @@ type runPublications struct {
 }
 
 // NewJobPublisher returns a JobPublisher on the topology's connection. It has its own
-// JetStream context, so its ack handlers see only its own publishes. Close it when done.
+// reply subscription, which sees only its own publishes' acks. Close it when done.
 func (t *Topology) NewJobPublisher(cfg PublisherConfig) (*JobPublisher, error) {
 	p, err := newAsyncPublisher(t.conn.nc, cfg, "job")
 	if err != nil {
@@ -388,7 +545,7 @@ func (p *JobPublisher) begin(run string) {
 }
 
 // settle ends one of run's publishes; sent is false for one that never went out (its error was
-// returned by Publish). It runs on the library's callback goroutine and must not block.
+// returned by Publish). It runs on the publisher's callback goroutines and must not block.
 func (p *JobPublisher) settle(run string, err error, sent bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -452,7 +609,7 @@ func (p *JobPublisher) Wait(ctx context.Context, run string) error {
 func (p *JobPublisher) Stats() PublishStats { return p.p.snapshot() }
 
 // Close waits for queued publishes (bounded by ctx) and releases the publisher's reply
-// subscription. It returns an error only when ctx ends first: publication failures belong to
+// subscription; what is still queued then fails. It returns an error only when ctx ends first: publication failures belong to
 // their runs' Wait.
 func (p *JobPublisher) Close(ctx context.Context) error {
 	err := p.p.close(ctx)
@@ -481,8 +638,8 @@ func (t *Topology) NewResultPublisher(cfg PublisherConfig) (*ResultPublisher, er
 
 // PublishResult queues one attempt's result on its case's subject (CaseResultSubject of run
 // and key) under ResultMsgID(run, jobID, attempt, data), blocking while MaxInFlight results
-// await their ack. done is called exactly once, from the library's callback goroutine (so it
-// must not block), unless an error is returned here.
+// await their ack. done is called exactly once, from the publisher's reply subscription or a
+// timer (so it must not block), unless an error is returned here.
 func (p *ResultPublisher) PublishResult(ctx context.Context, run, key, jobID string, attempt int, data []byte, done func(error)) error {
 	m, err := resultMsg(run, key, jobID, attempt, data)
 	if err != nil {

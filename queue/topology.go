@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,6 +40,9 @@ type Topology struct {
 	// reports is the finished runs' report store; nil on a topology Open made, which binds
 	// it on first use.
 	reports jetstream.ObjectStore
+	// pullers take the lanes' jobs for LaneConsumers, made on first use.
+	pullMu  sync.Mutex
+	pullers map[Lane]*puller
 }
 
 // Ensure creates the streams, consumers, KV buckets and object store, or updates them to cfg.
