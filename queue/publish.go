@@ -196,7 +196,10 @@ type asyncPublisher struct {
 
 // pendingPub is one publish not settled yet.
 type pendingPub struct {
-	m       *nats.Msg
+	m *nats.Msg
+	// sending is held for the whole of a send: a resend can be due (its ack overdue, then a
+	// backoff) before the send before it has returned, and each sets the message's Reply.
+	sending sync.Mutex
 	resends int
 	// due is when its ack is overdue.
 	due time.Time
@@ -257,6 +260,8 @@ func (p *asyncPublisher) publish(ctx context.Context, m *nats.Msg, done func(err
 // send publishes pp under a new reply token. The message's Reply is set here: each send has
 // its own, so that a late ack of an earlier one is not taken for this one's.
 func (p *asyncPublisher) send(pp *pendingPub) {
+	pp.sending.Lock()
+	defer pp.sending.Unlock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
