@@ -97,10 +97,9 @@ func TestRateWaitBoundsAgree(t *testing.T) {
 // when every actor sleeps, to the earliest wake. A sleep whose context is cancelled (an answer
 // ending a probe's wait) wakes without moving the clock.
 type simClock struct {
-	mu      sync.Mutex
-	t       time.Time
-	running int
-	waiters []*simWaiter
+	stepClock // its now; its record of sleeps is not kept
+	running   int
+	waiters   []*simWaiter
 }
 
 type simWaiter struct {
@@ -108,12 +107,6 @@ type simWaiter struct {
 	ctx   context.Context
 	ch    chan struct{}
 	woken bool
-}
-
-func (c *simClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
 }
 
 func (c *simClock) sleep(ctx context.Context, d time.Duration) error {
@@ -204,7 +197,7 @@ func TestAnnouncedLimitFleetStart(t *testing.T) {
 		answers        = 80
 	)
 	e, _, _ := queuetest.Start(t)
-	clk := &simClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), running: workers * slots}
+	clk := &simClock{stepClock: stepClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}, running: workers * slots}
 	ep := &slidingEndpoint{perSecond: 2}
 	header := func(ok bool) http.Header {
 		h := http.Header{"X-Ratelimit-Limit-Requests": {"120"}}

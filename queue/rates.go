@@ -89,7 +89,8 @@ const RateProbeSlot = time.Second
 // or with what its last booking was: "<tat>/<interval>", a paced booking at interval
 // nanoseconds; "<tat>/p", a probe (its request sent at tat − RateProbeSlot); "<tat>/o", a
 // probe that a worker whose endpoint announced no limit has read since, which no longer holds
-// the next probe.
+// the next probe. A worker of the version before reads a tail as no value and overwrites it:
+// while a fleet is upgraded its budget restarts now and then, and never holds anyone longer.
 const (
 	tailPlain = iota
 	tailPaced
