@@ -23,6 +23,10 @@ type RateStore interface {
 	Reserve(ctx context.Context, key string, interval time.Duration, burst int, cost float64, now time.Time) (time.Duration, error)
 	// Defer holds key's budget until at least until (now is the caller's clock).
 	Defer(ctx context.Context, key string, until, now time.Time) error
+	// Probe books one request of key's budget for a caller that does not know its interval
+	// and says how long to wait before sending it; booked false says to ask again after wait
+	// instead (queue.RateStore.Probe).
+	Probe(ctx context.Context, key string, now time.Time) (wait time.Duration, booked bool, err error)
 }
 
 // RateLimit is an endpoint's configured rate: requests and tokens per minute (0: none). A
@@ -85,7 +89,9 @@ const MaxRateWait = maxRetryAfter
 // RateGate paces one endpoint's requests to its configured rate (less a 2% headroom for the
 // network's jitter), shared by the whole fleet through a RateStore, and holds every worker back when the provider says its limit is
 // reached (Observe). Without a configured rate, it paces to the limit the endpoint announces
-// on its answers (Observe), and until the first answer lets one request a second through. No
+// on its answers (Observe), and until the first answer lets one request a second through,
+// booked in the shared budget as a probe (RateStore.Probe) so that paced requests make room
+// for it. No
 // request waits longer than MaxRateWait. Wait before each attempt, Settle once its tokens are
 // known. A nil gate lets everything through. It is safe for concurrent use.
 type RateGate struct {
@@ -121,6 +127,9 @@ type RateGate struct {
 	retryAt time.Time
 	// probeAt is when the next request may go while the limit is unknown.
 	probeAt time.Time
+	// wakes are the cancels of the sleeps that the first answer ends (sleepUnlessAnswered):
+	// called by Observe itself, so that a sleep is over when Observe returns.
+	wakes map[*context.CancelFunc]struct{}
 	// stretch widens the intervals after refusals (1: the headroom alone).
 	stretch float64
 }
@@ -146,6 +155,7 @@ func NewRateGate(endpoint string, lim RateLimit, deps RateGateDeps) *RateGate {
 		log:      deps.Log.With(zap.String("endpoint", endpoint)),
 		local:    map[string]time.Time{},
 		answered: make(chan struct{}),
+		wakes:    map[*context.CancelFunc]struct{}{},
 		stretch:  1,
 	}
 	g.reqInterval = perMinute(lim.RequestsPerMinute)
@@ -204,7 +214,7 @@ func (g *RateGate) Wait(ctx context.Context, estimatedTokens int64) error {
 	if g == nil {
 		return nil
 	}
-	if err := g.probe(ctx); err != nil {
+	if booked, err := g.probe(ctx); err != nil || booked {
 		return err
 	}
 	now := g.now()
@@ -229,29 +239,70 @@ func (g *RateGate) Wait(ctx context.Context, estimatedTokens int64) error {
 // probe holds a request back while the endpoint's limit is unknown (no rate_limit, and no
 // answer read yet): one request goes at once, then one a second, until an answer says what
 // the limit is, or that there is none; the others wait for that answer. Without it, every
-// slot of every worker of a fleet starting up would send before anyone could know.
-func (g *RateGate) probe(ctx context.Context) error {
+// slot of every worker of a fleet starting up would send before anyone could know. With a
+// store, the request is booked there (RateStore.Probe): after the paced requests of the
+// workers that know the limit, in the slot of the next one; or, before any, one a second for
+// the whole fleet, never two at once, the first paced booking after it starting one interval
+// after it. booked says the request was booked and its wait is over; it is then sent without
+// booking again. A probe waits for the store at most MaxRateWait in all: past it, or while the
+// store is down, it goes unbooked, one a second in this process.
+func (g *RateGate) probe(ctx context.Context) (booked bool, err error) {
 	if g.configured {
-		return nil
+		return false, nil
 	}
+	var deadline time.Time
 	for {
 		select {
 		case <-g.answered:
-			return nil
+			return false, nil
 		default:
 		}
 		now := g.now()
+		if deadline.IsZero() {
+			deadline = now.Add(MaxRateWait)
+		}
 		g.mu.Lock()
-		if !now.Before(g.probeAt) {
-			g.probeAt = now.Add(probeEvery)
+		if now.Before(g.probeAt) {
+			d := g.probeAt.Sub(now)
 			g.mu.Unlock()
-			return nil
+			if err := g.sleepUnlessAnswered(ctx, d); err != nil {
+				return false, err
+			}
+			continue
 		}
-		d := g.probeAt.Sub(now)
+		g.probeAt = now.Add(probeEvery)
 		g.mu.Unlock()
-		if err := g.sleepUnlessAnswered(ctx, d); err != nil {
-			return err
+		if now.Before(deadline) && g.useStore(now) {
+			sctx, cancel := context.WithTimeout(ctx, g.timeout)
+			g.storeMu.Lock()
+			wait, ok, err := g.store.Probe(sctx, g.reqKey, now)
+			g.storeMu.Unlock()
+			cancel()
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			g.noteStore(err)
+			if err == nil {
+				wait = min(wait, MaxRateWait, max(deadline.Sub(now), 0))
+				if !ok {
+					// Another probe went less than a second ago and no paced booking has
+					// priced it: ask again when its second is up, or go once an answer says
+					// the limit.
+					g.mu.Lock()
+					g.probeAt = now.Add(wait)
+					g.mu.Unlock()
+					continue
+				}
+				g.mu.Lock()
+				g.probeAt = now.Add(wait + probeEvery)
+				g.mu.Unlock()
+				if wait <= 0 {
+					return true, ctx.Err()
+				}
+				return true, g.sleep(ctx, wait)
+			}
 		}
+		return false, nil
 	}
 }
 
@@ -260,14 +311,19 @@ func (g *RateGate) probe(ctx context.Context) error {
 func (g *RateGate) sleepUnlessAnswered(ctx context.Context, d time.Duration) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-g.answered:
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
+	g.mu.Lock()
+	select {
+	case <-g.answered:
+		g.mu.Unlock()
+		return ctx.Err()
+	default:
+	}
+	g.wakes[&cancel] = struct{}{}
+	g.mu.Unlock()
 	_ = g.sleep(sctx, d)
+	g.mu.Lock()
+	delete(g.wakes, &cancel)
+	g.mu.Unlock()
 	return ctx.Err()
 }
 
@@ -381,7 +437,14 @@ func (g *RateGate) announce(h http.Header) {
 			break
 		}
 	}
-	g.answeredOnce.Do(func() { close(g.answered) })
+	g.answeredOnce.Do(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		close(g.answered)
+		for wake := range g.wakes {
+			(*wake)()
+		}
+	})
 }
 
 // exhausted says whether a remaining-count header says nothing remains.

@@ -22,6 +22,7 @@ type memStore struct {
 	tats     map[string]time.Time
 	defers   map[string]time.Time
 	booked   map[string]float64
+	probes   map[string]int
 	calls    int
 	broken   bool
 	hang     bool
@@ -29,7 +30,7 @@ type memStore struct {
 }
 
 func newMemStore() *memStore {
-	return &memStore{tats: map[string]time.Time{}, defers: map[string]time.Time{}, booked: map[string]float64{}}
+	return &memStore{tats: map[string]time.Time{}, defers: map[string]time.Time{}, booked: map[string]float64{}, probes: map[string]int{}}
 }
 
 func (s *memStore) fail(ctx context.Context) error {
@@ -56,6 +57,17 @@ func (s *memStore) Reserve(ctx context.Context, key string, interval time.Durati
 	}
 	s.booked[key] += cost
 	return gcra(s.tats, key, interval, burst, cost, now), nil
+}
+
+// Probe books every probe at once (queue's RateStore orders them; fleet's tests run it).
+func (s *memStore) Probe(ctx context.Context, key string, _ time.Time) (time.Duration, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fail(ctx); err != nil {
+		return 0, false, err
+	}
+	s.probes[key]++
+	return 0, true, nil
 }
 
 func (s *memStore) Defer(ctx context.Context, key string, until, _ time.Time) error {
@@ -420,6 +432,10 @@ func TestRateGateProbes(t *testing.T) {
 	if got, want := clk.sleeps(), []time.Duration{probeEvery}; !equalDurations(got, want) {
 		t.Fatalf("before any answer: sleeps %v, want %v", got, want)
 	}
+	store := g.store.(*memStore)
+	if store.probes["ep.requests"] != 2 || store.booked["ep.requests"] != 0 {
+		t.Fatalf("%d probes, %v requests booked; want 2 probes booked as probes, nothing else", store.probes["ep.requests"], store.booked["ep.requests"])
+	}
 	g.Observe(http.StatusOK, http.Header{})
 	for range 3 {
 		if err := g.Wait(context.Background(), 0); err != nil {
@@ -465,6 +481,9 @@ func (s answerStore) Reserve(context.Context, string, time.Duration, int, float6
 	return s.wait, nil
 }
 func (answerStore) Defer(context.Context, string, time.Time, time.Time) error { return nil }
+func (s answerStore) Probe(context.Context, string, time.Time) (time.Duration, bool, error) {
+	return s.wait, true, nil
+}
 
 // TestRateGateBoundsWaits: whatever the store says, a request waits at most MaxRateWait; and
 // no request books more than a minute of the token budget, so none pushes the shared budget
@@ -525,5 +544,38 @@ func TestRateGateWidensAfterRefusals(t *testing.T) {
 				t.Errorf("sleeps %v, want [%s]", got, want)
 			}
 		})
+	}
+}
+
+// heldProbes answers every probe to ask again after wait, as a store holding a probe that is
+// never priced would (or a poisoned one).
+type heldProbes struct {
+	answerStore
+	probes int
+}
+
+func (*heldProbes) Reserve(context.Context, string, time.Duration, int, float64, time.Time) (time.Duration, error) {
+	return 0, nil
+}
+
+func (s *heldProbes) Probe(context.Context, string, time.Time) (time.Duration, bool, error) {
+	s.probes++
+	return s.wait, false, nil
+}
+
+// TestRateGateProbeWaitsAtMostMaxRateWait: a store that keeps a probe waiting holds it at
+// most MaxRateWait in all; the request then goes unbooked.
+func TestRateGateProbeWaitsAtMostMaxRateWait(t *testing.T) {
+	clk := &fakeClock{t: testNow}
+	store := &heldProbes{answerStore: answerStore{wait: 25 * time.Second}}
+	g := NewRateGate("ep", RateLimit{}, RateGateDeps{Store: store, Now: clk.now, Sleep: clk.sleep})
+	if err := g.Wait(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := clk.sleeps(), []time.Duration{25 * time.Second, 25 * time.Second, 10 * time.Second}; !equalDurations(got, want) {
+		t.Errorf("sleeps %v, want %v", got, want)
+	}
+	if store.probes != 3 {
+		t.Errorf("asked %d times, want 3", store.probes)
 	}
 }

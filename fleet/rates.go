@@ -47,3 +47,12 @@ func (l *LateRates) Defer(ctx context.Context, key string, until, now time.Time)
 	}
 	return s.Defer(ctx, key, until, now)
 }
+
+// Probe is queue.RateStore.Probe, once bound.
+func (l *LateRates) Probe(ctx context.Context, key string, now time.Time) (time.Duration, bool, error) {
+	s := l.s.Load()
+	if s == nil {
+		return 0, false, errRatesUnbound
+	}
+	return s.Probe(ctx, key, now)
+}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,13 +81,51 @@ func ValidateRateKey(key string) error {
 	return nil
 }
 
+// RateProbeSlot is what a probe books until a paced booking prices it (RateStore.Probe): one
+// request a second, the most a fleet sends before any of its workers knows the limit.
+const RateProbeSlot = time.Second
+
+// A stored value is the TAT, alone ("<tat>": a deferral's, or a value an older worker wrote),
+// or with what its last booking was: "<tat>/<interval>", a paced booking at interval
+// nanoseconds; "<tat>/p", a probe (its request sent at tat − RateProbeSlot); "<tat>/o", a
+// probe that a worker whose endpoint announced no limit has read since, which no longer holds
+// the next probe. A worker of the version before reads a tail as no value and overwrites it:
+// while a fleet is upgraded its budget restarts now and then, and never holds anyone longer.
+const (
+	tailPlain = iota
+	tailPaced
+	tailProbe
+	tailOpen
+)
+
+// rateState is a budget's stored value, read.
+type rateState struct {
+	tat  int64
+	tail int
+	// hint is the interval of a paced tail, in nanoseconds.
+	hint int64
+}
+
+// ahead is the TAT a booking at interval starts from: for a probe, the probe's send time
+// plus interval (the probe priced at the booker's interval, not at its provisional
+// RateProbeSlot); for interval 0 (a read), the probe's send time.
+func (st rateState) ahead(interval time.Duration) int64 {
+	if st.tail == tailProbe || st.tail == tailOpen {
+		return st.tat - int64(RateProbeSlot) + int64(interval)
+	}
+	return st.tat
+}
+
 // Reserve books cost cells of key's budget, a budget of one cell per interval that lets burst
 // cells go at once, and says how long the caller must wait before it sends: the generic cell
 // rate algorithm, with the theoretical arrival time TAT = max(stored, now) + cost×interval and
 // the wait TAT − burst×interval − now. The booking stands whether or not the caller sends. A
 // negative cost gives cells back (an estimate that proved too high), never taking the TAT below
 // now. Interval 0 books nothing and waits for what Defer set. The clock is the caller's: the
-// processes of a fleet compare their own clocks with the stored TAT.
+// processes of a fleet compare their own clocks with the stored TAT. A booking after a probe
+// (Probe) starts one interval after the probe's request, whatever the probe booked; a read
+// (interval 0: a worker whose endpoint announced no limit) ends the probe's hold on the next
+// probe.
 //
 // Any NATS user allowed to book can write any value, so nothing stored is taken on trust: a
 // value that is not a TAT a fleet could have written (not decimal digits, or more than
@@ -98,21 +137,62 @@ func (s *RateStore) Reserve(ctx context.Context, key string, interval time.Durat
 	}
 	n := now.UnixNano()
 	var wait time.Duration
-	err := s.swap(ctx, key, n, func(tat int64) int64 {
-		base := min(max(tat, n), n+int64(RateMaxWait))
+	err := s.swap(ctx, key, n, func(st rateState) rateState {
+		if interval == 0 {
+			wait = min(max(time.Duration(st.ahead(0)-n), 0), RateMaxWait)
+			if st.tail == tailProbe {
+				// A worker that knows its endpoint announces no limit: probes need not
+				// wait for each other.
+				st.tail = tailOpen
+			}
+			return st
+		}
+		base := min(max(st.ahead(interval), n), n+int64(RateMaxWait))
 		// The product is clamped in floating point: a huge cost must not wrap around.
 		book := math.Max(math.Min(cost*float64(interval), float64(rateMaxAhead)), -float64(rateMaxAhead))
 		next := min(base+int64(book), n+int64(rateMaxAhead))
 		if cost < 0 {
-			return max(next, n) // a refund ends at now
+			return rateState{tat: max(next, n), tail: tailPaced, hint: int64(interval)} // a refund ends at now
 		}
 		wait = min(max(time.Duration(next-n)-time.Duration(burst)*interval, 0), RateMaxWait)
-		return next
+		return rateState{tat: next, tail: tailPaced, hint: int64(interval)}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue: reserve %s in %s: %w", key, RatesBucket, err)
 	}
 	return wait, nil
+}
+
+// Probe books a request of key's budget for a caller that does not know the budget's
+// interval yet (an endpoint's limit, before its first answer), and says how long to wait
+// before sending it; or, when booked is false, that the caller should ask again after wait
+// (at most RateMaxWait), or once it knows the limit. After a paced booking (Reserve), the probe
+// is booked as the next request at that booking's interval (at most RateProbeSlot: a value
+// worth no more than a probe's second, whoever wrote it), so that it never takes a paced
+// request's place. Otherwise it is booked at RateProbeSlot, provisionally: a fleet sends one
+// such probe a second, never two at once, and the first paced booking after it prices it at
+// its own interval (Reserve). An unpriced probe not yet a second old makes the next one wait
+// (booked false) rather than book a second further: a hundred workers starting together do not
+// queue a hundred seconds of probes ahead of the paced stream. It stops holding the next once a
+// worker whose endpoint announced no limit has read the budget (Reserve with interval 0).
+func (s *RateStore) Probe(ctx context.Context, key string, now time.Time) (wait time.Duration, booked bool, err error) {
+	n := now.UnixNano()
+	err = s.swap(ctx, key, n, func(st rateState) rateState {
+		if st.tail == tailProbe && st.tat > n {
+			wait, booked = min(time.Duration(st.tat-n), RateMaxWait), false
+			return st
+		}
+		base := min(max(st.ahead(0), n), n+int64(RateMaxWait))
+		wait, booked = time.Duration(base-n), true
+		if st.tail == tailPaced {
+			return rateState{tat: base + min(st.hint, int64(RateProbeSlot)), tail: tailPaced, hint: st.hint}
+		}
+		return rateState{tat: base + int64(RateProbeSlot), tail: tailProbe}
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("queue: probe %s in %s: %w", key, RatesBucket, err)
+	}
+	return wait, booked, nil
 }
 
 // Defer pushes key's theoretical arrival time to at least until, and at most RateMaxWait past
@@ -121,17 +201,52 @@ func (s *RateStore) Reserve(ctx context.Context, key string, interval time.Durat
 func (s *RateStore) Defer(ctx context.Context, key string, until, now time.Time) error {
 	n := now.UnixNano()
 	u := min(until.UnixNano(), n+int64(RateMaxWait))
-	err := s.swap(ctx, key, n, func(tat int64) int64 { return max(tat, u) })
+	err := s.swap(ctx, key, n, func(st rateState) rateState {
+		switch {
+		case (st.tail == tailProbe || st.tail == tailOpen) && u > st.ahead(0):
+			// Held past the probe's request: the provisional second stands as the hold's.
+			return rateState{tat: max(st.tat, u)}
+		case u > st.tat:
+			st.tat = u
+		}
+		return st
+	})
 	if err != nil {
 		return fmt.Errorf("queue: defer %s in %s: %w", key, RatesBucket, err)
 	}
 	return nil
 }
 
-// parseTAT reads a stored TAT as the fleet writes it: 1 to 19 decimal digits, and not more than
-// rateMaxAhead past now (Unix nanoseconds). Anything else (a sign, a space, an exponent, a
-// number past int64, a far-future poison) is not a TAT.
-func parseTAT(v []byte, now int64) (int64, bool) {
+// parseRate reads a stored value as the fleet writes it: a TAT of 1 to 19 decimal digits, not
+// more than rateMaxAhead past now (Unix nanoseconds), alone or followed by "/p" or by "/" and
+// an interval of 1 to 19 digits, at most rateMaxAhead. Anything else (a sign, a space, an
+// exponent, a number past int64, a far-future poison) is not a budget's value.
+func parseRate(v []byte, now int64) (rateState, bool) {
+	var st rateState
+	t, rest, tailed := bytes.Cut(v, []byte("/"))
+	tat, ok := parseDigits(t)
+	if !ok || tat > now+int64(rateMaxAhead) {
+		return rateState{}, false
+	}
+	st.tat = tat
+	switch {
+	case !tailed:
+	case string(rest) == "p":
+		st.tail = tailProbe
+	case string(rest) == "o":
+		st.tail = tailOpen
+	default:
+		hint, ok := parseDigits(rest)
+		if !ok || hint <= 0 || hint > int64(rateMaxAhead) {
+			return rateState{}, false
+		}
+		st.tail, st.hint = tailPaced, hint
+	}
+	return st, true
+}
+
+// parseDigits reads 1 to 19 decimal digits that fit an int64.
+func parseDigits(v []byte) (int64, bool) {
 	if len(v) == 0 || len(v) > 19 {
 		return 0, false
 	}
@@ -140,18 +255,30 @@ func parseTAT(v []byte, now int64) (int64, bool) {
 			return 0, false
 		}
 	}
-	tat, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || tat > now+int64(rateMaxAhead) {
-		return 0, false
-	}
-	return tat, true
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
 }
 
-// swap applies next to key's stored TAT by compare-and-swap: Create when the key holds nothing,
-// Update at the revision read otherwise, again on a conflict, at most rateCASTries times. A
-// stored value that is no TAT (parseTAT) counts as none (0) and is overwritten. A TAT in the
-// past is the same as now: nothing is written when the value would stay the same in effect.
-func (s *RateStore) swap(ctx context.Context, key string, now int64, next func(tat int64) int64) error {
+// format is the stored value of st.
+func (st rateState) format() []byte {
+	b := strconv.AppendInt(nil, max(st.tat, 0), 10)
+	switch st.tail {
+	case tailProbe:
+		b = append(b, "/p"...)
+	case tailOpen:
+		b = append(b, "/o"...)
+	case tailPaced:
+		b = append(b, '/')
+		b = strconv.AppendInt(b, st.hint, 10)
+	}
+	return b
+}
+
+// swap applies next to key's stored value by compare-and-swap: Create when the key holds
+// nothing, Update at the revision read otherwise, again on a conflict, at most rateCASTries
+// times. A stored value that is not one (parseRate) counts as none and is overwritten. A TAT in
+// the past is the same as now: nothing is written when the value would stay the same in effect.
+func (s *RateStore) swap(ctx context.Context, key string, now int64, next func(st rateState) rateState) error {
 	if err := ValidateRateKey(key); err != nil {
 		return err
 	}
@@ -161,7 +288,7 @@ func (s *RateStore) swap(ctx context.Context, key string, now int64, next func(t
 	}
 	for range rateCASTries {
 		var (
-			tat   int64
+			st    rateState
 			rev   uint64
 			valid = true
 		)
@@ -172,13 +299,13 @@ func (s *RateStore) swap(ctx context.Context, key string, now int64, next func(t
 			return err
 		default:
 			rev = e.Revision()
-			tat, valid = parseTAT(e.Value(), now)
+			st, valid = parseRate(e.Value(), now)
 		}
-		n := next(tat)
-		if valid && (n == tat || n <= now && tat <= now) {
+		n := next(st)
+		if valid && (n == st || n.tat <= now && st.tat <= now && n.tail == st.tail && n.hint == st.hint) {
 			return nil
 		}
-		value := []byte(strconv.FormatInt(max(n, 0), 10))
+		value := n.format()
 		if rev == 0 {
 			_, err = kv.Create(ctx, key, value)
 			if errors.Is(err, jetstream.ErrKeyExists) {

@@ -83,6 +83,59 @@ func TestRateDefer(t *testing.T) {
 	}
 }
 
+// TestRateProbe: a probe (a request whose sender does not know the interval) goes at once on
+// an empty budget and is booked a second, provisionally; another within that second is told to
+// ask again when it is up; the first paced booking starts one interval after the probe, not a
+// second; after a paced booking, a probe takes the next slot at that booking's interval (at
+// most a second); a read (interval 0) does not wait for a probe's second.
+func TestRateProbe(t *testing.T) {
+	const I = 510 * time.Millisecond
+	_, _, topo := queuetest.Start(t)
+	rates := topo.Rates()
+	ctx := testCtx(t)
+	at := func(d time.Duration) time.Time { return rateNow.Add(d) }
+	probe := func(key string, d, want time.Duration, wantBooked bool) {
+		t.Helper()
+		w, booked, err := rates.Probe(ctx, key, at(d))
+		if err != nil || w != want || booked != wantBooked {
+			t.Fatalf("probe %s at +%s = %s, %v, %v; want %s, %v", key, d, w, booked, err, want, wantBooked)
+		}
+	}
+	reserve := func(key string, interval, d, want time.Duration) {
+		t.Helper()
+		if w, err := rates.Reserve(ctx, key, interval, 1, 1, at(d)); err != nil || w != want {
+			t.Fatalf("reserve %s at +%s = %s, %v; want %s", key, d, w, err, want)
+		}
+	}
+	probe("ep.requests", 0, 0, true)
+	probe("ep.requests", 100*time.Millisecond, 900*time.Millisecond, false) // the first probe's second is not up
+	reserve("ep.requests", I, 50*time.Millisecond, I-50*time.Millisecond)
+	probe("ep.requests", 100*time.Millisecond, 2*I-100*time.Millisecond, true) // the next slot, at the paced interval
+	reserve("ep.requests", I, 100*time.Millisecond, 3*I-100*time.Millisecond)
+
+	// An unpriced probe a second old no longer holds the next.
+	probe("fresh.requests", 0, 0, true)
+	probe("fresh.requests", time.Second, 0, true)
+	// A deferral past a probe's request holds the next booking until the probe's second is
+	// up (not one interval after the probe), whatever its interval.
+	if err := rates.Defer(ctx, "fresh.requests", at(time.Second+300*time.Millisecond), at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	reserve("fresh.requests", 100*time.Millisecond, time.Second, time.Second)
+
+	// A read (interval 0: a worker whose endpoint announced no limit) ends a probe's hold on
+	// the next probe.
+	probe("open.requests", 0, 0, true)
+	reserve("open.requests", 0, 10*time.Millisecond, 0) // nor does the read wait for it
+	probe("open.requests", 20*time.Millisecond, 0, true)
+	reserve("open.requests", 300*time.Millisecond, 30*time.Millisecond, 290*time.Millisecond) // priced all the same
+
+	// A paced interval past a second prices a probe at a second only.
+	reserve("slow.requests", 3*time.Second, 0, 0)
+	probe("slow.requests", 0, 3*time.Second, true)
+	reserve("slow.requests", 3*time.Second, 0, 4*time.Second)
+}
+
 // TestRateSharedAcrossProcesses: three connections (three worker processes) of eight
 // goroutines each book one budget at the same instant; compare-and-swap loses no booking, so
 // the waits are exactly 0, T, 2T, … once each.
@@ -263,6 +316,16 @@ func TestRatesWorkerCannotPoison(t *testing.T) {
 		{"huge", "ep.requests", strings.Repeat("9", 900), 0, T},
 		{"empty", "ep.requests", "", 0, T},
 		{"a key of no endpoint", "other.requests", "9223372036854775807", 0, T},
+		{"a probe within reach", "ep.requests", unix(2*time.Minute) + "/p", queue.RateMaxWait, queue.RateMaxWait},
+		{"a probe in the past", "ep.requests", unix(-time.Hour) + "/p", 0, T},
+		{"a paced tail", "ep.requests", unix(0) + "/1", 0, T},
+		{"an interval of 0", "ep.requests", unix(time.Hour) + "/0", 0, T},
+		{"an interval past the horizon", "ep.requests", unix(0) + "/9223372036854775807", 0, T},
+		{"a signed interval", "ep.requests", unix(time.Hour) + "/-1", 0, T},
+		{"two tails", "ep.requests", unix(time.Hour) + "/p/p", 0, T},
+		{"an open probe within reach", "ep.requests", unix(2*time.Minute) + "/o", queue.RateMaxWait, queue.RateMaxWait},
+		{"a tail of no kind", "ep.requests", unix(time.Hour) + "/q", 0, T},
+		{"an empty tail", "ep.requests", unix(time.Hour) + "/", 0, T},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctopo, worker := startPermitted(t)
@@ -279,6 +342,10 @@ func TestRatesWorkerCannotPoison(t *testing.T) {
 				if w, err := rates.Reserve(ctx, "ep.requests", T, 1, 1, rateNow); err != nil || w != want {
 					t.Fatalf("booking %d after %q: wait %s, %v; want %s", i, tc.value, w, err, want)
 				}
+			}
+			_, _ = js.Publish(ctx, "$KV."+queue.RatesBucket+"."+tc.key, []byte(tc.value))
+			if w, _, err := rates.Probe(ctx, "ep.requests", rateNow); err != nil || w > queue.RateMaxWait {
+				t.Fatalf("probe after %q: wait %s, %v; want at most %s", tc.value, w, err, queue.RateMaxWait)
 			}
 		})
 	}
