@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"unicode"
 
+	"github.com/skillfleet/skillfleet/internal/text"
 	"github.com/skillfleet/skillfleet/stats"
 )
 
@@ -129,12 +130,8 @@ func (r *Report) WriteText(w io.Writer) error {
 // SequentialLine says, in a line, where a skill's group-sequential comparison stopped and why:
 // the look and epochs, the reason, the sequential p-value before Holm and the rule.
 func SequentialLine(skill string, s stats.SequentialResult) string {
-	looks := make([]string, len(s.Looks))
-	for j, e := range s.Looks {
-		looks[j] = fmt.Sprint(e)
-	}
 	return fmt.Sprintf("group-sequential %s: stopped at look %d of %d (%d of %d epochs per case and arm): %s; p over the looks %.4f before Holm (looks at epochs %s; %s)\n",
-		skill, s.StoppedAtLook, len(s.Looks), s.EpochsRun, s.Epochs, s.Reason, s.P, strings.Join(looks, ", "), s.Spending)
+		skill, s.StoppedAtLook, len(s.Looks), s.EpochsRun, s.Epochs, s.Reason, s.P, text.Ints(s.Looks), s.Spending)
 }
 
 // underpoweredSkills names the skills (and "overall") whose design cannot detect the

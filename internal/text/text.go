@@ -1,12 +1,13 @@
 // Package text holds the project's few text helpers: cutting a string to a bound without
 // splitting a rune (by bytes, by runes, head and tail, tail only, or escaped for one display
-// line) and the plural of a counted word. They differ on purpose (a stored result keeps its
+// line), the plural of a counted word and a list of numbers. They differ on purpose (a stored result keeps its
 // head and tail, a stderr excerpt its end, a message its start); each shape is one function
 // here so the same cut is made the same way everywhere.
 package text
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -24,6 +25,18 @@ func Plural(n int, one, many string) string {
 // Count is n followed by the plural of the word: "1 skill", "3 skills".
 func Count(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + Plural(n, one, many)
+}
+
+// Ints lists numbers for a person: "5, 10, 15, 20".
+func Ints(xs []int) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
 }
 
 // ClipBytes bounds s to n bytes, cut back to a rune boundary, followed by "…" when cut.

@@ -120,3 +120,19 @@ func TestRuneAround(t *testing.T) {
 		}
 	}
 }
+
+func TestInts(t *testing.T) {
+	for _, tt := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{20}, "20"},
+		{[]int{5, 10, 15, 20}, "5, 10, 15, 20"},
+		{[]int{-1, 0}, "-1, 0"},
+	} {
+		if got := Ints(tt.in); got != tt.want {
+			t.Errorf("Ints(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -213,16 +213,8 @@ func (pp planPower) writeSequential(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "sequential: %s: %s × %d epochs, looks at epochs %s, alpha at each %s\n",
-			s.Skill, text.Count(s.Cases, "case", "cases"), s.Epochs, joinInts(s.Looks), strings.Join(levels, ", "))
+			s.Skill, text.Count(s.Cases, "case", "cases"), s.Epochs, text.Ints(s.Looks), strings.Join(levels, ", "))
 	}
-}
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ", ")
 }
 
 // historyRates reads the suite's per-case epoch record from a local history for plan
