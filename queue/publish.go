@@ -431,20 +431,30 @@ func (p *asyncPublisher) fail(pp *pendingPub, err error) {
 	}
 }
 
+// waitIdle waits for idle to be closed, or for ctx to end: an idle channel wins over an ended
+// ctx, so a wait with nothing pending never fails.
+func waitIdle(ctx context.Context, idle <-chan struct{}) error {
+	select {
+	case <-idle:
+		return nil
+	default:
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // wait blocks until every queued publish is settled, then returns the first failure since the
 // last wait (with how many failed) and forgets it.
 func (p *asyncPublisher) wait(ctx context.Context) error {
 	p.mu.Lock()
 	idle := p.idle
 	p.mu.Unlock()
-	select {
-	case <-idle:
-	default:
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return fmt.Errorf("queue: wait for %s publications: %w", p.what, ctx.Err())
-		}
+	if err := waitIdle(ctx, idle); err != nil {
+		return fmt.Errorf("queue: wait for %s publications: %w", p.what, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -588,14 +598,8 @@ func (p *JobPublisher) Wait(ctx context.Context, run string) error {
 	if rp == nil {
 		return nil
 	}
-	select {
-	case <-idle:
-	default:
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return fmt.Errorf("queue: wait for the job publications of run %s: %w", run, ctx.Err())
-		}
+	if err := waitIdle(ctx, idle); err != nil {
+		return fmt.Errorf("queue: wait for the job publications of run %s: %w", run, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
