@@ -358,6 +358,11 @@ func (b *bencher) runThrough(ctx context.Context, f *fleet.InProcess, root strin
 	if err != nil {
 		return runTiming{}, nil, err
 	}
+	return waitRun(ctx, f, st, during)
+}
+
+// waitRun waits for the submitted run st to end; the timing starts when it is called.
+func waitRun(ctx context.Context, f *fleet.InProcess, st *pb.RunStatus, during func(*pb.RunStatus)) (runTiming, *pb.RunStatus, error) {
 	cpu, allocs := processCPU(), heapAllocs()
 	start := time.Now()
 	for {
@@ -495,10 +500,15 @@ func (b *bencher) dispatch(ctx context.Context) ([]benchResult, error) {
 		fmt.Fprintf(b.stderr, "  round %d: skillfleet %.0f jobs/s (%.0f µs CPU, %.0f allocs a job); raw %.0f msgs/s; raw round trip %.0f jobs/s (%.0f µs CPU a job): %.2f× of it\n",
 			round, ourRates[round], float64(ourCPU[round].Nanoseconds())/1e3, ourAllocs[round], rawRates[round], tripRates[round], float64(tripCPU[round].Nanoseconds())/1e3, ourRates[round]/tripRates[round])
 	}
+	ourSplit, tripSplit, err := b.dispatchSplit(ctx, root, n, jobBytes/n)
+	if err != nil {
+		return nil, err
+	}
 	slices.Sort(rawRates)
 	slices.Sort(tripRates)
 	slices.Sort(ourRates)
 	raw, trip, ours := rawRates[1], tripRates[1], ourRates[1]
+	bound, bound2 := ourSplit.Bound(ours/trip, false), ourSplit.Bound(ours/trip, true)
 	for _, c := range [][]time.Duration{rawCPU, tripCPU, ourCPU} {
 		slices.Sort(c)
 	}
@@ -506,12 +516,55 @@ func (b *bencher) dispatch(ctx context.Context) ([]benchResult, error) {
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	return []benchResult{{
 		name: "dispatch, 20,000 no-op jobs",
-		figure: fmt.Sprintf("%.0f jobs/s vs raw %.0f msgs/s (%.2f×); raw round trip %.0f jobs/s (skillfleet at %.2f× of it); CPU %.0f µs a job (round trip %.0f), %.0f allocations a job",
-			ours, raw, ours/raw, trip, ours/trip, us(ourCPU[1]), us(tripCPU[1]), ourAllocs[1]),
+		figure: fmt.Sprintf("%.0f jobs/s vs raw %.0f msgs/s (%.2f×); raw round trip %.0f jobs/s (skillfleet at %.2f× of it; %.2f–%.2f× were its own code free); CPU %.0f µs a job (round trip %.0f), %.0f allocations a job",
+			ours, raw, ours/raw, trip, ours/trip, bound, bound2, us(ourCPU[1]), us(tripCPU[1]), ourAllocs[1]),
 		target: "≥ 0.8× the raw round trip", met: verdict(ours >= 0.8*trip),
-		detail: fmt.Sprintf("Median of 3 interleaved rounds. skillfleet: from the run's start (after upload and planning) to its end, through coordinator → JetStream → 4 workers × 16 slots → results → aggregation, with the workers' bundle caches warm from an earlier run of the suite; rounds %.0f jobs/s. Raw: queuebench.RawMsgs moving the same messages, the suite's 20,000 job messages as the coordinator stores them (subject, message id and expected-stream headers, %d-byte protobuf payloads on average), with a nats.go PublishMsgAsync publisher and a pull consumer fetching batches of 256 from a work-queue stream and acking each message; rounds %.0f msgs/s. Raw round trip: queuebench.RoundTrip, the least any dispatcher with durable results does per job (a job of that size stored with a message id, pulled in batches of 256, a 256-byte result stored with a message id, the job acked after its result, the result read by an ordered consumer) and nothing else, rounds %.0f jobs/s. A job is two stored messages where the raw baseline's is one, so the round trip itself comes to only %.2f× the raw rate; the embedded server, coordinator and workers share this machine's 2 cores, and all three are bound by them. CPU of the whole process (server included), medians: skillfleet %.0f µs per job, raw %.0f µs per message, raw round trip %.0f µs per job; half the raw rate needs at most %.0f µs per job.",
-			ourRates, jobBytes/n, rawRates, tripRates, trip/raw, us(ourCPU[1]), us(rawCPU[1]), us(tripCPU[1]), 2*us(rawCPU[1])),
+		detail: fmt.Sprintf("Median of 3 interleaved rounds. skillfleet: from the run's start (after upload and planning) to its end, through coordinator → JetStream → 4 workers × 16 slots → results → aggregation, with the workers' bundle caches warm from an earlier run of the suite; rounds %.0f jobs/s. Raw: queuebench.RawMsgs moving the same messages, the suite's 20,000 job messages as the coordinator stores them (subject, message id and expected-stream headers, %d-byte protobuf payloads on average), with a nats.go PublishMsgAsync publisher and a pull consumer fetching batches of 256 from a work-queue stream and acking each message; rounds %.0f msgs/s. Raw round trip: queuebench.RoundTrip, the least any dispatcher with durable results does per job (a job of that size stored with a message id, pulled in batches of 256, a 256-byte result stored with a message id, the job acked after its result, the result read by an ordered consumer) and nothing else, rounds %.0f jobs/s. A job is two stored messages where the raw baseline's is one, so the round trip itself comes to only %.2f× the raw rate; the embedded server, coordinator and workers share this machine's 2 cores, and all three are bound by them. CPU of the whole process (server included), medians: skillfleet %.0f µs per job, raw %.0f µs per message, raw round trip %.0f µs per job; half the raw rate needs at most %.0f µs per job. Where the CPU goes (a fourth run of each under the CPU profiler, after the measured rounds; each sample is its innermost frame's that belongs to the NATS server, nats.go, the collector's background workers or skillfleet, else the runtime's own): skillfleet's run %s; the round trip's %s. With skillfleet's own part at zero and the rest as measured, its ratio would be %.2f×; %.2f× if the collector's background work also shrank by skillfleet's share of the bytes allocated. The rest of the gap to the round trip is the server's and the client library's work for skillfleet's messages, and the collection of what they allocate.",
+			ourRates, jobBytes/n, rawRates, tripRates, trip/raw, us(ourCPU[1]), us(rawCPU[1]), us(tripCPU[1]), 2*us(rawCPU[1]),
+			ourSplit.String(n, "skillfleet's own code"), tripSplit.String(n, "the round trip's own code (queuebench)"), bound, bound2),
 	}}, nil
+}
+
+// dispatchSplit profiles one more skillfleet run of the suite at root (after a warm-up run, as
+// the measured ones) and one more raw round trip of n jobs of size bytes, and says where the
+// CPU of each went.
+func (b *bencher) dispatchSplit(ctx context.Context, root string, n, size int) (ours, trip cpuSplit, err error) {
+	srv, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: filepath.Join(b.work, "split-raw")}, b.log)
+	if err != nil {
+		return ours, trip, err
+	}
+	nc, err := queuebench.Dial(srv, "bench-raw")
+	if err == nil {
+		trip, err = profileCPU(func() error {
+			_, err := queuebench.RoundTrip(ctx, nc, n, size, 256)
+			return err
+		})
+		nc.Close()
+	}
+	srv.Shutdown()
+	if err != nil {
+		return ours, trip, err
+	}
+	f, err := fleet.StartInProcess(ctx, fleet.InProcessConfig{DataDir: filepath.Join(b.work, "split-fleet"), Workers: 4, Slots: 16, Executor: noopExecutor{}, Log: b.log})
+	if err != nil {
+		return ours, trip, err
+	}
+	defer func() { _ = f.Close(ctx) }()
+	if _, _, err := b.runThrough(ctx, f, root, nil); err != nil {
+		return ours, trip, err
+	}
+	st, err := submit(ctx, f, root)
+	if err != nil {
+		return ours, trip, err
+	}
+	ours, err = profileCPU(func() error {
+		_, end, err := waitRun(ctx, f, st, nil)
+		if err == nil && (end.GetState() != pb.RunState_RUN_STATE_COMPLETED || end.GetDoneJobs() != int32(n)) {
+			err = fmt.Errorf("dispatch run ended %v with %d of %d jobs", end.GetState(), end.GetDoneJobs(), n)
+		}
+		return err
+	})
+	return ours, trip, err
 }
 
 func (b *bencher) aggregate(ctx context.Context) ([]benchResult, error) {
