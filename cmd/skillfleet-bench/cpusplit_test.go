@@ -116,13 +116,16 @@ func TestCPUSplitString(t *testing.T) {
 }
 
 func TestProfileCPUSeesTheWork(t *testing.T) {
-	// A busy loop of ours (a function of this package) that allocates, long enough for a few
-	// samples at 100 Hz and of the heap profile's one per 512 KiB: it lands in Ours.
+	// A busy loop of ours (a function of this package) that allocates: it lands in Ours. It
+	// runs for 300 ms of CPU, not of the clock, so that a loaded machine still gives it a
+	// few of the profiler's samples at 100 Hz (and the heap profile's, one per 512 KiB).
 	var keep [][]byte
 	split, err := profileCPU(func() error {
-		deadline := time.Now().Add(300 * time.Millisecond)
-		for time.Now().Before(deadline) {
-			keep = append(keep[:0], make([]byte, 64<<10))
+		start, deadline := processCPU(), time.Now().Add(time.Minute)
+		for processCPU()-start < 300*time.Millisecond && time.Now().Before(deadline) {
+			for range 64 {
+				keep = append(keep[:0], make([]byte, 64<<10))
+			}
 		}
 		return nil
 	})
