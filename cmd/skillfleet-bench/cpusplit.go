@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -150,8 +151,11 @@ func profileCPU(fn func() error) (cpuSplit, error) {
 	return s, nil
 }
 
-// allocParts is the bytes allocated so far by part, as the heap profile samples them.
+// allocParts is the bytes allocated so far by part, as the heap profile samples them. The
+// profile is as of the last collection, so one is made first: without it, what was
+// allocated since the previous one would be left out.
 func allocParts() (parts, error) {
+	runtime.GC()
 	var buf bytes.Buffer
 	if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
 		return parts{}, err
