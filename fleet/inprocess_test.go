@@ -104,10 +104,16 @@ func exampleBundle(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-// wait blocks until the run is in a final state.
+// waitBound is how long wait gives a run. Runs through real sandboxes take most of a minute
+// on a 2-core machine doing nothing else (examples/hostile's 38 jobs on two slots: 45-55 s),
+// and CI runs them beside the e2e package's image builds: 60 s failed a run that was still
+// making progress (31 of 38 jobs done). Only a run that is stuck waits this long.
+const waitBound = 4 * time.Minute
+
+// wait blocks until the run is in a final state, failing t after waitBound.
 func wait(t *testing.T, c *coordinator.Coordinator, id string) *pb.RunStatus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	ch, stop, err := c.Subscribe(ctx, id)
 	if err != nil {
