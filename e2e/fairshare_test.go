@@ -472,7 +472,7 @@ func TestFairShareFlood(t *testing.T) {
 	default:
 		t.Logf("teamB's further run refused: %v", refusal)
 	}
-	if used, err := f.nats.resultsBytes(ctx); err == nil {
+	if used, _, err := f.nats.streamState(ctx, queue.ResultsStream); err == nil {
 		t.Logf("teamB's run stopped making progress at %d results; the results stream holds %d of %d bytes", lastDone, used, streamMax)
 	}
 
@@ -528,17 +528,23 @@ func TestFairShareFlood(t *testing.T) {
 			return err == nil && len(u.Teams) == 1 && u.Teams[0].Over == ""
 		}, "teamB to be under its bound once its run stopped")
 	}
+	// The workers' bundle reads, under the worker's permissions, deleted their consumers as
+	// they ended rather than leaving one per read for nats.go's 5 idle minutes.
+	if _, n, err := f.nats.streamState(ctx, "OBJ_"+queue.BundlesBucket); err != nil || n != 0 {
+		t.Errorf("the bundles' stream has %d consumers (%v) once every run has ended, want 0", n, err)
+	}
 }
 
-// resultsBytes reads what the results stream holds from the server's monitoring port.
-func (pn *permsNATS) resultsBytes(ctx context.Context) (uint64, error) {
+// streamState reads how many bytes and consumers the named stream has from the server's
+// monitoring port.
+func (pn *permsNATS) streamState(ctx context.Context, stream string) (bytes uint64, consumers int, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pn.monitor+"/jsz?accounts=true&streams=true", nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	var jsz struct {
@@ -546,20 +552,21 @@ func (pn *permsNATS) resultsBytes(ctx context.Context) (uint64, error) {
 			Streams []struct {
 				Name  string `json:"name"`
 				State struct {
-					Bytes uint64 `json:"bytes"`
+					Bytes     uint64 `json:"bytes"`
+					Consumers int    `json:"consumer_count"`
 				} `json:"state"`
 			} `json:"stream_detail"`
 		} `json:"account_details"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, a := range jsz.Accounts {
 		for _, s := range a.Streams {
-			if s.Name == queue.ResultsStream {
-				return s.State.Bytes, nil
+			if s.Name == stream {
+				return s.State.Bytes, s.State.Consumers, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("no stream %s in /jsz", queue.ResultsStream)
+	return 0, 0, fmt.Errorf("no stream %s in /jsz", stream)
 }

@@ -316,6 +316,25 @@ func TestWorkerTopologyReadsBundlesByName(t *testing.T) {
 	if !errors.Is(err, queue.ErrBundleNotFound) {
 		t.Fatalf("missing bundle: %v, want ErrBundleNotFound", err)
 	}
+	// Each read's consumer is gone with it, not left for nats.go's 5 idle minutes: a fleet's
+	// workers read a bundle per run each.
+	if n := bundleConsumers(t, topo); n != 0 {
+		t.Errorf("%d consumers left on the bundles' stream after the reads ended, want 0", n)
+	}
+}
+
+// bundleConsumers is how many consumers the bundles' stream has.
+func bundleConsumers(t *testing.T, topo *queue.Topology) int {
+	t.Helper()
+	stream, err := topo.RawJS().Stream(testCtx(t), "OBJ_"+queue.BundlesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Consumers
 }
 
 // TestBundleTransferThatStallsFails: the review's stuck slot. A connection cut while a worker
@@ -361,6 +380,9 @@ func TestBundleTransferThatStallsFails(t *testing.T) {
 		cancel()
 		if !errors.Is(err, queue.ErrBundleStalled) || outerEnded != nil {
 			t.Errorf("%s: GetBundle of a bundle whose chunks never come = %v (the transfer's context: %v), want ErrBundleStalled before the context ends", name, err, outerEnded)
+		}
+		if n := bundleConsumers(t, topo); n != 0 {
+			t.Errorf("%s: %d consumers left on the bundles' stream after a stalled read, want 0", name, n)
 		}
 	}
 }
