@@ -206,16 +206,14 @@ func (t *Topology) readBundleByName(ctx context.Context, digest string, w io.Wri
 	if info.Size > 0 {
 		oc, err := t.js.OrderedConsumer(ctx, bundlesStream, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{"$O." + BundlesBucket + ".C." + info.NUID},
-			// Stopping an ordered consumer leaves it on the server until it has been idle
-			// this long (nats.go's default is 5 minutes): every worker's every bundle read
-			// would hold one. It is deleted when the read ends; this bounds what a worker
-			// that dies mid-read leaves, to what a stalled read would wait anyway.
+			// What a worker that dies mid-read leaves goes once a stalled read would have
+			// failed anyway (see dropConsumer).
 			InactiveThreshold: t.Config.bundleStall(),
 		})
 		if err != nil {
 			return fmt.Errorf("queue: get bundle %s: %w", digest, err)
 		}
-		defer t.deleteOrdered(ctx, oc)
+		defer t.dropConsumer(ctx, bundlesStream, oc)
 		it, err := oc.Messages()
 		if err != nil {
 			return fmt.Errorf("queue: get bundle %s: %w", digest, err)
@@ -238,19 +236,6 @@ func (t *Topology) readBundleByName(ctx context.Context, digest string, w io.Wri
 		return fmt.Errorf("%w: stored under %s, content is %s", ErrDigestMismatch, digest, got)
 	}
 	return nil
-}
-
-// deleteOrdered deletes a bundle read's ordered consumer once the read is over, however it
-// ended (ctx may be done by then: the delete gets a few seconds of its own). A failed delete
-// is left to the consumer's inactive threshold.
-func (t *Topology) deleteOrdered(ctx context.Context, oc jetstream.Consumer) {
-	info := oc.CachedInfo()
-	if info == nil || info.Name == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = t.js.DeleteConsumer(ctx, bundlesStream, info.Name)
 }
 
 // bundlesStream is the object store's stream, named as nats.go names it.

@@ -326,7 +326,13 @@ func TestWorkerTopologyReadsBundlesByName(t *testing.T) {
 // bundleConsumers is how many consumers the bundles' stream has.
 func bundleConsumers(t *testing.T, topo *queue.Topology) int {
 	t.Helper()
-	stream, err := topo.RawJS().Stream(testCtx(t), "OBJ_"+queue.BundlesBucket)
+	return streamConsumers(t, topo, "OBJ_"+queue.BundlesBucket)
+}
+
+// streamConsumers is how many consumers the named stream has.
+func streamConsumers(t *testing.T, topo *queue.Topology, name string) int {
+	t.Helper()
+	stream, err := topo.RawJS().Stream(testCtx(t), name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,11 @@ func TestReadCaseResults(t *testing.T) {
 	if err := topo.ReadCaseResults(ctx, "run1", "a.b", func(queue.ResultMsg) error { return nil }); err == nil {
 		t.Error("a key with a dot was read")
 	}
+	// Every read above, whole, empty or stopped by fn, deleted its consumer as it ended:
+	// case pages are opened at a viewer's pace.
+	if n := streamConsumers(t, topo, queue.ResultsStream); n != 0 {
+		t.Errorf("%d consumers left on the results stream after the case reads ended, want 0", n)
+	}
 
 	// The follower of the whole run sees every case's and the unkeyed result.
 	it, err := topo.FollowResults(ctx, "run1")

@@ -246,10 +246,13 @@ func (t *Topology) ReadCaseResults(ctx context.Context, run, key string, fn func
 			return nil
 		}
 	}
-	cons, err := t.js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy})
+	cons, err := t.js.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: readIdle,
+	})
 	if err != nil {
 		return fmt.Errorf("queue: results of run %s case %s: %w", run, key, err)
 	}
+	defer t.dropConsumer(ctx, ResultsStream, cons)
 	n := cons.CachedInfo().NumPending
 	if n == 0 {
 		return nil
