@@ -44,6 +44,7 @@ type ResultIterator struct {
 	t       *Topology
 	run     string
 	it      jetstream.MessagesContext
+	cons    jetstream.Consumer
 	backlog uint64
 	// last is the stream sequence of the last result delivered (0: none yet).
 	last uint64
@@ -100,6 +101,9 @@ func (s *ResultIterator) open(ctx context.Context) (*jetstream.ConsumerInfo, err
 		// (seen: a run waiting five minutes, its iteration in the library's reset loop); bounded,
 		// Next gets the error and opens a new consumer.
 		MaxResetAttempts: 3,
+		// A live iteration pulls continually; what a coordinator that dies leaves goes after
+		// this rather than nats.go's 5 minutes (Stop deletes it at once).
+		InactiveThreshold: readIdle,
 	}
 	if s.last > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, s.last+1
@@ -112,7 +116,7 @@ func (s *ResultIterator) open(ctx context.Context) (*jetstream.ConsumerInfo, err
 	if err != nil {
 		return nil, fmt.Errorf("queue: results of run %s: %w", s.run, err)
 	}
-	s.it = it
+	s.it, s.cons = it, cons
 	return cons.CachedInfo(), nil
 }
 
@@ -143,6 +147,7 @@ func (s *ResultIterator) reopen(ctx context.Context) error {
 		return fmt.Errorf("queue: next result of run %s: %w", s.run, ErrStopped)
 	}
 	s.it.Stop()
+	s.t.dropConsumer(ctx, ResultsStream, s.cons)
 	if _, err := s.open(ctx); err != nil {
 		return fmt.Errorf("queue: next result of run %s: reopening a stalled iteration: %w", s.run, err)
 	}
@@ -221,9 +226,15 @@ var ErrStopped = errors.New("queue: iteration stopped")
 // The server drops the consumer after its inactivity threshold.
 func (s *ResultIterator) Stop() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
 	s.stopped = true
 	s.it.Stop()
+	cons := s.cons
+	s.mu.Unlock()
+	s.t.dropConsumer(context.Background(), ResultsStream, cons)
 }
 
 // ReadCaseResults calls fn, in stored order, with each result stored on the subject of run's
