@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -72,5 +73,40 @@ func TestReadsPastTheServersConsumerBound(t *testing.T) {
 				t.Errorf("%d consumers left on %s after %d reads ended, want 0", n, tc.stream, reads)
 			}
 		})
+	}
+}
+
+// TestFollowsMoreRunsThanTheServersDefaultBound: each unfinished run's results are followed
+// by a consumer of their own, and nats-server's default refuses a stream's 1,001st: an
+// organisation's 1,001st unfinished run failed with "cannot read results". The results
+// stream sets its own bound; 1,050 runs are followed at once here.
+func TestFollowsMoreRunsThanTheServersDefaultBound(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runs := server.JSDefaultMaxConsumersPerStream + 50
+	var its []*queue.ResultIterator
+	defer func() {
+		for _, it := range its {
+			it.Stop()
+		}
+	}()
+	for i := range runs {
+		it, err := topo.FollowResults(ctx, fmt.Sprintf("run%d", i))
+		if err != nil {
+			t.Fatalf("following run %d of %d: %v", i+1, runs, err)
+		}
+		its = append(its, it)
+	}
+	if n := streamConsumers(t, topo, queue.ResultsStream); n != runs {
+		t.Errorf("%d consumers on the results stream while %d runs are followed", n, runs)
+	}
+	// The last one followed still gets its results.
+	if err := topo.PublishResult(ctx, fmt.Sprintf("run%d", runs-1), "ca", "j1", 1, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := its[runs-1].Next(ctx)
+	if err != nil || string(m.Data) != "late" {
+		t.Errorf("the last run followed: %q, %v; want its result", m.Data, err)
 	}
 }

@@ -279,10 +279,18 @@ func resultsStreamConfig(cfg Config) jetstream.StreamConfig {
 		// worker's credentials could otherwise flood it and evict a finished run's results,
 		// whose rebuilt report would then count its failures as pending (issue 25). The
 		// coordinator refuses new runs before it fills (see ResultsUsage).
-		Discard:  jetstream.DiscardNew,
-		MaxBytes: limit(cfg.ResultsMaxBytes),
+		Discard:      jetstream.DiscardNew,
+		MaxBytes:     limit(cfg.ResultsMaxBytes),
+		MaxConsumers: resultsMaxConsumers,
 	}
 }
+
+// resultsMaxConsumers bounds the results stream's consumers: one follows each unfinished run
+// and one serves each read in progress (a case page, an export). Left unset, the server's
+// default of 1,000 a stream (JSDefaultMaxConsumersPerStream, as of 2.15.2) would fail an
+// organisation's 1,001st unfinished run with "cannot read results: maximum consumers limit
+// reached". An account limit set lower still applies.
+const resultsMaxConsumers = 100_000
 
 // storageExceeded reports the server's refusal to reserve a limit it has no storage for
 // (JetStream error 10047).
