@@ -15,9 +15,9 @@ import (
 // new run's following of its results, and 1,000 bundle reads (100 workers starting 10 runs)
 // every further bundle read.
 
-// readIdle is the inactive threshold of a read's ordered consumer: what a reader that
-// dies mid-read leaves goes after this. A live read pulls continually, so it is never idle
-// this long.
+// readIdle is the inactive threshold of a short read's ordered consumer (a case's results):
+// what a reader that dies mid-read leaves goes after this. Such a read pulls until it is
+// done, so it is never idle this long.
 const readIdle = 30 * time.Second
 
 // dropConsumer deletes c from stream once a read is over, however it ended (ctx may be done

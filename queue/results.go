@@ -101,9 +101,9 @@ func (s *ResultIterator) open(ctx context.Context) (*jetstream.ConsumerInfo, err
 		// (seen: a run waiting five minutes, its iteration in the library's reset loop); bounded,
 		// Next gets the error and opens a new consumer.
 		MaxResetAttempts: 3,
-		// A live iteration pulls continually; what a coordinator that dies leaves goes after
-		// this rather than nats.go's 5 minutes (Stop deletes it at once).
-		InactiveThreshold: readIdle,
+		// No short inactive threshold here (Stop deletes the consumer): a run loop busy for
+		// a while stops pulling once its buffer is full, and its consumer must not be taken
+		// away meanwhile. What a coordinator that dies leaves goes after nats.go's 5 minutes.
 	}
 	if s.last > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, s.last+1
