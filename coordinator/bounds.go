@@ -6,8 +6,6 @@ import (
 	"os"
 
 	"go.uber.org/zap"
-
-	"github.com/skillfleet/skillfleet/internal/tenant"
 )
 
 // What admission checks of the fleet's storage: the streams as a whole (a nearly full one
@@ -76,76 +74,22 @@ func (c *Coordinator) checkBundleRoom(ctx context.Context, team, digest, tarPath
 	if limit <= 0 {
 		return nil
 	}
-	held, err := c.teamBundles(ctx, team)
+	total, has, err := c.held.team(ctx, c, team, digest)
 	if err != nil {
 		// The store's own limit still holds: logged, not a reason to refuse.
 		c.log.Warn("reading a team's bundles failed", zap.String("team", team), zap.Error(err))
 		return nil
 	}
-	if _, ok := held[digest]; ok {
+	if has {
 		return nil
 	}
 	fi, err := os.Stat(tarPath)
 	if err != nil {
 		return err
 	}
-	var total int64
-	for _, n := range held {
-		total += n
-	}
 	if total+fi.Size() > limit {
 		return &QuotaError{Err: fmt.Errorf("team %s's runs and pushed suites hold %s of bundles; this one (%s) would take it over its bound of %s (max_bundle_bytes): wait for old runs to leave retention, or ask an admin to raise the bound",
 			team, FormatSize(total), FormatSize(fi.Size()), FormatSize(limit))}
 	}
 	return nil
-}
-
-// teamBundles returns the size of each bundle team's kept runs and pushed suites refer to.
-func (c *Coordinator) teamBundles(ctx context.Context, team string) (map[string]int64, error) {
-	all, err := c.bundlesHeld(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return all[team], nil
-}
-
-// bundlesHeld returns, for each team, the size of each bundle its kept runs and pushed suites
-// refer to: one listing of the runs, the suites and the bundles.
-func (c *Coordinator) bundlesHeld(ctx context.Context) (map[string]map[string]int64, error) {
-	sizes := map[string]int64{}
-	bundles, err := c.bundles.ListBundles(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range bundles {
-		sizes[b.Digest] = int64(b.Size)
-	}
-	held := map[string]map[string]int64{}
-	add := func(team, digest string) {
-		if sizes[digest] == 0 {
-			return
-		}
-		if held[team] == nil {
-			held[team] = map[string]int64{}
-		}
-		held[team][digest] = sizes[digest]
-	}
-	statuses, err := c.listStored(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, st := range statuses {
-		add(teamOfRun(st), st.GetSpec().GetBundleDigest())
-	}
-	if c.schedules != nil {
-		// Every team's suites: the coordinator's own reading, not the caller's.
-		suites, err := c.Suites(tenant.With(ctx, tenant.Principal{Name: "coordinator", Role: tenant.Admin}))
-		if err != nil {
-			return nil, err
-		}
-		for _, ps := range suites {
-			add(tenant.Team(ps.Team), ps.BundleDigest)
-		}
-	}
-	return held, nil
 }

@@ -352,6 +352,8 @@ type Coordinator struct {
 	// streams.
 	feed  *feeder
 	usage *usage
+	// held is what each team holds of the bundle store (heldbundles.go).
+	held heldBundles
 	// evictNow asks the eviction loop to look at the streams now.
 	evictNow chan struct{}
 }
@@ -673,6 +675,11 @@ func (c *Coordinator) admit(ctx context.Context, r *run, tarPath, tree string) (
 	}
 	if err := c.save(ctx, r.status, r.key); err != nil {
 		return nil, err
+	}
+	if tarPath != "" {
+		if fi, err := os.Stat(tarPath); err == nil {
+			c.held.add(spec.Team, digest, fi.Size())
+		}
 	}
 	c.metrics.submitted.Inc()
 	c.log.Info("run submitted", zap.String("run", spec.Id), zap.String("bundle", digest), zap.Int("jobs", len(r.plan.Jobs)))

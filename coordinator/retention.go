@@ -40,10 +40,14 @@ func (c *Coordinator) sweepLoop(ctx context.Context) {
 // missing results). A bundle goes when no remaining run refers to it and it was uploaded more
 // than an hour ago, so a run being submitted right now keeps its bundle; a pushed suite's
 // latest bundle stays as long as the suite does.
-func (c *Coordinator) Sweep(ctx context.Context) (Swept, error) {
+func (c *Coordinator) Sweep(ctx context.Context) (out Swept, err error) {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()
-	var out Swept
+	defer func() {
+		if out.Runs+out.Bundles > 0 || err != nil {
+			c.held.forget() // what it removed no longer holds a bundle
+		}
+	}()
 	now := c.now()
 	cutoff := now.Add(-c.cfg.Retention)
 	statuses, err := c.listStored(ctx)

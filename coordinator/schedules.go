@@ -221,6 +221,8 @@ func (c *Coordinator) PushSuite(ctx context.Context, team, name string, body io.
 	if _, err := store.Put(ctx, id.key(suiteKeyPrefix), b); err != nil {
 		return nil, fmt.Errorf("store suite %s: %w", name, err)
 	}
+	// The suite's previous bundle may be held by nothing else now.
+	c.held.forget()
 	c.audit(p, id.team, "push", "suite/"+id.String(), outcomeOK, "bundle "+digest)
 	return ps, nil
 }

@@ -297,7 +297,7 @@ func (c *Coordinator) Usage(ctx context.Context, team string) ([]TeamUsage, erro
 			shares[t][string(l)] = sh.Outstanding
 		}
 	}
-	bundles, err := c.bundlesHeld(ctx)
+	bundles, err := c.held.total(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -316,9 +316,7 @@ func (c *Coordinator) Usage(ctx context.Context, team string) ([]TeamUsage, erro
 		if u.Running == nil {
 			u.Running = map[string]int{}
 		}
-		for _, n := range bundles[t] {
-			u.Bundles += n
-		}
+		u.Bundles = bundles[t]
 		out = append(out, u)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Team < out[j].Team })
