@@ -184,7 +184,7 @@ func bundleOf(t testing.TB, root string) []byte {
 }
 
 // writeFiles writes name -> content under a new temporary directory and returns it.
-func writeFiles(t *testing.T, files map[string]string) string {
+func writeFiles(t testing.TB, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
 	for name, content := range files {

@@ -23,7 +23,7 @@ func member(team string) context.Context {
 }
 
 // commandSuite is a suite of n command cases.
-func commandSuite(t *testing.T, n int) []byte {
+func commandSuite(t testing.TB, n int) []byte {
 	t.Helper()
 	files := map[string]string{"s/SKILL.md": "---\nname: s\ndescription: A fixture skill. Use when testing bounds.\n---\n\nBody.\n"}
 	for i := range n {
