@@ -1043,29 +1043,25 @@ func (c *Coordinator) load(ctx context.Context, id string) (*pb.RunStatus, error
 // errUnreadable marks a stored run state that does not decode.
 var errUnreadable = errors.New("stored state is unreadable")
 
+// listStored returns every stored run, newest first, read in one pass over the store. A run
+// that cannot be read fails the whole list rather than shortening it: the retention sweep
+// would take a missing run's bundle for unused.
 func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
-	keys, err := c.runStore.Keys(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []*pb.RunStatus
-	for _, k := range keys {
-		if k == probeKey || strings.HasPrefix(k, suiteKeyPrefix) || strings.HasPrefix(k, scheduleKeyPrefix) {
-			continue
+	err := c.runStore.Each(ctx, func(k string, value []byte) error {
+		if k == probeKey || queue.ValidateRunID(k) != nil {
+			return nil // suites, schedules, the readiness probe
 		}
-		st, err := c.load(ctx, k)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			continue // deleted since it was listed
-		case errors.Is(err, errUnreadable):
-			c.log.Warn("skipping unreadable run state", zap.String("run", k), zap.Error(err))
-			continue
-		case err != nil:
-			// Not a partial list: the retention sweep would take a missing run's bundle
-			// for unused.
-			return nil, err
+		st := &pb.RunStatus{}
+		if err := proto.Unmarshal(value, st); err != nil {
+			c.log.Warn("skipping unreadable run state", zap.String("run", k), zap.Error(fmt.Errorf("%w: %w", errUnreadable, err)))
+			return nil
 		}
 		out = append(out, st)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].GetSpec().GetCreatedAt().AsTime().After(out[j].GetSpec().GetCreatedAt().AsTime())

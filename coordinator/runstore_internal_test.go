@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -73,6 +74,23 @@ func (f *fakeRuns) Keys(context.Context) ([]string, error) {
 	keys = append(keys, f.listed...)
 	slices.Sort(keys)
 	return keys, nil
+}
+
+func (f *fakeRuns) Each(_ context.Context, fn func(string, []byte) error) error {
+	f.calls["each"]++
+	if f.fail != nil {
+		return f.fail
+	}
+	keys := slices.Sorted(maps.Keys(f.values))
+	for _, k := range keys {
+		if err := f.getFail[k]; err != nil {
+			return err
+		}
+		if err := fn(k, f.values[k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeRuns) PurgeDeletes(context.Context, time.Duration) (int, error) {

@@ -17,6 +17,9 @@ type RunStore interface {
 	Delete(ctx context.Context, key string) error
 	// Keys lists every key that holds a value, keys written meanwhile included.
 	Keys(ctx context.Context) ([]string, error)
+	// Each calls fn with every key that holds a value and its value, in one pass over the
+	// store, keys written meanwhile included; it stops at fn's first error.
+	Each(ctx context.Context, fn func(key string, value []byte) error) error
 	// PurgeDeletes drops the markers of keys deleted longer ago than olderThan.
 	PurgeDeletes(ctx context.Context, olderThan time.Duration) (int, error)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -43,10 +44,11 @@ func TestRunStoreCompareAndSwap(t *testing.T) {
 	}
 }
 
-// TestRunStoreKeysWhileRewritten: a key rewritten while the store is listed is still listed.
+// TestRunStoreListWhileRewritten: a key rewritten while the store is listed (Keys, or Each with
+// its values) is still listed, once.
 // Runs rewrite their state as they progress, and a list that missed one would hide it from
 // GET /v1/runs and from the retention sweep's count of the bundles in use.
-func TestRunStoreKeysWhileRewritten(t *testing.T) {
+func TestRunStoreListWhileRewritten(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := testCtx(t)
 	s := topo.Runs()
@@ -81,23 +83,44 @@ func TestRunStoreKeysWhileRewritten(t *testing.T) {
 		}
 	})
 	defer func() { close(stop); writer.Wait() }()
-	for round := range 200 {
-		keys, err := s.Keys(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(map[string]bool, len(keys))
-		for _, k := range keys {
-			got[k] = true
-		}
-		for k := range want {
-			if !got[k] {
-				t.Fatalf("round %d: key %s, rewritten during the list, is missing from %d keys", round, k, len(keys))
+	// Keys, and Each with the values: a value is one the key held ("v" or a writer's count).
+	each := func() ([]string, error) {
+		var keys []string
+		err := s.Each(ctx, func(k string, v []byte) error {
+			if _, err := strconv.Atoi(string(v)); err != nil && string(v) != "v" {
+				t.Errorf("key %s read as %q, never written", k, v)
+			}
+			keys = append(keys, k)
+			return nil
+		})
+		return keys, err
+	}
+	for name, list := range map[string]func() ([]string, error){"Keys": func() ([]string, error) { return s.Keys(ctx) }, "Each": each} {
+		for round := range 200 {
+			keys, err := list()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(map[string]bool, len(keys))
+			for _, k := range keys {
+				if got[k] {
+					t.Fatalf("%s, round %d: key %s listed twice", name, round, k)
+				}
+				got[k] = true
+			}
+			for k := range want {
+				if !got[k] {
+					t.Fatalf("%s, round %d: key %s, rewritten during the list, is missing from %d keys", name, round, k, len(keys))
+				}
+			}
+			if got["gone"] {
+				t.Fatalf("%s, round %d: the deleted key is listed", name, round)
 			}
 		}
-		if got["gone"] {
-			t.Fatalf("round %d: the deleted key is listed", round)
-		}
+	}
+	stopAt := errors.New("enough")
+	if err := s.Each(ctx, func(string, []byte) error { return stopAt }); !errors.Is(err, stopAt) {
+		t.Errorf("Each with fn failing: %v, want fn's error", err)
 	}
 }
 
