@@ -60,6 +60,9 @@ func refOf(rest string) ref {
 // slot is claimed by an update at the revision read, so of two coordinators exactly one fires.
 type ScheduleStore interface {
 	RunStore
+	// KeysUnder lists the keys under prefix (ending with a dot) that hold a value, keys
+	// written meanwhile included, reading those keys alone.
+	KeysUnder(ctx context.Context, prefix string) ([]string, error)
 	// Create returns an error wrapping queue.ErrConflict when key holds a value.
 	Create(ctx context.Context, key string, value []byte) (revision uint64, err error)
 	// Update returns an error wrapping queue.ErrConflict when key changed since revision.
@@ -280,7 +283,7 @@ func (c *Coordinator) keysUnder(ctx context.Context, prefix string) ([]ref, erro
 	if err != nil {
 		return nil, err
 	}
-	keys, err := store.Keys(ctx)
+	keys, err := store.KeysUnder(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/tenant"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
@@ -67,6 +68,18 @@ func BenchmarkListWithStoredRuns(b *testing.B) {
 		runs, err := c.List(context.Background())
 		if err != nil || len(runs) != storedRuns {
 			b.Fatalf("listed %d runs, %v; want %d", len(runs), err, storedRuns)
+		}
+	}
+}
+
+// BenchmarkSchedulesWithStoredRuns lists the schedules, as the schedule loop does every 30 s
+// and GET /v1/schedules on demand.
+func BenchmarkSchedulesWithStoredRuns(b *testing.B) {
+	c, _ := startWithStoredRuns(b)
+	admin := tenant.With(context.Background(), tenant.Principal{Name: "ops", Role: tenant.Admin})
+	for b.Loop() {
+		if _, err := c.Schedules(admin); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -15,8 +15,6 @@ type RunStore interface {
 	// Get returns an error wrapping queue.ErrNotFound for a key that holds nothing.
 	Get(ctx context.Context, key string) (value []byte, revision uint64, err error)
 	Delete(ctx context.Context, key string) error
-	// Keys lists every key that holds a value, keys written meanwhile included.
-	Keys(ctx context.Context) ([]string, error)
 	// Each calls fn with every key that holds a value and its value, in one pass over the
 	// store, keys written meanwhile included; it stops at fn's first error.
 	Each(ctx context.Context, fn func(key string, value []byte) error) error

@@ -68,7 +68,21 @@ func (s *RunStore) Delete(ctx context.Context, key string) error {
 // with a message: a key the watch missed is read, and kept unless its last message is a
 // deletion.
 func (s *RunStore) Keys(ctx context.Context) ([]string, error) {
-	lister, err := s.kv.ListKeys(ctx)
+	return s.keys(ctx, ">")
+}
+
+// KeysUnder is Keys of the keys that begin with prefix, which must end with a dot: it reads
+// those keys alone, not the whole bucket (the schedules among an organisation's runs).
+func (s *RunStore) KeysUnder(ctx context.Context, prefix string) ([]string, error) {
+	if !strings.HasSuffix(prefix, ".") || strings.ContainsAny(prefix, "*> ") {
+		return nil, fmt.Errorf("queue: list %s under %q: a prefix is whole dot-separated tokens, ending with a dot", RunsBucket, prefix)
+	}
+	return s.keys(ctx, prefix+">")
+}
+
+// keys lists the keys matching filter (a subject filter over keys).
+func (s *RunStore) keys(ctx context.Context, filter string) ([]string, error) {
+	lister, err := s.kv.ListKeysFiltered(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
 	}
@@ -84,7 +98,7 @@ func (s *RunStore) Keys(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
 	}
 	prefix := kvSubjectPrefix + RunsBucket + "."
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+filter))
 	if err != nil {
 		return nil, fmt.Errorf("queue: list %s: %w", RunsBucket, err)
 	}

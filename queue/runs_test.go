@@ -171,3 +171,39 @@ func TestRunStorePurgeDeletes(t *testing.T) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
 }
+
+// TestRunStoreKeysUnder: the keys under a prefix and no others; a prefix that is not whole
+// tokens ending with a dot is refused rather than matched as a subject pattern.
+func TestRunStoreKeysUnder(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := testCtx(t)
+	s := topo.Runs()
+	for _, k := range []string{"schedule.a.nightly", "schedule.b.weekly", "schedules.x", "suite.a.nightly", "r20261129t000000-aaaaaaaa", "gone.x"} {
+		if _, err := s.Put(ctx, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "gone.x"); err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string][]string{
+		"schedule.": {"schedule.a.nightly", "schedule.b.weekly"},
+		"suite.a.":  {"suite.a.nightly"},
+		"gone.":     nil,
+		"nothing.":  nil,
+	} {
+		got, err := s.KeysUnder(ctx, prefix)
+		if err != nil {
+			t.Fatalf("KeysUnder(%q): %v", prefix, err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("KeysUnder(%q) = %v, want %v", prefix, got, want)
+		}
+	}
+	for _, bad := range []string{"schedule", "sched*.", "schedule.>.", ""} {
+		if got, err := s.KeysUnder(ctx, bad); err == nil {
+			t.Errorf("KeysUnder(%q) = %v, want an error", bad, got)
+		}
+	}
+}
