@@ -17,7 +17,8 @@ import (
 // TestReadsPastTheServersConsumerBound: nats-server refuses a stream's 1,001st consumer by
 // default, and a stopped ordered consumer used to stay on the server for 5 idle minutes. So
 // 1,000 case pages, result exports or bundle reads in 5 minutes refused every further one,
-// and a new run's results could no longer be followed. Each kind of read is done past the
+// and a new run's results could no longer be followed. The run store's listings (the runs
+// page, the schedule loop) watch the bucket the same way. Each kind of read is done past the
 // bound here, one after another as a viewer or the workers would, and every one must work and
 // leave nothing behind.
 func TestReadsPastTheServersConsumerBound(t *testing.T) {
@@ -26,6 +27,9 @@ func TestReadsPastTheServersConsumerBound(t *testing.T) {
 	defer cancel()
 	reads := server.JSDefaultMaxConsumersPerStream + 50
 	if err := topo.PublishResult(ctx, "run1", "ca", "j1", 1, []byte("a result")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.Runs().Put(ctx, "schedule.a.nightly", []byte("a schedule")); err != nil {
 		t.Fatal(err)
 	}
 	bundle := bytes.Repeat([]byte("bundle "), 1000)
@@ -61,6 +65,13 @@ func TestReadsPastTheServersConsumerBound(t *testing.T) {
 		}},
 		{"a bundle, by a worker", "OBJ_" + queue.BundlesBucket, func() error {
 			return worker.GetBundle(ctx, digest, io.Discard)
+		}},
+		{"the stored runs, listed", "KV_" + queue.RunsBucket, func() error {
+			return topo.Runs().Each(ctx, func(string, []byte) error { return nil })
+		}},
+		{"the schedules, listed", "KV_" + queue.RunsBucket, func() error {
+			_, err := topo.Runs().KeysUnder(ctx, "schedule.")
+			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
