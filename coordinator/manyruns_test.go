@@ -18,8 +18,8 @@ import (
 // skill repository, and more than 1,000 are unfinished at once. Each unfinished run's results
 // are followed by a consumer of their own, and nats-server refuses a stream's 1,001st consumer
 // unless the stream says otherwise: the 1,001st run failed with "cannot read results". Here
-// 1,050 runs are admitted before any job runs, none fails, case pages are read meanwhile, and
-// every run completes once its job is answered.
+// 1,050 runs are admitted before any job runs, none fails, case pages are read meanwhile, the
+// coordinator restarts, and every run completes once its job is answered.
 func TestMoreUnfinishedRunsThanTheServersConsumerDefault(t *testing.T) {
 	_, _, topo := queuetest.Start(t)
 	ctx := context.Background()
@@ -51,6 +51,13 @@ func TestMoreUnfinishedRunsThanTheServersConsumerDefault(t *testing.T) {
 			t.Fatalf("a case page of run %s: %v", id, err)
 		}
 	}
+	// The coordinator restarts with them all unfinished: the next one resumes every run.
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	c = startOn(t, topo, coordinator.Config{StatusEvery: 50 * time.Millisecond})
+	t.Logf("a coordinator started on %d unfinished runs in %v", runs, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
 	answered := 0
 	for answered < runs {
