@@ -81,10 +81,12 @@ type shareOptions struct {
 	workers, slots int
 	jobTime        time.Duration
 	outputBytes    int
+	// workersLater leaves the simulator to the test: startWorkers starts it.
+	workersLater bool
 }
 
-// startShareFleet starts the three processes and waits until the coordinator is ready and
-// every simulated worker is connected.
+// startShareFleet starts the three processes (the simulator later with o.workersLater) and
+// waits until the coordinator is ready and every simulated worker is connected.
 func startShareFleet(t *testing.T, o shareOptions) *shareFleet {
 	t.Helper()
 	dir := t.TempDir()
@@ -106,13 +108,22 @@ func startShareFleet(t *testing.T, o shareOptions) *shareFleet {
 	}
 	f.coordinator = start(t, "coordinator", bin, coordinatorEnv, args...)
 	waitHTTP(t, f.coordinator, f.api+"/readyz")
+	if !o.workersLater {
+		f.startWorkers(t, o)
+	}
+	return f
+}
+
+// startWorkers starts the fleet simulator of o and waits until every simulated worker is
+// connected.
+func (f *shareFleet) startWorkers(t *testing.T, o shareOptions) {
+	t.Helper()
 	metrics := testutil.FreeAddr(t)
 	f.sim = start(t, "skillfleet-bench fleet", binary(t, "skillfleet-bench"), workerEnv, append([]string{"fleet",
 		"--workers", strconv.Itoa(o.workers), "--slots", strconv.Itoa(o.slots), "--id-prefix", "fairshare-",
 		"--job-time", o.jobTime.String(), "--output-bytes", strconv.Itoa(o.outputBytes),
-		"--metrics", metrics, "--drain-grace", "5s", "--log-level", "warn"}, pn.workerFlags()...)...)
+		"--metrics", metrics, "--drain-grace", "5s", "--log-level", "warn"}, f.nats.workerFlags()...)...)
 	waitHTTP(t, f.sim, "http://"+metrics+"/healthz")
-	return f
 }
 
 // fairShareCoordinator is the coordinator binary under test, and whether it has byte bounds
