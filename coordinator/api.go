@@ -119,10 +119,11 @@ func (c *Coordinator) Handler(cfg APIConfig) http.Handler {
 	a := &api{c: c, cfg: cfg, probe: &storeProbe{c: c},
 		streams:   newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerCaller, "event streams"),
 		documents: newStreamLimiter(cfg.MaxDocumentReads, cfg.MaxDocumentReadsPerCaller, "reads of documents"),
+		listings:  newStreamLimiter(MaxRunListings, MaxRunListingsPerCaller, "listings of runs"),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", a.auth(a.submit))
-	mux.HandleFunc("GET /v1/runs", a.auth(a.list))
+	mux.HandleFunc("GET /v1/runs", a.auth(a.bounded(a.listings, a.list)))
 	mux.HandleFunc("GET /v1/runs/{id}", a.auth(a.status))
 	mux.HandleFunc("DELETE /v1/runs/{id}", a.auth(a.cancel))
 	mux.HandleFunc("GET /v1/runs/{id}/events", a.auth(a.events))
@@ -152,8 +153,8 @@ type api struct {
 	streams *streamLimiter
 	probe   *storeProbe
 
-	// documents bounds the reads of documents (bounded).
-	documents *streamLimiter
+	// documents bounds the reads of documents, listings the listings of runs (bounded).
+	documents, listings *streamLimiter
 }
 
 // submit accepts a suite bundle (a tar, as `skillfleet submit` writes it) with the run's

@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,12 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/skillfleet/skillfleet/comparison"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/httpserve/httpservetest"
 	"github.com/skillfleet/skillfleet/internal/testutil"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/queue"
+	"github.com/skillfleet/skillfleet/queue/queuetest"
 )
 
 // largeResultsRun is a completed run of two prompt cases whose trajectories are mb MiB each
@@ -117,5 +122,61 @@ func TestDocumentReadsAreBounded(t *testing.T) {
 	_, err := coordinator.NewClient(srv.URL, alice, nil).Records(context.Background(), id, "", comparison.ReadLimits{})
 	if !isAPIError(err, http.StatusTooManyRequests, "") {
 		t.Fatalf("alice's records read with two trajectories stalled: %v, want 429", err)
+	}
+}
+
+// TestRunListingsAreBounded: a listing of the runs holds every stored run's status while its
+// client takes it (about 4 KB a run: 400 MB at 100,000 runs kept), and any token may list. So
+// listings take a slot of a cap per principal and of a total cap, as reads of documents do:
+// over one, 429 with Retry-After, and another principal is still answered.
+func TestRunListingsAreBounded(t *testing.T) {
+	_, _, topo := queuetest.Start(t)
+	ctx := context.Background()
+	// 10,000 finished runs whose listing (about 25 MB) cannot hide in the sockets' buffers.
+	now := time.Now()
+	reason := strings.Repeat("a long reason. ", 150)
+	for i := range 10_000 {
+		id := fmt.Sprintf("r%05d", i)
+		st := &pb.RunStatus{Id: id, State: pb.RunState_RUN_STATE_COMPLETED, FinishedAt: timestamppb.New(now), Reason: reason,
+			Spec: &pb.RunSpec{Id: id, Name: "nightly", CreatedAt: timestamppb.New(now)}}
+		data, err := proto.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := topo.Runs().Put(ctx, id, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startOn(t, topo, coordinator.Config{})
+	toks := []coordinator.Token{
+		{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"},
+		{Name: "carol", Secret: "carol-secret-0123456789"},
+	}
+	srv := httptest.NewServer(c.Handler(coordinator.APIConfig{Tokens: toks, WriteTimeout: 20 * time.Second}))
+	t.Cleanup(srv.Close)
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	list := func(tok string) ([]*pb.RunStatus, error) {
+		return coordinator.NewClient(srv.URL, tok, nil).List(ctx)
+	}
+	alice, bob, carol := toks[0].Secret, toks[1].Secret, toks[2].Secret
+
+	for i := range coordinator.MaxRunListingsPerCaller {
+		if code := httpservetest.Stall(t, nil, srv.URL+"/v1/runs", bearer(alice)); code != http.StatusOK {
+			t.Fatalf("alice's stalled listing %d: %d, want 200", i+1, code)
+		}
+	}
+	if _, err := list(alice); !isAPIError(err, http.StatusTooManyRequests, "listings of runs") {
+		t.Fatalf("alice's listing with %d of hers stalled: %v, want 429 naming the listings", coordinator.MaxRunListingsPerCaller, err)
+	}
+	if runs, err := list(bob); err != nil || len(runs) != 10_000 {
+		t.Fatalf("bob's listing while alice stalls hers: %d runs, %v; want all 10,000", len(runs), err)
+	}
+	for i := coordinator.MaxRunListingsPerCaller; i < coordinator.MaxRunListings; i++ {
+		if code := httpservetest.Stall(t, nil, srv.URL+"/v1/runs", bearer(bob)); code != http.StatusOK {
+			t.Fatalf("bob's stalled listing: %d, want 200", code)
+		}
+	}
+	if _, err := list(carol); !isAPIError(err, http.StatusTooManyRequests, "listings of runs") {
+		t.Fatalf("carol's listing with %d stalled (the total cap): %v, want 429", coordinator.MaxRunListings, err)
 	}
 }

@@ -45,6 +45,13 @@ const (
 	DefaultMaxDocumentReadsPerCaller = 2
 )
 
+// Caps of the listings of runs (GET /v1/runs): a listing holds every stored run's status,
+// about 4 KB each, while its client takes it: 400 MB at 100,000 runs kept.
+const (
+	MaxRunListings          = 4
+	MaxRunListingsPerCaller = 2
+)
+
 // retryAfterSeconds is the Retry-After of a request refused for a full cap.
 const retryAfterSeconds = "5"
 
