@@ -352,8 +352,10 @@ type Coordinator struct {
 	// streams.
 	feed  *feeder
 	usage *usage
-	// held is what each team holds of the bundle store (heldbundles.go).
-	held heldBundles
+	// held is what each team holds of the bundle store (heldbundles.go); listings the read
+	// of the stored runs that listings in progress share (listings.go).
+	held     heldBundles
+	listings listFlight
 	// evictNow asks the eviction loop to look at the streams now.
 	evictNow chan struct{}
 }
@@ -786,22 +788,6 @@ func (c *Coordinator) Status(ctx context.Context, id string) (*pb.RunStatus, err
 		return nil, err
 	}
 	return public(st, nil)
-}
-
-// List returns every stored run the caller may read, newest first.
-func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
-	out, err := c.listStored(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out = visibleRuns(ctx, out)
-	for i, st := range out {
-		if r := c.active(st.GetId()); r != nil {
-			out[i] = r.snapshot()
-		}
-		out[i].JobKey = nil
-	}
-	return out, nil
 }
 
 // Cancel stops a run: its queued jobs are removed, unfinished cases are skipped. Cancelling a

@@ -25,6 +25,9 @@ type fakeRuns struct {
 	fail   error // returned by every call when set
 	// getFail fails the reads of one key.
 	getFail map[string]error
+	// eachEntered, when set, is sent to as Each begins, which then waits for eachGate.
+	eachEntered chan struct{}
+	eachGate    chan struct{}
 }
 
 func newFakeRuns() *fakeRuns {
@@ -63,6 +66,10 @@ func (f *fakeRuns) Delete(_ context.Context, key string) error {
 
 func (f *fakeRuns) Each(_ context.Context, fn func(string, []byte) error) error {
 	f.calls["each"]++
+	if f.eachEntered != nil {
+		f.eachEntered <- struct{}{}
+		<-f.eachGate
+	}
 	if f.fail != nil {
 		return f.fail
 	}
