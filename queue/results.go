@@ -222,8 +222,8 @@ func resultMsgOf(run, subject, msgID string, seq uint64, stored time.Time, pendi
 // ErrStopped is what ResultIterator.Next returns once Stop was called.
 var ErrStopped = errors.New("queue: iteration stopped")
 
-// Stop ends the iteration; Next then returns an error wrapping ErrStopped.
-// The server drops the consumer after its inactivity threshold.
+// Stop ends the iteration and deletes its consumer (consumers.go); Next then returns an
+// error wrapping ErrStopped.
 func (s *ResultIterator) Stop() {
 	s.mu.Lock()
 	if s.stopped {
