@@ -1049,10 +1049,15 @@ func (c *Coordinator) listStored(ctx context.Context) ([]*pb.RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].GetSpec().GetCreatedAt().AsTime().After(out[j].GetSpec().GetCreatedAt().AsTime())
-	})
+	sortNewestFirst(out)
 	return out, nil
+}
+
+// sortNewestFirst sorts runs by creation, the newest first.
+func sortNewestFirst(sts []*pb.RunStatus) {
+	sort.SliceStable(sts, func(i, j int) bool {
+		return sts[i].GetSpec().GetCreatedAt().AsTime().After(sts[j].GetSpec().GetCreatedAt().AsTime())
+	})
 }
 
 func isFinal(s pb.RunState) bool {

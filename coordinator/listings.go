@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"slices"
-	"sort"
 	"sync"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -70,38 +69,35 @@ func (c *Coordinator) List(ctx context.Context) ([]*pb.RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := visibleRuns(ctx, slices.Clone(shared))
-	listed := make(map[string]bool, len(out))
-	for i, st := range out {
-		listed[st.GetId()] = true
-		if r := c.active(st.GetId()); r != nil {
-			out[i] = withoutKey(r.snapshot())
-		}
+	read := make(map[string]bool, len(shared))
+	for _, st := range shared {
+		read[st.GetId()] = true
 	}
-	// Runs admitted after the shared read began.
+	// The unfinished runs' live counts, and the runs admitted after the shared read began.
 	c.mu.Lock()
+	live := make(map[string]*run, len(c.runs))
 	var since []*run
 	for id, r := range c.runs {
-		if !listed[id] && !r.readOnly {
+		live[id] = r
+		if !read[id] && !r.readOnly {
 			since = append(since, r)
 		}
 	}
 	c.mu.Unlock()
+	out := visibleRuns(ctx, slices.Clone(shared))
+	for i, st := range out {
+		if r := live[st.GetId()]; r != nil {
+			out[i], _ = public(r.snapshot(), nil)
+		}
+	}
 	if len(since) > 0 {
 		added := make([]*pb.RunStatus, 0, len(since))
 		for _, r := range since {
-			added = append(added, withoutKey(r.snapshot()))
+			st, _ := public(r.snapshot(), nil)
+			added = append(added, st)
 		}
 		out = append(out, visibleRuns(ctx, added)...)
-		sort.SliceStable(out, func(i, j int) bool {
-			return out[i].GetSpec().GetCreatedAt().AsTime().After(out[j].GetSpec().GetCreatedAt().AsTime())
-		})
+		sortNewestFirst(out)
 	}
 	return out, nil
-}
-
-// withoutKey is st, a copy of the caller's own, without its job key.
-func withoutKey(st *pb.RunStatus) *pb.RunStatus {
-	st.JobKey = nil
-	return st
 }
