@@ -56,12 +56,20 @@ func TestManyRunsAtOnce(t *testing.T) {
 	}
 	t.Logf("%d runs of %d teams submitted through the API in %v", runs, len(tokens), time.Since(start).Round(time.Millisecond))
 
-	unfinished := 0
-	for i, tok := range tokens {
-		list, err := f.client(tok).List(ctx)
-		if err != nil {
-			t.Fatal(err)
+	// every is each team's runs, as its member lists them.
+	every := func() [][]*pb.RunStatus {
+		t.Helper()
+		out := make([][]*pb.RunStatus, len(tokens))
+		for i, tok := range tokens {
+			var err error
+			if out[i], err = f.client(tok).List(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
+		return out
+	}
+	unfinished := 0
+	for i, list := range every() {
 		for _, st := range list {
 			if st.GetState() == pb.RunState_RUN_STATE_FAILED {
 				t.Fatalf("team %d's run %s failed before any worker ran: %s", i, st.GetId(), st.GetReason())
@@ -85,13 +93,11 @@ func TestManyRunsAtOnce(t *testing.T) {
 
 	f.startWorkers(t, o)
 	start = time.Now()
+	var lists [][]*pb.RunStatus
 	testutil.Eventually(t, 5*time.Minute, 500*time.Millisecond, func() bool {
+		lists = every()
 		done := 0
-		for _, tok := range tokens {
-			list, err := f.client(tok).List(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, list := range lists {
 			for _, st := range list {
 				if ended(st.GetState()) {
 					done++
@@ -101,11 +107,7 @@ func TestManyRunsAtOnce(t *testing.T) {
 		return done == runs
 	}, "all %d runs to end", runs)
 	t.Logf("their jobs ran and every run ended in %v", time.Since(start).Round(time.Millisecond))
-	for i, tok := range tokens {
-		list, err := f.client(tok).List(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, list := range lists {
 		for _, st := range list {
 			if st.GetState() != pb.RunState_RUN_STATE_COMPLETED || st.GetDoneJobs() != 1 || st.GetCases().GetPassed() != 1 {
 				t.Errorf("team %d's run %s ended %v with %d jobs done and %d cases passed, want completed with 1 and 1 (%s)",
