@@ -17,7 +17,8 @@ import (
 )
 
 // What the coordinator's work costs as the stored runs grow, not only on an empty fleet: 10,000
-// finished runs of 100 teams, a few days of an organisation's runs under retention.
+// finished runs of 100 teams, a few days of an organisation's runs under retention, each as a
+// finished run stores it.
 const storedRuns, storedTeams = 10_000, 100
 
 // startWithStoredRuns stores storedRuns finished runs of suite's bundle and starts a
@@ -32,9 +33,16 @@ func startWithStoredRuns(b *testing.B) (*coordinator.Coordinator, []byte) {
 	}
 	now := time.Now()
 	for i := range storedRuns {
-		id := fmt.Sprintf("r%05d", i)
-		st := &pb.RunStatus{Id: id, State: pb.RunState_RUN_STATE_COMPLETED, FinishedAt: timestamppb.New(now), TotalJobs: 1, DoneJobs: 1,
-			Spec: &pb.RunSpec{Id: id, Name: "nightly", Team: fmt.Sprintf("team%02d", i%storedTeams), BundleDigest: digest, CreatedAt: timestamppb.New(now)}}
+		// Every field a finished 20-case run stores (258 bytes, read back from one): the
+		// listing decodes what users' runs hold, not a skeleton.
+		id := fmt.Sprintf("r20261129t%06d-%08x", i, i)
+		st := &pb.RunStatus{
+			Id: id, State: pb.RunState_RUN_STATE_COMPLETED, Cases: &pb.Counts{Total: 20, Passed: 18, Failed: 2},
+			TotalJobs: 20, DoneJobs: 20, Published: 20, UpdatedAt: timestamppb.New(now), FinishedAt: timestamppb.New(now),
+			JobKey: bytes.Repeat([]byte{7}, 32), SubmittedBy: "ci-bot", ResultBytes: 6810, ReportStored: true, Curtailed: true, RecordsStored: true,
+			Spec: &pb.RunSpec{Id: id, Name: "nightly", Priority: pb.Priority_PRIORITY_ON_DEMAND, Team: fmt.Sprintf("team%02d", i%storedTeams),
+				BundleDigest: digest, CreatedAt: timestamppb.New(now)},
+		}
 		data, err := proto.Marshal(st)
 		if err != nil {
 			b.Fatal(err)
