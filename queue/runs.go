@@ -103,8 +103,8 @@ func (s *RunStore) keys(ctx context.Context, filter string) ([]string, error) {
 
 // Each calls fn with every key that holds a value and its value, in no particular order, keys
 // written meanwhile included; it stops at fn's first error. It reads the bucket in one pass (a
-// watch of each key's last value) where Keys and a Get for each key cost a request a key:
-// 10,000 runs in 29–38 ms against 284–322 ms.
+// watch of each key's last value) where Keys and a Get for each key cost a request a key
+// (coordinator's BenchmarkListWithStoredRuns: 10,000 runs listed in 74 ms against 382 ms).
 func (s *RunStore) Each(ctx context.Context, fn func(key string, value []byte) error) error {
 	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
